@@ -1,0 +1,281 @@
+package core
+
+// bully is ALGORITHMS.md §1 (Garcia-Molina 1982; seeds 000, 002, 003).
+//
+// Textbook mode follows the text to the letter, so message counts match the
+// literature. View mode is the same algorithm with a membership view:
+// peers known dead are skipped, a node with no live higher-rated peer
+// declares at once, and a candidate first asks only the highest live peer
+// above it (then every live peer above it if that one stays silent), which
+// keeps a failover that every survivor notices at O(n) messages.
+type bully struct {
+	n     *Node
+	phase bullyPhase
+	timer int // ticks left in the current wait
+	// View mode: stage 1 asked only the top live peer, stage 2 all of them.
+	stage int
+	asked string
+	// excluded is a resigning coordinator, absent from the next election.
+	excluded string
+}
+
+type bullyPhase uint8
+
+const (
+	bullyIdle       bullyPhase = iota
+	bullyWaitAnswer            // T: waiting for an ANSWER
+	bullyWaitCoord             // T': answered, waiting for COORDINATOR
+)
+
+func (b *bully) reset() {
+	b.phase, b.timer, b.stage, b.asked = bullyIdle, 0, 0, ""
+}
+
+// higher calls fn for every voter ranked above this node that the election
+// may ask, highest first, until fn returns false.
+func (b *bully) higher(fn func(Peer) bool) {
+	n := b.n
+	r := n.view.r
+	for k := r.Len() - 1; k >= 0; k-- {
+		p := r.ByRank(k)
+		if p.Rank().Compare(n.rank()) <= 0 {
+			return
+		}
+		if p.NonVoter || p.ID == b.excluded || !n.view.alive(p.ID) {
+			continue
+		}
+		if !fn(p) {
+			return
+		}
+	}
+}
+
+func (b *bully) start() {
+	n := b.n
+	b.reset()
+	n.electing = true
+	n.setState(StateCandidate)
+	if n.cfg.Mode == View {
+		b.higher(func(p Peer) bool { b.asked = p.ID; return false })
+		if b.asked == "" {
+			b.excluded = ""
+			b.declare()
+			return
+		}
+		b.stage = 1
+		n.send(Message{Type: MsgElection, To: b.asked})
+	} else {
+		sent := false
+		b.higher(func(p Peer) bool {
+			n.send(Message{Type: MsgElection, To: p.ID})
+			sent = true
+			return true
+		})
+		if !sent {
+			b.excluded = ""
+			b.declare()
+			return
+		}
+	}
+	b.excluded = ""
+	b.phase, b.timer = bullyWaitAnswer, n.cfg.AnswerTimeout
+}
+
+// declare: no higher-rated site answered within T (§1 step 2).
+func (b *bully) declare() {
+	n := b.n
+	t := n.nextTerm()
+	n.becomeCoordinator(t)
+	r := n.view.r
+	for i := 0; i < r.Len(); i++ {
+		p := r.At(i)
+		if p.ID == n.self.ID || !n.view.alive(p.ID) {
+			continue
+		}
+		if p.NonVoter || p.Rank().Compare(n.rank()) < 0 {
+			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Term: t})
+		}
+	}
+	if n.cfg.QuorumSize > 0 {
+		n.heartbeat() // collect the acks that confirm us
+	}
+}
+
+func (b *bully) step(m Message) {
+	switch m.Type {
+	case MsgElection:
+		b.onElection(m)
+	case MsgAnswer:
+		b.onAnswer(m)
+	case MsgCoordinator:
+		b.onCoordinator(m)
+	case MsgResign:
+		b.onResign(m)
+	default:
+		b.n.drop(DropUnexpected)
+	}
+}
+
+// onElection: §1 step 4, a site that receives ELECTION from a lower-rated
+// site answers and starts its own election unless it is running one.
+func (b *bully) onElection(m Message) {
+	n := b.n
+	from, ok := n.view.r.Get(m.From)
+	switch {
+	case n.self.NonVoter || n.yielded && n.coordinator == "":
+		n.drop(DropUnexpected) // not standing (a resign hand-off is under way)
+		return
+	case !ok || from.Rank().Compare(n.rank()) > 0:
+		n.drop(DropOrder)
+		return
+	}
+	stale := m.Term < n.term
+	if n.cfg.Mode == Textbook {
+		n.send(Message{Type: MsgAnswer, To: m.From})
+		if !stale && !n.electing {
+			n.startElection()
+		}
+		return
+	}
+	b.onElectionView(m, stale)
+}
+
+func (b *bully) onElectionView(m Message, stale bool) {
+	n := b.n
+	switch {
+	case stale && n.coordinator == n.self.ID:
+		// The sender has not yet seen our announcement, which is on its way.
+		n.drop(DropStaleTerm)
+	case stale && n.coordinator != "":
+		// Tell the sender who leads in the newer term instead of electing.
+		n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.coordinator})
+	case n.coordinator == n.self.ID:
+		// The sender missed us: announce again to it alone.
+		n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.self.ID})
+	case n.electing:
+		n.send(Message{Type: MsgAnswer, To: m.From})
+	default:
+		top := ""
+		b.higher(func(p Peer) bool { top = p.ID; return false })
+		if top != "" {
+			// Our own COORDINATOR would answer at once when there is no one
+			// above us; otherwise say we take over.
+			n.send(Message{Type: MsgAnswer, To: m.From})
+		}
+		n.startElection()
+	}
+}
+
+func (b *bully) onAnswer(m Message) {
+	n := b.n
+	if !n.electing || b.phase == bullyIdle {
+		n.drop(DropUnexpected)
+		return
+	}
+	if b.phase == bullyWaitAnswer {
+		b.phase, b.timer = bullyWaitCoord, n.cfg.CoordinatorTimeout
+	}
+}
+
+// onCoordinator: §1 step 3, record the announced coordinator. A relayed
+// announcement names a coordinator other than its sender.
+func (b *bully) onCoordinator(m Message) {
+	n := b.n
+	c := m.Coordinator
+	if c == "" {
+		c = m.From
+	}
+	if m.Term.Tag() != Tag(c) {
+		n.drop(DropOrder)
+		return
+	}
+	if c == n.self.ID {
+		n.drop(DropUnexpected) // an echo of our own older announcement
+		return
+	}
+	if n.coordinator != c || n.term != m.Term {
+		n.follow(c, m.Term, false)
+	} else {
+		n.silence, n.misses = 0, 0
+	}
+	if n.cfg.QuorumSize > 0 {
+		n.send(Message{Type: MsgHeartbeatAck, To: c})
+	}
+	n.maybePreempt()
+}
+
+// onResign: our coordinator hands off to us; elect without it at once.
+func (b *bully) onResign(m Message) {
+	n := b.n
+	if m.From != n.coordinator || m.Term != n.term {
+		n.drop(DropUnexpected)
+		return
+	}
+	n.unfollow()
+	b.excluded = m.From
+	n.startElection()
+}
+
+func (b *bully) tick() {
+	if !b.n.electing || b.phase == bullyIdle {
+		return
+	}
+	if b.timer--; b.timer > 0 {
+		return
+	}
+	b.timeout()
+}
+
+func (b *bully) timeout() {
+	n := b.n
+	switch b.phase {
+	case bullyWaitAnswer:
+		if b.stage == 1 && b.escalate() {
+			return
+		}
+		b.declare()
+	case bullyWaitCoord:
+		// §1 step 2: answered but no COORDINATOR within T'.
+		n.counters.ElectionsRestarted++
+		n.startElection()
+	}
+}
+
+// escalate: View mode, the top live peer stayed silent; ask every other live
+// peer above us. It reports whether anyone was asked.
+func (b *bully) escalate() bool {
+	n := b.n
+	b.stage = 2
+	sent := false
+	b.higher(func(p Peer) bool {
+		if p.ID != b.asked {
+			n.send(Message{Type: MsgElection, To: p.ID})
+			sent = true
+		}
+		return true
+	})
+	if sent {
+		b.phase, b.timer = bullyWaitAnswer, n.cfg.AnswerTimeout
+	}
+	return sent
+}
+
+func (b *bully) peerDown(id string) {
+	if b.n.electing && b.phase == bullyWaitAnswer && b.stage == 1 && id == b.asked {
+		b.timeout()
+	}
+}
+
+// resign hands off to the highest live voter below us: it elects without us
+// and, having no one above, declares at once.
+func (b *bully) resign() {
+	n := b.n
+	r := n.view.r
+	for k := r.Len() - 1; k >= 0; k-- {
+		p := r.ByRank(k)
+		if p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
+			n.send(Message{Type: MsgResign, To: p.ID})
+			return
+		}
+	}
+}

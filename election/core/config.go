@@ -1,0 +1,187 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Preemption says when a higher-rated voter displaces a working coordinator
+// (the bully rule, ALGORITHMS.md §1 step 5).
+type Preemption uint8
+
+// The policies.
+const (
+	// PreemptAlways: any higher-rated voter takes over (the bully rule).
+	PreemptAlways Preemption = iota
+	// PreemptMargin: only a voter whose rating exceeds the coordinator's by
+	// more than Config.PreemptMargin takes over; damps flapping nodes.
+	PreemptMargin
+	// PreemptNever: a working coordinator is kept until it fails or resigns.
+	PreemptNever
+)
+
+func (p Preemption) String() string {
+	switch p {
+	case PreemptAlways:
+		return "always"
+	case PreemptMargin:
+		return "margin"
+	case PreemptNever:
+		return "never"
+	}
+	return fmt.Sprintf("preemption(%d)", uint8(p))
+}
+
+// ParsePreemption parses "always", "margin" or "never".
+func ParsePreemption(s string) (Preemption, error) {
+	for _, p := range []Preemption{PreemptAlways, PreemptMargin, PreemptNever} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown preemption policy %q (want always, margin or never)", s)
+}
+
+// Config configures one Node. Every duration is a number of ticks: the core
+// has no clock; the runtime driver ticks every few milliseconds (see
+// election.Config.Tick) and the simulator at a virtual interval.
+type Config struct {
+	// ID names this node; it must appear in Roster. Required.
+	ID string
+	// Roster lists the configured members, this node included, in ring
+	// (clockwise) order, with their ratings. It is shared and never
+	// modified; build it once with NewRoster and give it to every node of a
+	// simulated cluster. Required.
+	Roster *Roster
+	// Algorithm to run. Default Bully.
+	Algorithm Algorithm
+	// Mode: Textbook (no knowledge of who is alive) or View (a membership
+	// view; the runtime always uses View). Default Textbook.
+	Mode Mode
+
+	// AnswerTimeout is T: how long a bully candidate waits for an ANSWER
+	// before it declares itself. Default 4. Must cover a round trip.
+	AnswerTimeout int
+	// CoordinatorTimeout is T': how long a candidate that got an ANSWER waits
+	// for COORDINATOR before it starts a new election. Default 12. Must
+	// exceed AnswerTimeout + RoundTrip.
+	CoordinatorTimeout int
+	// RoundTrip is the longest expected round trip between two nodes.
+	// Default 2.
+	RoundTrip int
+	// HopTimeout is how long a ring node waits for its successor's Ack
+	// (textbook mode) before it skips to the next one. Default RoundTrip.
+	HopTimeout int
+	// HeartbeatInterval is H: the coordinator sends a heartbeat every H
+	// ticks. Default 5.
+	HeartbeatInterval int
+	// HeartbeatMisses is K: a follower that hears nothing from its
+	// coordinator for K intervals starts an election. Default 3.
+	HeartbeatMisses int
+	// StartupTicks is how long a node that has just started (state sleep)
+	// listens for a coordinator's heartbeat before it starts an election.
+	// Default HeartbeatInterval, so a restarted node learns the current
+	// term first. 0 after Default means "elect at once".
+	StartupTicks int
+	// Preemption policy; PreemptMargin uses PreemptMargin. Default
+	// PreemptAlways for every algorithm.
+	Preemption    Preemption
+	PreemptMargin int64
+	// QuorumSize is S for the quorum guard: 0 turns it off. With S > 0 a
+	// coordinator must hear heartbeat acks from a majority of S (itself
+	// included) within LeaseTicks, else it steps down; a follower reports a
+	// coordinator only while the coordinator says it holds that majority.
+	QuorumSize int
+	// LeaseTicks is the quorum lease. Default HeartbeatInterval *
+	// HeartbeatMisses.
+	LeaseTicks int
+}
+
+// DefaultConfig returns a Config with every timing at its default; ID and
+// Roster still have to be set.
+func DefaultConfig() Config {
+	c := Config{}
+	c.setDefaults()
+	return c
+}
+
+func (c *Config) setDefaults() {
+	def := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def(&c.AnswerTimeout, 4)
+	def(&c.CoordinatorTimeout, 12)
+	def(&c.RoundTrip, 2)
+	def(&c.HopTimeout, c.RoundTrip)
+	def(&c.HeartbeatInterval, 5)
+	def(&c.HeartbeatMisses, 3)
+	def(&c.StartupTicks, c.HeartbeatInterval)
+	def(&c.LeaseTicks, c.HeartbeatInterval*c.HeartbeatMisses)
+}
+
+// Validate reports the first field that is out of range, naming the field and
+// its value. Zero timings are taken as their defaults before checking.
+func (c Config) Validate() error {
+	c.setDefaults()
+	return c.validate()
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	bad := func(field string, v any, want string) {
+		errs = append(errs, fmt.Errorf("core: Config.%s = %v: %s", field, v, want))
+	}
+	if c.ID == "" {
+		bad("ID", `""`, "must be set")
+	}
+	if c.Roster == nil {
+		bad("Roster", "nil", "must be set (NewRoster)")
+	} else if c.ID != "" && c.Roster.Index(c.ID) < 0 {
+		bad("ID", fmt.Sprintf("%q", c.ID), "must be a member of Roster")
+	}
+	if c.Algorithm >= numAlgorithms {
+		bad("Algorithm", c.Algorithm, "want Bully, Ring or Peterson")
+	}
+	if c.Mode > View {
+		bad("Mode", c.Mode, "want Textbook or View")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"AnswerTimeout", c.AnswerTimeout}, {"CoordinatorTimeout", c.CoordinatorTimeout},
+		{"RoundTrip", c.RoundTrip}, {"HopTimeout", c.HopTimeout},
+		{"HeartbeatInterval", c.HeartbeatInterval}, {"HeartbeatMisses", c.HeartbeatMisses},
+		{"LeaseTicks", c.LeaseTicks},
+	} {
+		if f.v < 1 {
+			bad(f.name, f.v, "must be at least 1 tick")
+		}
+	}
+	if c.StartupTicks < 0 {
+		bad("StartupTicks", c.StartupTicks, "must not be negative")
+	}
+	if c.AnswerTimeout < c.RoundTrip {
+		bad("AnswerTimeout", c.AnswerTimeout, fmt.Sprintf("must cover a round trip (RoundTrip = %d)", c.RoundTrip))
+	}
+	if c.CoordinatorTimeout <= c.AnswerTimeout+c.RoundTrip {
+		bad("CoordinatorTimeout", c.CoordinatorTimeout,
+			fmt.Sprintf("must exceed AnswerTimeout + RoundTrip = %d", c.AnswerTimeout+c.RoundTrip))
+	}
+	if c.Preemption > PreemptNever {
+		bad("Preemption", c.Preemption, "want PreemptAlways, PreemptMargin or PreemptNever")
+	}
+	if c.PreemptMargin < 0 {
+		bad("PreemptMargin", c.PreemptMargin, "must not be negative")
+	}
+	if c.QuorumSize < 0 {
+		bad("QuorumSize", c.QuorumSize, "must be 0 (off) or the cluster size")
+	}
+	if c.QuorumSize > 0 && c.LeaseTicks <= c.HeartbeatInterval {
+		bad("LeaseTicks", c.LeaseTicks,
+			fmt.Sprintf("must exceed HeartbeatInterval = %d so that a lease can be renewed", c.HeartbeatInterval))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,84 @@
+package core
+
+import "strconv"
+
+// MsgType is the kind of a message between nodes.
+type MsgType uint8
+
+// The message types. Election, Answer and Coordinator are the ones the seeds
+// name; Ack is the ring's hop acknowledgement ("the successor responds");
+// Resign is a coordinator's hand-off to its successor;
+// Heartbeat and HeartbeatAck are the coordinator heartbeat the project adds
+// (the seeds' "waited too long for a message from the coordinator").
+const (
+	MsgElection MsgType = iota + 1
+	MsgAnswer
+	MsgCoordinator
+	MsgAck
+	MsgResign
+	MsgHeartbeat
+	MsgHeartbeatAck
+	numMsgTypes
+)
+
+// NumMsgTypes bounds MsgType values; arrays indexed by MsgType use it.
+const NumMsgTypes = int(numMsgTypes)
+
+var msgNames = [...]string{"", "election", "answer", "coordinator", "ack", "resign", "heartbeat", "heartbeat_ack"}
+
+func (t MsgType) String() string {
+	if t > 0 && t < numMsgTypes {
+		return msgNames[t]
+	}
+	return "msg(" + strconv.Itoa(int(t)) + ")"
+}
+
+// MsgTypes lists every valid message type.
+func MsgTypes() []MsgType {
+	out := make([]MsgType, 0, numMsgTypes-1)
+	for t := MsgElection; t < numMsgTypes; t++ {
+		out = append(out, t)
+	}
+	return out
+}
+
+// ElectionTraffic reports whether t is part of an election (everything but
+// heartbeats and their acks).
+func (t MsgType) ElectionTraffic() bool { return t >= MsgElection && t <= MsgResign }
+
+// Message is what nodes exchange. Which fields mean something depends on
+// Type and the algorithm; unused fields are zero.
+type Message struct {
+	Type MsgType
+	From string
+	To   string
+	// Term: for Coordinator and Heartbeat the coordinator's term; for the
+	// others the highest term the sender has seen.
+	Term Term
+	// Rating is the sender's rating, so that receivers learn rating changes.
+	Rating int64
+	// Coordinator names the coordinator (Coordinator, Heartbeat).
+	Coordinator string
+	// Initiator is the node that started a ring election or lap.
+	Initiator string
+	// List is the ring's list of working participants in ring order. A node
+	// may append to it in place when forwarding: a transport that delivers a
+	// message twice must Clone it first.
+	List []Peer
+	// Value is the active/relay ring's value d (a rank); for Coordinator
+	// messages of that algorithm, the leader's rank.
+	Value Rank
+	// Phase is the active/relay phase, or the ring's attempt counter.
+	Phase uint32
+	// Confirmed is set on heartbeats of a coordinator that holds a quorum
+	// lease (only meaningful when the quorum guard is on).
+	Confirmed bool
+}
+
+// Clone returns a copy that shares no memory with m.
+func (m Message) Clone() Message {
+	if m.List != nil {
+		m.List = append([]Peer(nil), m.List...)
+	}
+	return m
+}

@@ -1,0 +1,193 @@
+package core
+
+// algorithm is one election algorithm's part of a Node. The Node owns the
+// term, the coordinator, heartbeats, the quorum guard and the membership
+// view; the algorithm owns the election itself. Every method runs inside a
+// call into the Node, so implementations never need locks.
+type algorithm interface {
+	// start begins an election (the coordinator is missing, the node has
+	// started, or a higher-rated node displaces a coordinator).
+	start()
+	// step handles election traffic addressed to this node, after the Node
+	// has checked the term.
+	step(m Message)
+	// tick advances the election's own timers.
+	tick()
+	// peerDown reports a member the view now holds dead (View mode only).
+	peerDown(id string)
+	// resign hands the coordinator role on (the node is coordinator).
+	resign()
+	// reset abandons any running election: a coordinator has been accepted.
+	reset()
+}
+
+// DropReason says why a Node ignored a message.
+type DropReason uint8
+
+// The reasons.
+const (
+	DropStaleTerm   DropReason = iota // the message's term is lower than the node's
+	DropMisaddressed                  // To is not this node, or From is empty or this node
+	DropUnexpected                    // nothing is waiting for it (a late Answer or Ack, ...)
+	DropOrder                         // the sender does not rank where the message implies
+	NumDropReasons
+)
+
+var dropNames = [...]string{"stale_term", "misaddressed", "unexpected", "order"}
+
+func (r DropReason) String() string {
+	if r < NumDropReasons {
+		return dropNames[r]
+	}
+	return "drop"
+}
+
+// Counters are a node's cumulative counts; the driver turns their changes
+// into metrics and the simulator into reports.
+type Counters struct {
+	Sent     [NumMsgTypes]uint64
+	Received [NumMsgTypes]uint64
+	Dropped  [NumDropReasons]uint64
+	// ElectionsStarted counts elections this node started (or restarted).
+	ElectionsStarted uint64
+	// ElectionsWon and ElectionsLost count elections this node took part in
+	// that ended with it as coordinator, or with another.
+	ElectionsWon  uint64
+	ElectionsLost uint64
+	// ElectionsRestarted counts elections abandoned on a timeout and begun again.
+	ElectionsRestarted uint64
+	// HeartbeatMisses counts heartbeat intervals that passed in silence.
+	HeartbeatMisses uint64
+	// LeaderChanges counts changes of the coordinator this node reports.
+	LeaderChanges uint64
+}
+
+// Status is what a node reports.
+type Status struct {
+	ID    string
+	State State
+	// Coordinator is the coordinator this node follows (itself when it is
+	// coordinator); empty when it knows none. With the quorum guard on, it
+	// is empty unless the coordinator holds a majority lease.
+	Coordinator string
+	// Term is the term of Coordinator when there is one, else the highest
+	// term the node has seen.
+	Term   Term
+	Rating int64
+}
+
+// Node is one participant's election state machine. It has no goroutines,
+// clock, sockets or randomness: the caller feeds it ticks, messages and
+// membership changes, then drains the messages it wants sent with Ready.
+// A Node is not safe for concurrent use; one goroutine (the runtime
+// driver's loop, or the simulator) owns it.
+type Node struct {
+	cfg  Config
+	self Peer
+	tag  uint32
+	view view
+	alg  algorithm
+
+	state       State
+	term        Term   // highest term seen
+	coordinator string // the node followed; "" when none
+	confirmed   bool   // quorum guard: the coordinator holds a lease
+	electing    bool   // an election this node takes part in is running
+	yielded     bool   // resigned: do not displace the successor
+
+	now      int // ticks since NewNode
+	silence  int // follower: ticks since the coordinator was last heard
+	misses   int // follower: heartbeat intervals missed in a row
+	idle     int // ticks with neither a coordinator nor an election
+	hbTimer  int // coordinator: ticks since the last heartbeat round
+	acks     map[string]int
+	leaseEnd int // coordinator: tick at which the quorum lease lapses
+
+	out      []Message
+	counters Counters
+}
+
+// NewNode validates cfg and returns a node in state sleep: after
+// StartupTicks without hearing a coordinator it starts an election
+// (ALGORITHMS.md §1 step 5: a site that starts or restarts holds one).
+func NewNode(cfg Config) (*Node, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	self, _ := cfg.Roster.Get(cfg.ID)
+	n := &Node{cfg: cfg, self: self, tag: Tag(cfg.ID), view: view{r: cfg.Roster, mode: cfg.Mode}}
+	n.idle = 0
+	switch cfg.Algorithm {
+	case Bully:
+		n.alg = &bully{n: n}
+	default:
+		n.alg = newRingAlgorithm(n, cfg.Algorithm)
+	}
+	return n, nil
+}
+
+// Bootstrap puts a fresh node straight into a settled cluster: coordinator
+// (possibly itself) in term. The simulator uses it for "the previous
+// coordinator was the highest-rated" set-ups; the runtime never does.
+func (n *Node) Bootstrap(coordinator string, term Term) {
+	n.term = term
+	if coordinator == n.self.ID {
+		n.becomeCoordinator(term)
+		return
+	}
+	n.follow(coordinator, term, true)
+}
+
+// ID returns the node's ID.
+func (n *Node) ID() string { return n.self.ID }
+
+// Config returns the node's configuration with defaults filled in.
+func (n *Node) Config() Config { return n.cfg }
+
+// Status returns what the node reports now.
+func (n *Node) Status() Status {
+	s := Status{ID: n.self.ID, State: n.state, Term: n.term, Rating: n.self.Rating}
+	if n.coordinator != "" && (n.cfg.QuorumSize == 0 || n.confirmed) {
+		s.Coordinator = n.coordinator
+	}
+	return s
+}
+
+// Counters returns the node's cumulative counts.
+func (n *Node) Counters() *Counters { return &n.counters }
+
+// Electing reports whether an election this node takes part in is running.
+func (n *Node) Electing() bool { return n.electing }
+
+// Ready returns the messages queued since the last call. The slice is the
+// node's buffer: it is valid until the next call into the node.
+func (n *Node) Ready() []Message {
+	out := n.out
+	n.out = n.out[:0]
+	return out
+}
+
+// Roster returns the node's current member list.
+func (n *Node) Roster() *Roster { return n.view.r }
+
+// Alive reports whether the node's view holds id alive (always true in
+// Textbook mode, which has no view).
+func (n *Node) Alive(id string) bool { return n.view.alive(id) }
+
+// send queues a message from this node, stamping From, Term and Rating.
+func (n *Node) send(m Message) {
+	m.From = n.self.ID
+	if m.Term == 0 {
+		m.Term = n.term
+	}
+	m.Rating = n.self.Rating
+	n.counters.Sent[m.Type]++
+	n.out = append(n.out, m)
+}
+
+func (n *Node) drop(r DropReason) { n.counters.Dropped[r]++ }
+
+func (n *Node) rank() Rank { return n.self.Rank() }
+
+func (n *Node) setState(s State) { n.state = s }

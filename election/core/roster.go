@@ -1,0 +1,100 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Roster is an immutable member list: ring (clockwise) order, ranks and an
+// index. Nodes of a simulated cluster share one Roster, so a 10,000-node
+// cluster keeps one copy; a node that learns a change makes its own copy.
+type Roster struct {
+	ring    []Peer
+	index   map[string]int
+	byRank  []int32 // ring positions, ascending by rank
+	rankPos []int32 // ring position -> position in byRank
+}
+
+// NewRoster builds a roster from members in ring order. IDs must be unique
+// and non-empty.
+func NewRoster(members []Peer) (*Roster, error) {
+	r := &Roster{ring: slices.Clone(members), index: make(map[string]int, len(members))}
+	for i, p := range r.ring {
+		if p.ID == "" {
+			return nil, fmt.Errorf("core: roster member %d has an empty ID", i)
+		}
+		if _, dup := r.index[p.ID]; dup {
+			return nil, fmt.Errorf("core: roster member %q appears twice", p.ID)
+		}
+		r.index[p.ID] = i
+	}
+	r.sortRanks()
+	return r, nil
+}
+
+// MustRoster is NewRoster for fixed inputs in tests and examples; it panics
+// on an invalid member list.
+func MustRoster(members []Peer) *Roster {
+	r, err := NewRoster(members)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func (r *Roster) sortRanks() {
+	n := len(r.ring)
+	r.byRank = make([]int32, n)
+	for i := range r.byRank {
+		r.byRank[i] = int32(i)
+	}
+	slices.SortFunc(r.byRank, func(a, b int32) int { return r.ring[a].Rank().Compare(r.ring[b].Rank()) })
+	r.rankPos = make([]int32, n)
+	for pos, i := range r.byRank {
+		r.rankPos[i] = int32(pos)
+	}
+}
+
+// Len is the number of members.
+func (r *Roster) Len() int { return len(r.ring) }
+
+// At returns the member at ring position i.
+func (r *Roster) At(i int) Peer { return r.ring[i] }
+
+// Index returns the ring position of id, or -1.
+func (r *Roster) Index(id string) int {
+	if i, ok := r.index[id]; ok {
+		return i
+	}
+	return -1
+}
+
+// Get returns the member with the given ID.
+func (r *Roster) Get(id string) (Peer, bool) {
+	if i, ok := r.index[id]; ok {
+		return r.ring[i], true
+	}
+	return Peer{}, false
+}
+
+// Members returns a copy of the members in ring order.
+func (r *Roster) Members() []Peer { return slices.Clone(r.ring) }
+
+// ByRank returns the member at rank position k (0 is the lowest).
+func (r *Roster) ByRank(k int) Peer { return r.ring[r.byRank[k]] }
+
+// RankOf returns the rank position of ring position i.
+func (r *Roster) RankOf(i int) int { return int(r.rankPos[i]) }
+
+// with returns a copy of r in which p is added (at the end of the ring) or,
+// if its ID is present, replaced.
+func (r *Roster) with(p Peer) *Roster {
+	ring := slices.Clone(r.ring)
+	if i, ok := r.index[p.ID]; ok {
+		ring[i] = p
+	} else {
+		ring = append(ring, p)
+	}
+	out, _ := NewRoster(ring) // IDs stay unique and non-empty
+	return out
+}

@@ -1,0 +1,199 @@
+package core
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+)
+
+// State is a participant's state in the sense of the source texts (seed 000):
+// sleep (has not taken a step yet), cand (in an election, outcome unknown),
+// lost (knows another participant is coordinator) and coordinator. The ring
+// algorithms add active and relay for the election phase.
+type State uint8
+
+// The states.
+const (
+	StateSleep State = iota
+	StateCandidate
+	StateLost
+	StateCoordinator
+	StateActive
+	StateRelay
+	numStates
+)
+
+var stateNames = [...]string{"sleep", "cand", "lost", "coordinator", "active", "relay"}
+
+func (s State) String() string {
+	if s < numStates {
+		return stateNames[s]
+	}
+	return "state(" + strconv.Itoa(int(s)) + ")"
+}
+
+// States lists every state, in order; metrics use it to keep one-hot gauges.
+func States() []State {
+	out := make([]State, numStates)
+	for i := range out {
+		out[i] = State(i)
+	}
+	return out
+}
+
+// Algorithm selects the election algorithm a Node runs.
+type Algorithm uint8
+
+// The algorithms. Bully is the default.
+const (
+	Bully    Algorithm = iota // ALGORITHMS.md §1
+	Ring                      // ALGORITHMS.md §2: ring with a list of live members
+	Peterson                  // ALGORITHMS.md §3: active/relay ring, O(n log n)
+	numAlgorithms
+)
+
+var algorithmNames = [...]string{"bully", "ring", "peterson"}
+
+func (a Algorithm) String() string {
+	if a < numAlgorithms {
+		return algorithmNames[a]
+	}
+	return "algorithm(" + strconv.Itoa(int(a)) + ")"
+}
+
+// ParseAlgorithm turns "bully", "ring" or "peterson" into an Algorithm.
+func ParseAlgorithm(s string) (Algorithm, error) {
+	for i, n := range algorithmNames {
+		if s == n {
+			return Algorithm(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown algorithm %q (want bully, ring or peterson)", s)
+}
+
+// Mode says what a node knows about who is alive.
+type Mode uint8
+
+// The modes.
+const (
+	// Textbook: the node knows the configured members but not who is alive,
+	// so it sends to crashed peers too. Message counts match the literature.
+	Textbook Mode = iota
+	// View: a membership view (memberlist in the runtime) says who is alive;
+	// peers known dead are skipped.
+	View
+)
+
+func (m Mode) String() string {
+	if m == View {
+		return "view"
+	}
+	return "textbook"
+}
+
+// Term is the coordinator's epoch and the fencing token handed to the user.
+// The high 32 bits count elections (the epoch); the low 32 bits are the tag
+// of the node that won (see Tag). Two coordinators therefore never share a
+// term, even on the two sides of a partition, and a new coordinator's term is
+// greater than every term its electorate has seen.
+type Term uint64
+
+// MakeTerm builds a term from an epoch and a node tag.
+func MakeTerm(epoch uint32, tag uint32) Term { return Term(uint64(epoch)<<32 | uint64(tag)) }
+
+// Epoch is the election counter part of the term.
+func (t Term) Epoch() uint32 { return uint32(t >> 32) }
+
+// Tag is the winner's tag part of the term.
+func (t Term) Tag() uint32 { return uint32(t) }
+
+// String formats a term as epoch.tag, e.g. "3.7".
+func (t Term) String() string {
+	return strconv.FormatUint(uint64(t.Epoch()), 10) + "." + strconv.FormatUint(uint64(t.Tag()), 10)
+}
+
+// Tag is the 32-bit value a node puts in the low half of the terms it wins:
+// the ID itself when it is a decimal number below 2^32 (the simulator's
+// numeric IDs), else the FNV-1a hash of the ID. The runtime refuses members
+// whose tags collide (membership checks it), so a term names one node.
+func Tag(id string) uint32 {
+	if v, err := strconv.ParseUint(id, 10, 32); err == nil {
+		return uint32(v)
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return h.Sum32()
+}
+
+// CompareID orders IDs: decimal numbers numerically (shorter is smaller),
+// numbers before other strings, other strings bytewise.
+func CompareID(a, b string) int {
+	na, nb := isDecimal(a), isDecimal(b)
+	switch {
+	case na && nb:
+		if len(a) != len(b) {
+			return cmpInt(len(a), len(b))
+		}
+	case na:
+		return -1
+	case nb:
+		return 1
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func isDecimal(s string) bool {
+	if s == "" || (len(s) > 1 && s[0] == '0') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Rank is what an election maximises: the rating est(S) first, then the ID.
+type Rank struct {
+	Rating int64
+	ID     string
+}
+
+// Compare orders ranks by (rating, ID).
+func (r Rank) Compare(o Rank) int {
+	switch {
+	case r.Rating < o.Rating:
+		return -1
+	case r.Rating > o.Rating:
+		return 1
+	}
+	return CompareID(r.ID, o.ID)
+}
+
+// Peer is a member as the core sees it.
+type Peer struct {
+	ID     string
+	Rating int64
+	// NonVoter members follow the coordinator but never stand.
+	NonVoter bool
+}
+
+// Rank returns the peer's (rating, ID).
+func (p Peer) Rank() Rank { return Rank{p.Rating, p.ID} }

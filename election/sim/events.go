@@ -1,0 +1,196 @@
+package sim
+
+import (
+	"container/heap"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+type evKind uint8
+
+const (
+	evTick evKind = iota
+	evDeliver
+	evDown // view: a PeerDown reaches node
+	evUp   // view: a PeerUp reaches node
+)
+
+type event struct {
+	at   int64
+	seq  uint64
+	kind evKind
+	node int
+	msg  core.Message
+	peer core.Peer
+	inc  int64 // evDeliver: the target's incarnation when sent
+}
+
+type eventQueue []event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// Step runs the next event. It reports false when nothing is left.
+func (s *Sim) Step() bool {
+	if s.queue.Len() == 0 {
+		return false
+	}
+	e := heap.Pop(&s.queue).(event)
+	s.now = e.at
+	sn := s.nodes[e.node]
+	switch e.kind {
+	case evTick:
+		s.schedule(event{at: e.at + s.cfg.TickMs, kind: evTick, node: e.node})
+		if !sn.up {
+			return true
+		}
+		sn.node.Tick()
+	case evDeliver:
+		s.inFlight[e.msg.Type]--
+		if !sn.up || sn.inc != e.inc || s.cut(e.msg.From, e.msg.To) {
+			s.Lost++
+			s.tracef("%s -> %s %s lost", e.msg.From, e.msg.To, e.msg.Type)
+			return true
+		}
+		s.traceMsg("recv", e.msg)
+		sn.node.Step(e.msg)
+	case evDown:
+		if !sn.up {
+			return true
+		}
+		sn.node.PeerDown(e.peer.ID)
+	case evUp:
+		if !sn.up {
+			return true
+		}
+		sn.node.PeerUp(e.peer)
+	}
+	s.flush(sn)
+	return true
+}
+
+// flush hands a node's outbox to the network, fires triggers, traces state
+// changes and runs the checker.
+func (s *Sim) flush(sn *simNode) {
+	msgs := sn.node.Ready()
+	if s.fire(sn, msgs) {
+		return // crashed before sending
+	}
+	for _, m := range msgs {
+		s.send(m)
+	}
+	st := sn.node.Status()
+	if st != sn.last {
+		if st.State != sn.last.State || st.Coordinator != sn.last.Coordinator {
+			s.tracef("%s: %s -> %s coordinator=%s term=%s", sn.id, sn.last.State, st.State, orNone(st.Coordinator), st.Term)
+		}
+		sn.last = st
+	}
+	s.check.after(sn)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func (s *Sim) traceMsg(verb string, m core.Message) {
+	if s.cfg.Trace == nil || !m.Type.ElectionTraffic() {
+		return
+	}
+	extra := ""
+	if m.Coordinator != "" && m.Type == core.MsgCoordinator {
+		extra = " coordinator=" + m.Coordinator
+	}
+	if len(m.List) > 0 {
+		extra += " list=" + listString(m.List)
+	}
+	if m.Value.ID != "" {
+		extra += " d=" + m.Value.ID
+	}
+	s.tracef("%s -> %s %s term=%s%s", m.From, m.To, m.Type, m.Term, extra)
+}
+
+func listString(l []core.Peer) string {
+	out := "("
+	for i, p := range l {
+		if i > 0 {
+			out += ","
+		}
+		out += p.ID
+	}
+	return out + ")"
+}
+
+// send puts a message on the network: counted, then lost, delayed,
+// duplicated or reordered as configured.
+func (s *Sim) send(m core.Message) {
+	s.Sent[m.Type]++
+	to, ok := s.byID[m.To]
+	if !ok {
+		s.Lost++
+		return
+	}
+	if s.cfg.Loss > 0 && s.rng.Float64() < s.cfg.Loss {
+		s.Lost++
+		s.tracef("%s -> %s %s dropped by the network", m.From, m.To, m.Type)
+		return
+	}
+	copies := 1
+	if s.cfg.Dup > 0 && s.rng.Float64() < s.cfg.Dup {
+		copies = 2
+	}
+	for c := 0; c < copies; c++ {
+		if c > 0 {
+			m = m.Clone()
+		}
+		s.inFlight[m.Type]++
+		s.schedule(event{at: s.arrival(m, to), kind: evDeliver, node: to.idx, msg: m, inc: to.inc})
+	}
+}
+
+func (s *Sim) arrival(m core.Message, to *simNode) int64 {
+	d := s.cfg.DelayMin
+	if span := s.cfg.DelayMax - s.cfg.DelayMin; span > 0 {
+		d += s.rng.Int64N(span + 1)
+	}
+	if !s.cfg.FIFO && s.cfg.Reorder > 0 && s.rng.Float64() < s.cfg.Reorder {
+		return s.now + d + s.rng.Int64N(2*s.cfg.DelayMax+1)
+	}
+	at := s.now + d
+	if s.cfg.FIFO {
+		link := [2]int{s.byID[m.From].idx, to.idx}
+		if last := s.lastAt[link]; at < last {
+			at = last // same time: the queue's sequence keeps the order
+		}
+		s.lastAt[link] = at
+	}
+	return at
+}
+
+// InFlight reports the number of election messages (not heartbeats) on the
+// network.
+func (s *Sim) InFlight() int {
+	n := 0
+	for t, c := range s.inFlight {
+		if core.MsgType(t).ElectionTraffic() {
+			n += c
+		}
+	}
+	return n
+}

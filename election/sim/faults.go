@@ -1,0 +1,203 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Trigger crashes a node at a protocol moment instead of a time: when Node
+// is about to send its Nth message of type Type (N counts from 1). The
+// crash happens before any of that step's messages leave.
+type Trigger struct {
+	Node string
+	Type core.MsgType
+	Nth  int
+	seen int
+}
+
+// CrashOn arms a trigger.
+func (s *Sim) CrashOn(t Trigger) error {
+	if _, ok := s.byID[t.Node]; !ok {
+		return fmt.Errorf("sim: trigger on unknown node %q", t.Node)
+	}
+	if t.Nth < 1 {
+		t.Nth = 1
+	}
+	s.triggers = append(s.triggers, t)
+	return nil
+}
+
+// fire checks the armed triggers against a node's outgoing batch and
+// crashes it if one matches. It reports whether the node crashed.
+func (s *Sim) fire(sn *simNode, msgs []core.Message) bool {
+	for i := range s.triggers {
+		t := &s.triggers[i]
+		if t.Node != sn.id || t.seen >= t.Nth {
+			continue
+		}
+		for _, m := range msgs {
+			if m.Type == t.Type {
+				t.seen++
+			}
+		}
+		if t.seen >= t.Nth {
+			s.tracef("%s: trigger (about to send %s #%d): crash", sn.id, t.Type, t.Nth)
+			s.crash(sn)
+			return true
+		}
+	}
+	return false
+}
+
+// Crash stops a node at once: it sends nothing more and messages to it
+// are lost.
+func (s *Sim) Crash(id string) error {
+	sn, ok := s.byID[id]
+	if !ok {
+		return fmt.Errorf("sim: crash: unknown node %q", id)
+	}
+	if sn.up {
+		s.crash(sn)
+		s.check.after(sn)
+	}
+	return nil
+}
+
+func (s *Sim) crash(sn *simNode) {
+	sn.up = false
+	sn.last = core.Status{ID: sn.id}
+	s.tracef("%s: crashed", sn.id)
+	s.gossip(sn.id, evDown, core.Peer{ID: sn.id})
+}
+
+// Restart brings a crashed node back with no state: it starts asleep and
+// elects after its start-up window (ALGORITHMS.md §1 step 5).
+func (s *Sim) Restart(id string) error {
+	sn, ok := s.byID[id]
+	if !ok {
+		return fmt.Errorf("sim: restart: unknown node %q", id)
+	}
+	if sn.up {
+		return nil
+	}
+	sn.inc++
+	if err := s.boot(sn); err != nil {
+		return err
+	}
+	s.tracef("%s: restarted", sn.id)
+	if s.cfg.Mode == core.View {
+		for _, o := range s.nodes {
+			if !o.up || s.cut(sn.id, o.id) {
+				sn.node.PeerDown(o.id)
+			}
+		}
+	}
+	p, _ := s.roster.Get(id)
+	s.gossip(id, evUp, p)
+	s.flush(sn)
+	return nil
+}
+
+// gossip delivers a view change about id to every other live node after
+// ViewDelayMs (View mode only).
+func (s *Sim) gossip(id string, kind evKind, p core.Peer) {
+	if s.cfg.Mode != core.View || s.cfg.ViewDelayMs < 0 {
+		return
+	}
+	for _, o := range s.nodes {
+		if o.id != id && o.up && !s.cut(id, o.id) {
+			s.schedule(event{at: s.now + s.cfg.ViewDelayMs, kind: kind, node: o.idx, peer: p})
+		}
+	}
+}
+
+// Partition splits the cluster: nodes in different groups cannot exchange
+// messages. Nodes not named form one more group. In View mode each side's
+// views drop the other side after ViewDelayMs.
+func (s *Sim) Partition(groups ...[]string) error {
+	s.group = map[string]int{}
+	for g, ids := range groups {
+		for _, id := range ids {
+			if _, ok := s.byID[id]; !ok {
+				return fmt.Errorf("sim: partition: unknown node %q", id)
+			}
+			s.group[id] = g + 1
+		}
+	}
+	s.tracef("partition %v", groups)
+	s.check.partitioned()
+	s.viewSweep()
+	return nil
+}
+
+// Heal reconnects every node; in View mode views see everyone live again.
+func (s *Sim) Heal() {
+	s.group = map[string]int{}
+	s.tracef("heal")
+	s.check.partitioned()
+	s.viewSweep()
+}
+
+// viewSweep tells every live node, after the view delay, which of the
+// others it can and cannot reach.
+func (s *Sim) viewSweep() {
+	if s.cfg.Mode != core.View || s.cfg.ViewDelayMs < 0 {
+		return
+	}
+	for _, a := range s.nodes {
+		for _, b := range s.nodes {
+			if a == b || !a.up || !b.up {
+				continue
+			}
+			kind := evUp
+			if s.cut(a.id, b.id) {
+				kind = evDown
+			}
+			p, _ := s.roster.Get(b.id)
+			s.schedule(event{at: s.now + s.cfg.ViewDelayMs, kind: kind, node: a.idx, peer: p})
+		}
+	}
+}
+
+// cut reports whether a partition separates a and b.
+func (s *Sim) cut(a, b string) bool { return s.group[a] != s.group[b] }
+
+// Detect tells a node that the coordinator is not working.
+func (s *Sim) Detect(id string) error { return s.poke(id, (*core.Node).Detect) }
+
+// Resign asks a node to hand off its coordinator role.
+func (s *Sim) Resign(id string) error { return s.poke(id, (*core.Node).Resign) }
+
+// SetRating changes a node's rating; in View mode the others learn it
+// after the view delay, as from membership metadata.
+func (s *Sim) SetRating(id string, r int64) error {
+	if err := s.poke(id, func(n *core.Node) { n.SetRating(r) }); err != nil {
+		return err
+	}
+	for _, o := range s.nodes {
+		if o.id != id && o.up && s.cfg.Mode == core.View {
+			o.node.PeerRating(id, r)
+			s.flush(o)
+		}
+	}
+	return nil
+}
+
+func (s *Sim) poke(id string, fn func(*core.Node)) error {
+	sn, ok := s.byID[id]
+	if !ok {
+		return fmt.Errorf("sim: unknown node %q", id)
+	}
+	if !sn.up {
+		return fmt.Errorf("sim: node %q is down", id)
+	}
+	fn(sn.node)
+	s.flush(sn)
+	return nil
+}
+
+// SetNetwork changes loss, duplication and reordering from now on.
+func (s *Sim) SetNetwork(loss, dup, reorder float64) {
+	s.cfg.Loss, s.cfg.Dup, s.cfg.Reorder = loss, dup, reorder
+}

@@ -1,0 +1,132 @@
+package sim
+
+import "github.com/coordelect/coordelect/election/core"
+
+// CrashBefore takes nodes down before the run starts: they are down, and in
+// View mode every live view already holds them dead, without anyone having
+// noticed a failure yet. Call it before Bootstrap.
+func (s *Sim) CrashBefore(ids ...string) error {
+	for _, id := range ids {
+		sn, ok := s.byID[id]
+		if !ok {
+			return errUnknown("crash", id)
+		}
+		sn.up = false
+		sn.last = core.Status{ID: id}
+	}
+	if s.cfg.Mode != core.View {
+		return nil
+	}
+	for _, o := range s.nodes {
+		if o.up {
+			for _, id := range ids {
+				o.node.PeerDown(id)
+			}
+			s.flush(o)
+		}
+	}
+	return nil
+}
+
+// RunFor runs events for ms virtual milliseconds.
+func (s *Sim) RunFor(ms int64) {
+	end := s.now + ms
+	for s.queue.Len() > 0 && s.queue[0].at <= end {
+		s.Step()
+	}
+	s.now = end
+}
+
+// Settle runs until the cluster is settled (every live node reports the
+// same coordinator, nobody is electing and no election message is in
+// flight) or until maxMs virtual milliseconds have passed. It reports
+// whether the cluster settled.
+func (s *Sim) Settle(maxMs int64) bool {
+	end := s.now + maxMs
+	for {
+		if s.Settled() {
+			return true
+		}
+		if s.queue.Len() == 0 || s.queue[0].at > end {
+			s.now = max(s.now, end)
+			return false
+		}
+		s.Step()
+	}
+}
+
+// Settled reports whether every live node agrees on one coordinator, none
+// is electing and no election message is in flight.
+func (s *Sim) Settled() bool {
+	if s.InFlight() > 0 {
+		return false
+	}
+	_, ok := s.Agreement()
+	return ok
+}
+
+// Agreement returns the coordinator every live node reports, and whether
+// they all report the same, non-empty one (and it is up and not electing).
+func (s *Sim) Agreement() (core.Status, bool) {
+	var agreed core.Status
+	first := true
+	for _, sn := range s.nodes {
+		if !sn.up {
+			continue
+		}
+		st := sn.node.Status()
+		if st.Coordinator == "" || sn.node.Electing() {
+			return st, false
+		}
+		if first {
+			agreed, first = st, false
+		} else if st.Coordinator != agreed.Coordinator || st.Term != agreed.Term {
+			return st, false
+		}
+	}
+	if first {
+		return agreed, false
+	}
+	c, ok := s.byID[agreed.Coordinator]
+	return agreed, ok && c.up
+}
+
+// Statuses returns every node's status in ring order (a crashed node's
+// State is sleep with no coordinator) and whether it is up.
+func (s *Sim) Statuses() ([]core.Status, []bool) {
+	sts := make([]core.Status, len(s.nodes))
+	up := make([]bool, len(s.nodes))
+	for i, sn := range s.nodes {
+		up[i] = sn.up
+		if sn.up {
+			sts[i] = sn.node.Status()
+		} else {
+			sts[i] = core.Status{ID: sn.id}
+		}
+	}
+	return sts, up
+}
+
+// ElectionMessages totals the election traffic sent (every type but
+// heartbeats and their acks).
+func (s *Sim) ElectionMessages() uint64 {
+	var n uint64
+	for t, c := range s.Sent {
+		if core.MsgType(t).ElectionTraffic() {
+			n += c
+		}
+	}
+	return n
+}
+
+// ResetCounts zeroes the message counts (e.g. after a bootstrap).
+func (s *Sim) ResetCounts() {
+	s.Sent = [core.NumMsgTypes]uint64{}
+	s.Lost = 0
+}
+
+type simError struct{ op, id string }
+
+func (e simError) Error() string { return "sim: " + e.op + ": unknown node \"" + e.id + "\"" }
+
+func errUnknown(op, id string) error { return simError{op, id} }

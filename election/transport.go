@@ -1,0 +1,49 @@
+package election
+
+import "github.com/coordelect/coordelect/election/core"
+
+// EventKind says what a transport Event carries.
+type EventKind uint8
+
+// The event kinds.
+const (
+	// EventMessage: a message for this node arrived (Message is set).
+	EventMessage EventKind = iota + 1
+	// EventPeerUp: a member joined, came back, or changed its metadata
+	// (Peer is set). Also sent for every member already present when the
+	// elector starts.
+	EventPeerUp
+	// EventPeerDown: a member left or was declared dead (Peer.ID is set).
+	EventPeerDown
+	// EventPeerRating: a member published a new rating (Peer is set).
+	EventPeerRating
+)
+
+// Event is what a Transport reports to the elector.
+type Event struct {
+	Kind    EventKind
+	Message core.Message
+	Peer    core.Peer
+}
+
+// Transport carries election messages between nodes and reports membership.
+// membership.Node implements it on hashicorp/memberlist; tests use an
+// in-memory one.
+//
+// Concurrency contract: Send and SetRating may be called from the elector's
+// loop goroutine and must not block on the network (queue and return).
+// Events is read by that one goroutine only; the transport must never block
+// forever writing to it (it owns the buffering, and counts what it drops).
+type Transport interface {
+	// LocalID is this node's ID (its memberlist node name).
+	LocalID() string
+	// Send queues m for m.To. Heartbeats may go best effort (UDP);
+	// election traffic must go reliably, and, for algorithms that need it,
+	// in order per link. An error means m was not queued.
+	Send(m core.Message) error
+	// Events delivers messages and membership changes for this node. The
+	// channel is closed when the transport is closed.
+	Events() <-chan Event
+	// SetRating publishes this node's new rating to the cluster.
+	SetRating(rating int64) error
+}
