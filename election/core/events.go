@@ -70,12 +70,7 @@ func (n *Node) coordinatorFailed() {
 
 // Detect tells the node that the coordinator is not working: it starts an
 // election (non-voters wait for the outcome instead).
-func (n *Node) Detect() {
-	if n.coordinator != "" && n.coordinator != n.self.ID {
-		n.unfollow()
-	}
-	n.startElection()
-}
+func (n *Node) Detect() { n.startElection() }
 
 func (n *Node) startElection() {
 	if n.self.NonVoter {
@@ -86,6 +81,9 @@ func (n *Node) startElection() {
 	}
 	n.yielded = false
 	n.idle = 0
+	if n.coordinator != "" && n.coordinator != n.self.ID {
+		n.unfollow() // a candidate does not know the outcome yet
+	}
 	n.counters.ElectionsStarted++
 	n.alg.start()
 }

@@ -62,10 +62,11 @@ func (s *Sim) Step() bool {
 		s.inFlight[e.msg.Type]--
 		if !sn.up || sn.inc != e.inc || s.cut(e.msg.From, e.msg.To) {
 			s.Lost++
-			s.tracef("%s -> %s %s lost", e.msg.From, e.msg.To, e.msg.Type)
+			if e.msg.Type.ElectionTraffic() {
+				s.tracef("%s -> %s %s lost", e.msg.From, e.msg.To, e.msg.Type)
+			}
 			return true
 		}
-		s.traceMsg("recv", e.msg)
 		sn.node.Step(e.msg)
 	case evDown:
 		if !sn.up {
@@ -109,7 +110,7 @@ func orNone(s string) string {
 	return s
 }
 
-func (s *Sim) traceMsg(verb string, m core.Message) {
+func (s *Sim) traceMsg(m core.Message) {
 	if s.cfg.Trace == nil || !m.Type.ElectionTraffic() {
 		return
 	}
@@ -141,6 +142,7 @@ func listString(l []core.Peer) string {
 // duplicated or reordered as configured.
 func (s *Sim) send(m core.Message) {
 	s.Sent[m.Type]++
+	s.traceMsg(m)
 	to, ok := s.byID[m.To]
 	if !ok {
 		s.Lost++
@@ -148,7 +150,9 @@ func (s *Sim) send(m core.Message) {
 	}
 	if s.cfg.Loss > 0 && s.rng.Float64() < s.cfg.Loss {
 		s.Lost++
-		s.tracef("%s -> %s %s dropped by the network", m.From, m.To, m.Type)
+		if m.Type.ElectionTraffic() {
+			s.tracef("%s -> %s %s dropped by the network", m.From, m.To, m.Type)
+		}
 		return
 	}
 	copies := 1
