@@ -26,10 +26,10 @@ type DropReason uint8
 
 // The reasons.
 const (
-	DropStaleTerm   DropReason = iota // the message's term is lower than the node's
-	DropMisaddressed                  // To is not this node, or From is empty or this node
-	DropUnexpected                    // nothing is waiting for it (a late Answer or Ack, ...)
-	DropOrder                         // the sender does not rank where the message implies
+	DropStaleTerm    DropReason = iota // the message's term is lower than the node's
+	DropMisaddressed                   // To is not this node, or From is empty or this node
+	DropUnexpected                     // nothing is waiting for it (a late Answer or Ack, ...)
+	DropOrder                          // the sender does not rank where the message implies
 	NumDropReasons
 )
 

@@ -71,13 +71,13 @@ type Sim struct {
 }
 
 type simNode struct {
-	idx     int
-	id      string
-	node    *core.Node
-	up      bool
-	last    core.Status
-	offset  int64 // tick phase
-	inc     int64 // incarnation: bumped by every restart
+	idx    int
+	id     string
+	node   *core.Node
+	up     bool
+	last   core.Status
+	offset int64 // tick phase
+	inc    int64 // incarnation: bumped by every restart
 }
 
 // New builds a cluster in which every node is up and asleep (it will elect
