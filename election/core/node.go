@@ -134,6 +134,10 @@ func (n *Node) Bootstrap(coordinator string, term Term) {
 	n.term = term
 	if coordinator == n.self.ID {
 		n.becomeCoordinator(term)
+		if n.cfg.QuorumSize > 0 { // settled: as if the majority had just acked
+			n.leaseEnd = n.now + n.cfg.LeaseTicks
+			n.tickCoordinatorLease()
+		}
 		return
 	}
 	n.follow(coordinator, term, true)
