@@ -2,12 +2,12 @@
 
 // Package tools pins dependencies until the code that imports them lands.
 package tools
-import (
- _ "github.com/hashicorp/memberlist"
- _ "github.com/prometheus/client_golang/prometheus"
- _ "github.com/prometheus/client_golang/prometheus/testutil"
- _ "github.com/hashicorp/go-hclog"
- _ "github.com/cockroachdb/datadriven"
- _ "go.uber.org/goleak"
-)
 
+import (
+	_ "github.com/cockroachdb/datadriven"
+	_ "github.com/hashicorp/go-hclog"
+	_ "github.com/hashicorp/memberlist"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/prometheus/client_golang/prometheus/testutil"
+	_ "go.uber.org/goleak"
+)
