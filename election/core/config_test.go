@@ -1,0 +1,81 @@
+package core
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidateNamesFieldAndValue(t *testing.T) {
+	roster := MustRoster([]Peer{{ID: "1", Rating: 1}, {ID: "2", Rating: 2}})
+	ok := Config{ID: "1", Roster: roster}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, tc := range []struct {
+		mut  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.ID = "" }, `Config.ID = "": must be set`},
+		{func(c *Config) { c.ID = "9" }, `Config.ID = "9": must be a member of Roster`},
+		{func(c *Config) { c.Roster = nil }, "Config.Roster = nil"},
+		{func(c *Config) { c.AnswerTimeout = -1 }, "Config.AnswerTimeout = -1"},
+		{func(c *Config) { c.AnswerTimeout, c.CoordinatorTimeout = 5, 6 }, "Config.CoordinatorTimeout = 6: must exceed AnswerTimeout + RoundTrip = 7"},
+		{func(c *Config) { c.RoundTrip, c.AnswerTimeout = 5, 3 }, "Config.AnswerTimeout = 3: must cover a round trip"},
+		{func(c *Config) { c.HeartbeatMisses = -2 }, "Config.HeartbeatMisses = -2"},
+		{func(c *Config) { c.Algorithm = 7 }, "Config.Algorithm = algorithm(7)"},
+		{func(c *Config) { c.PreemptMargin = -1 }, "Config.PreemptMargin = -1"},
+		{func(c *Config) { c.QuorumSize = 3; c.LeaseTicks = 5 }, "Config.LeaseTicks = 5: must exceed HeartbeatInterval"},
+	} {
+		c := ok
+		tc.mut(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want an error containing %q", err, tc.want)
+		}
+		if _, nerr := NewNode(c); nerr == nil {
+			t.Errorf("NewNode accepted a config that Validate rejects (%q)", tc.want)
+		}
+	}
+}
+
+func TestRosterRejectsBadMembers(t *testing.T) {
+	if _, err := NewRoster([]Peer{{ID: "a"}, {ID: "a"}}); err == nil || !strings.Contains(err.Error(), `"a" appears twice`) {
+		t.Errorf("duplicate: %v", err)
+	}
+	if _, err := NewRoster([]Peer{{ID: ""}}); err == nil {
+		t.Error("empty ID accepted")
+	}
+}
+
+func TestTermOrderAndTag(t *testing.T) {
+	a, b := MakeTerm(3, 7), MakeTerm(4, 1)
+	if !(a < b) || a.Epoch() != 3 || a.Tag() != 7 || a.String() != "3.7" {
+		t.Fatalf("term %v / %v", a, b)
+	}
+	if Tag("42") != 42 || Tag("node-a") == Tag("node-b") {
+		t.Fatal("tag: numeric IDs are their own tag; names hash")
+	}
+}
+
+func TestCompareID(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{{"9", "10", -1}, {"10", "9", 1}, {"7", "7", 0}, {"9", "a", -1}, {"b", "a", 1}, {"01", "1", 1}} {
+		if got := CompareID(tc.a, tc.b); got != tc.want {
+			t.Errorf("CompareID(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	if a, err := ParseAlgorithm("peterson"); err != nil || a != Peterson {
+		t.Fatal(a, err)
+	}
+	if _, err := ParseAlgorithm("raft"); err == nil || !strings.Contains(err.Error(), "want bully, ring or peterson") {
+		t.Fatal(err)
+	}
+	if p, err := ParsePreemption("margin"); err != nil || p != PreemptMargin {
+		t.Fatal(p, err)
+	}
+}
