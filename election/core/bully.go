@@ -92,7 +92,9 @@ func (b *bully) declare() {
 		if p.ID == n.self.ID || !n.view.alive(p.ID) {
 			continue
 		}
-		if p.NonVoter || p.Rank().Compare(n.rank()) < 0 {
+		// Textbook: the sites below (§1 step 2). View: every live peer, so
+		// that a resigned or silent higher node learns at once too.
+		if n.cfg.Mode == View || p.NonVoter || p.Rank().Compare(n.rank()) < 0 {
 			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Term: t})
 		}
 	}

@@ -116,3 +116,101 @@ func TestBullyViewEveryoneDetects(t *testing.T) {
 		}
 	}
 }
+
+// Resign hands off to the next by rating at once: one RESIGN and the
+// successor's announcement, no failure detection.
+func TestBullyResignHandsOff(t *testing.T) {
+	s, err := New(Config{Members: members(5), Mode: core.View, HeartbeatDetector: true, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Bootstrap("5")
+	s.ResetCounts()
+	if err := s.Resign("5"); err != nil {
+		t.Fatal(err)
+	}
+	start := s.Now()
+	if !s.Settle(10_000) {
+		t.Fatal("no agreement after resign")
+	}
+	agreed, _ := s.Agreement()
+	if agreed.Coordinator != "4" || agreed.Term.Epoch() != 2 {
+		t.Fatalf("after resign: %s in %s, want 4 in epoch 2", agreed.Coordinator, agreed.Term)
+	}
+	if el := s.Now() - start; el > 20 {
+		t.Errorf("hand-off took %dms of virtual time, want one message delay plus an announcement", el)
+	}
+	if s.Sent[core.MsgResign] != 1 || s.Sent[core.MsgElection] != 0 {
+		t.Errorf("resign sent %v", s.Sent)
+	}
+	// The resigned node does not take the role back while 4 works.
+	s.RunFor(2_000)
+	if agreed, _ := s.Agreement(); agreed.Coordinator != "4" {
+		t.Fatalf("resigned node took over again: %s", agreed.Coordinator)
+	}
+}
+
+// Non-voters follow but never stand, even when they rate highest.
+func TestBullyNonVoterNeverLeads(t *testing.T) {
+	ms := members(4)
+	ms[3].NonVoter = true
+	s, err := New(Config{Members: ms, Mode: core.View, HeartbeatDetector: true, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Settle(10_000) {
+		t.Fatal("no agreement from a cold start")
+	}
+	agreed, _ := s.Agreement()
+	if agreed.Coordinator != "3" {
+		t.Fatalf("coordinator %s, want 3 (4 is a non-voter)", agreed.Coordinator)
+	}
+	if v := s.Checker().Violations; len(v) > 0 {
+		t.Fatal(v)
+	}
+}
+
+// The preemption policy: a follower whose rating rises above the
+// coordinator's takes over under "always", not under "never", and under
+// "margin" only when it clears the margin.
+func TestBullyPreemptionPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy core.Preemption
+		margin int64
+		rating int64
+		want   string
+	}{
+		{core.PreemptAlways, 0, 6, "2"},
+		{core.PreemptNever, 0, 100, "5"},
+		{core.PreemptMargin, 10, 12, "5"},
+		{core.PreemptMargin, 10, 16, "2"},
+	} {
+		s, err := New(Config{Members: members(5), Mode: core.View, HeartbeatDetector: true, Seed: 5,
+			Core: core.Config{Preemption: tc.policy, PreemptMargin: tc.margin}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Bootstrap("5")
+		if err := s.SetRating("2", tc.rating); err != nil {
+			t.Fatal(err)
+		}
+		s.RunFor(1_000)
+		if agreed, ok := s.Agreement(); !ok || agreed.Coordinator != tc.want {
+			t.Errorf("%s margin %d, rating 2 -> %d: coordinator %s (agreed %v), want %s",
+				tc.policy, tc.margin, tc.rating, agreed.Coordinator, ok, tc.want)
+		}
+	}
+}
+
+// A cold start (every node asleep) elects the highest, in every mode.
+func TestBullyColdStart(t *testing.T) {
+	for _, mode := range []core.Mode{core.Textbook, core.View} {
+		s, err := New(Config{Members: members(7), Mode: mode, HeartbeatDetector: true, Seed: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Checker().CheckLiveness(10_000, true) {
+			t.Fatalf("%s: %v", mode, s.Checker().Violations)
+		}
+	}
+}
