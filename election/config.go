@@ -1,0 +1,251 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Config configures an Elector. Zero durations and counts take their
+// defaults (see DefaultConfig); every duration must then be a whole, positive
+// number of Ticks, because the core counts ticks and has no clock.
+type Config struct {
+	// Transport carries election messages and reports membership. Required.
+	// The Elector does not close it: the embedder owns its lifetime.
+	Transport Transport
+
+	// Algorithm is the election algorithm. Default core.Bully.
+	Algorithm core.Algorithm
+	// Rating is this node's est(S): the live voter with the highest rating
+	// wins, ties broken by ID. Default 0 (then the ID decides). Change it at
+	// run time with Elector.SetRating.
+	Rating int64
+	// NonVoter makes this node follow the coordinator without ever standing.
+	// The transport must publish the flag to the other members. Default false.
+	NonVoter bool
+	// Preemption says when a higher-rated voter displaces a working
+	// coordinator. Default core.PreemptAlways (the bully rule).
+	Preemption core.Preemption
+	// PreemptMargin is the rating margin for core.PreemptMargin. Default 0.
+	PreemptMargin int64
+	// QuorumSize is S for the quorum guard; 0 (the default) turns it off.
+	// With S > 0 a coordinator leads only while a majority of S members
+	// (itself included) acknowledge its heartbeats within QuorumLease, and a
+	// follower reports a coordinator only while it holds that majority.
+	// Set it to the configured cluster size, the same on every member.
+	QuorumSize int
+
+	// Tick is the period of the driver's ticker, the core's unit of time.
+	// Default 10ms.
+	Tick time.Duration
+	// HeartbeatInterval is H: the coordinator sends a heartbeat to every
+	// member this often. Default 50ms.
+	HeartbeatInterval time.Duration
+	// HeartbeatMisses is K: a follower that hears nothing from its
+	// coordinator for K heartbeat intervals starts an election. Default 3.
+	HeartbeatMisses int
+	// RoundTrip is the longest expected round trip between two members.
+	// Default 20ms.
+	RoundTrip time.Duration
+	// AnswerTimeout is T: how long a bully candidate waits for an ANSWER
+	// before it declares itself. At least RoundTrip. Default 40ms.
+	AnswerTimeout time.Duration
+	// CoordinatorTimeout is T': how long a candidate that got an ANSWER
+	// waits for COORDINATOR before it starts a new election. More than
+	// AnswerTimeout + RoundTrip. Default 120ms.
+	CoordinatorTimeout time.Duration
+	// HopTimeout is how long a ring algorithm waits for its successor's
+	// acknowledgement before it skips that successor. Default RoundTrip.
+	HopTimeout time.Duration
+	// StartupDelay is how long a starting node listens for a coordinator
+	// before it starts an election, so that a restarted node learns the
+	// current term first. Default HeartbeatInterval.
+	StartupDelay time.Duration
+	// QuorumLease is how long a majority's heartbeat acknowledgements keep
+	// a coordinator in office (quorum guard only). More than
+	// HeartbeatInterval. Default HeartbeatInterval * HeartbeatMisses.
+	QuorumLease time.Duration
+	// HandoffTimeout bounds how long Run, once its context ends, waits for
+	// the successor of a resigning coordinator to announce itself.
+	// Default HeartbeatInterval + CoordinatorTimeout.
+	HandoffTimeout time.Duration
+
+	// Logger receives the Elector's logs under the name "election"; nil
+	// discards them. Leadership changes and elections log at Info, every
+	// message at Debug.
+	Logger hclog.Logger
+	// Recorder receives metrics; nil records nothing.
+	Recorder Recorder
+	// Callbacks are called on leadership changes, in order, on a goroutine
+	// of their own (never the protocol loop).
+	Callbacks Callbacks
+}
+
+// Callbacks are the leadership notifications, in the style of client-go's
+// leaderelection.LeaderCallbacks. Every field is optional. They are called
+// one at a time, in the order the changes happened, on one notifier
+// goroutine: a callback that blocks delays the ones after it but never the
+// election itself.
+type Callbacks struct {
+	// OnStartedLeading is called when this node becomes coordinator in
+	// term. ctx is cancelled as soon as that leadership ends (step-down,
+	// resign, quorum lease lost, Run's context ended, Close): do leader work
+	// under ctx, fenced by term. It may block until ctx is done; it must
+	// return then, because the later callbacks wait for it.
+	OnStartedLeading func(ctx context.Context, term uint64)
+	// OnStoppedLeading is called when a leadership that OnStartedLeading
+	// reported has ended (after OnStartedLeading has returned).
+	OnStoppedLeading func()
+	// OnNewLeader is called whenever this node learns of a coordinator or
+	// term it did not report before, itself included (then before
+	// OnStartedLeading).
+	OnNewLeader func(Leadership)
+}
+
+// The defaults, exported so that embedders can derive their own values.
+const (
+	DefaultTick               = 10 * time.Millisecond
+	DefaultHeartbeatInterval  = 50 * time.Millisecond
+	DefaultHeartbeatMisses    = 3
+	DefaultRoundTrip          = 20 * time.Millisecond
+	DefaultAnswerTimeout      = 40 * time.Millisecond
+	DefaultCoordinatorTimeout = 120 * time.Millisecond
+)
+
+// DefaultConfig returns a Config with every timing at its default. The
+// Transport still has to be set.
+func DefaultConfig() Config {
+	var c Config
+	c.setDefaults()
+	return c
+}
+
+func (c *Config) setDefaults() {
+	def := func(p *time.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def(&c.Tick, DefaultTick)
+	def(&c.HeartbeatInterval, DefaultHeartbeatInterval)
+	if c.HeartbeatMisses == 0 {
+		c.HeartbeatMisses = DefaultHeartbeatMisses
+	}
+	def(&c.RoundTrip, DefaultRoundTrip)
+	def(&c.AnswerTimeout, DefaultAnswerTimeout)
+	def(&c.CoordinatorTimeout, DefaultCoordinatorTimeout)
+	def(&c.HopTimeout, c.RoundTrip)
+	def(&c.StartupDelay, c.HeartbeatInterval)
+	def(&c.QuorumLease, c.HeartbeatInterval*time.Duration(c.HeartbeatMisses))
+	def(&c.HandoffTimeout, c.HeartbeatInterval+c.CoordinatorTimeout)
+}
+
+// Validate reports every field that is out of range, naming the field and
+// its value. Zero fields are taken as their defaults before checking; the
+// Transport is required.
+func (c Config) Validate() error {
+	c.setDefaults()
+	_, err := c.coreConfig()
+	return err
+}
+
+// coreConfig converts c (defaults set) into the core's configuration, in
+// ticks, for the node the Transport names.
+func (c *Config) coreConfig() (core.Config, error) {
+	v := validator{tick: c.Tick}
+	id := "unnamed" // lets the other fields be checked without a Transport
+	switch {
+	case c.Transport == nil:
+		v.bad("Transport", "nil", "must be set")
+	case c.Transport.LocalID() == "":
+		v.bad("Transport.LocalID()", `""`, "must name this node")
+	default:
+		id = c.Transport.LocalID()
+	}
+	if c.Tick <= 0 {
+		v.bad("Tick", c.Tick, "must be positive")
+		return core.Config{}, errors.Join(v.errs...)
+	}
+	if c.HeartbeatMisses < 1 {
+		v.bad("HeartbeatMisses", c.HeartbeatMisses, "must be at least 1")
+	}
+	if c.QuorumSize < 0 {
+		v.bad("QuorumSize", c.QuorumSize, "must be 0 (off) or the cluster size")
+	}
+	if c.PreemptMargin < 0 {
+		v.bad("PreemptMargin", c.PreemptMargin, "must not be negative")
+	}
+	if c.HandoffTimeout < 0 {
+		v.bad("HandoffTimeout", c.HandoffTimeout, "must not be negative")
+	}
+	c.checkRelations(&v)
+	cc := core.Config{
+		ID:                 id,
+		Roster:             core.MustRoster([]core.Peer{{ID: id, Rating: c.Rating, NonVoter: c.NonVoter}}),
+		Algorithm:          c.Algorithm,
+		Mode:               core.View,
+		AnswerTimeout:      v.ticks("AnswerTimeout", c.AnswerTimeout),
+		CoordinatorTimeout: v.ticks("CoordinatorTimeout", c.CoordinatorTimeout),
+		RoundTrip:          v.ticks("RoundTrip", c.RoundTrip),
+		HopTimeout:         v.ticks("HopTimeout", c.HopTimeout),
+		HeartbeatInterval:  v.ticks("HeartbeatInterval", c.HeartbeatInterval),
+		HeartbeatMisses:    c.HeartbeatMisses,
+		StartupTicks:       v.ticks("StartupDelay", c.StartupDelay),
+		Preemption:         c.Preemption,
+		PreemptMargin:      c.PreemptMargin,
+		QuorumSize:         c.QuorumSize,
+		LeaseTicks:         v.ticks("QuorumLease", c.QuorumLease),
+	}
+	if len(v.errs) == 0 {
+		// The core checks the rest (Algorithm, Preemption, its own relations).
+		if err := cc.Validate(); err != nil {
+			v.errs = append(v.errs, fmt.Errorf("election: %w", err))
+		}
+	}
+	return cc, errors.Join(v.errs...)
+}
+
+// checkRelations checks the timings against each other, in durations, so
+// that errors name the runtime's fields rather than the core's ticks.
+func (c *Config) checkRelations(v *validator) {
+	if c.AnswerTimeout > 0 && c.AnswerTimeout < c.RoundTrip {
+		v.bad("AnswerTimeout", c.AnswerTimeout, fmt.Sprintf("must cover a round trip (RoundTrip = %v)", c.RoundTrip))
+	}
+	if floor := c.AnswerTimeout + c.RoundTrip; c.CoordinatorTimeout > 0 && c.CoordinatorTimeout <= floor {
+		v.bad("CoordinatorTimeout", c.CoordinatorTimeout, fmt.Sprintf("must exceed AnswerTimeout + RoundTrip = %v", floor))
+	}
+	if c.QuorumSize > 0 && c.QuorumLease > 0 && c.QuorumLease <= c.HeartbeatInterval {
+		v.bad("QuorumLease", c.QuorumLease,
+			fmt.Sprintf("must exceed HeartbeatInterval = %v so that a lease can be renewed", c.HeartbeatInterval))
+	}
+}
+
+// validator collects the errors of one Validate.
+type validator struct {
+	tick time.Duration
+	errs []error
+}
+
+func (v *validator) bad(field string, value any, want string) {
+	v.errs = append(v.errs, fmt.Errorf("election: Config.%s = %v: %s", field, value, want))
+}
+
+// ticks converts d into a whole, positive number of ticks.
+func (v *validator) ticks(field string, d time.Duration) int {
+	switch {
+	case d <= 0:
+		v.bad(field, d, "must be positive")
+	case d%v.tick != 0:
+		v.bad(field, d, fmt.Sprintf("must be a whole number of ticks (Tick = %v)", v.tick))
+	case d/v.tick > 1<<31-1:
+		v.bad(field, d, fmt.Sprintf("too many ticks (Tick = %v)", v.tick))
+	default:
+		return int(d / v.tick)
+	}
+	return 0
+}

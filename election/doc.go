@@ -1,0 +1,49 @@
+// Package election is the runtime driver of coordelect: it runs one of the
+// election algorithms of package core (bully by default) for one node of a
+// service, over a Transport (package membership implements it on
+// hashicorp/memberlist; package electiontest in memory), and tells the
+// service who leads.
+//
+// One goroutine per Elector owns the core.Node. A ticker feeds it Tick
+// every Config.Tick; transport events become Step, PeerUp, PeerDown and
+// PeerRating; local requests (Resign, SetRating) are run on the same
+// goroutine. After every event the loop sends what the node queued and
+// reports changes: observers (Observe, Leader, IsLeader, Status), the
+// Callbacks (on a notifier goroutine of their own), the Recorder and the
+// logger. Nothing the loop calls may block it.
+//
+//	e, err := election.New(election.Config{
+//		Transport: tr,
+//		Rating:    7,
+//		Callbacks: election.Callbacks{
+//			OnStartedLeading: func(ctx context.Context, term uint64) {
+//				runLeaderWork(ctx, term) // returns when ctx is done
+//			},
+//		},
+//	})
+//	if err != nil { ... }
+//	go e.Run(ctx) // on ctx's end a leader hands off before Run returns
+//
+// # Terms are fencing tokens
+//
+// Every coordinator has a term: epoch<<32 | tag, where the epoch counts
+// elections and the tag names the winner (core.Term, core.Tag). A term is
+// unique per coordinator, even on the two sides of a partition, and a new
+// coordinator's term is greater than every term its electorate has seen.
+// The election alone cannot stop a deposed coordinator that has not yet
+// heard of its successor (a pause, a partition) from acting: guard every
+// write to shared state with the term handed to OnStartedLeading. The
+// store remembers the highest term that has written and refuses writes with
+// a lower one (a fencing token, as in Chubby's sequencers). See
+// docs/design.md.
+//
+// # Quorum guard
+//
+// With Config.QuorumSize = S > 0, a coordinator leads only while a majority
+// of S members acknowledges its heartbeats within Config.QuorumLease; when
+// the lease lapses it stops leading (the OnStartedLeading context is
+// cancelled) and followers stop reporting it. A minority side of a
+// partition then reports no coordinator instead of electing its own.
+// Without the guard each side of a partition elects a coordinator (split
+// brain); terms still order them.
+package election

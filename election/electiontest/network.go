@@ -1,0 +1,352 @@
+// Package electiontest provides an in-memory network of election.Transports
+// for tests, examples and single-process demos, in the manner of etcd raft's
+// rafttest network and hashicorp/raft's InmemTransport.
+//
+// A Network delivers messages and membership events to each node in the
+// order they were sent (FIFO per receiver), after an optional latency. A
+// test can drop messages by a predicate, partition the nodes into groups,
+// crash a node (it vanishes; the others are not told) and announce its
+// death later, as a membership layer would. It uses no sockets and no
+// goroutines of its own (only time.AfterFunc when a latency is set), so it
+// runs inside a testing/synctest bubble.
+package electiontest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// DefaultBuffer is the default depth of a node's event channel; events that
+// find it full are dropped and counted, as memberlist drops packets.
+const DefaultBuffer = 1024
+
+// Errors returned by a Transport.
+var (
+	ErrClosed      = errors.New("electiontest: transport closed")
+	ErrUnknownPeer = errors.New("electiontest: unknown peer")
+)
+
+// Stats counts what a Network did with the messages sent through it.
+type Stats struct {
+	// Sent counts messages accepted by Send, by type.
+	Sent [core.NumMsgTypes]uint64
+	// Delivered counts messages put into a receiver's event channel.
+	Delivered uint64
+	// Dropped counts messages lost: to a crashed node, across a partition,
+	// by the drop predicate, or to a full event channel.
+	Dropped uint64
+}
+
+// SentTotal is the number of messages accepted by Send.
+func (s Stats) SentTotal() uint64 {
+	var n uint64
+	for _, v := range s.Sent {
+		n += v
+	}
+	return n
+}
+
+// Network is a set of in-memory Transports. It is safe for concurrent use.
+type Network struct {
+	mu      sync.Mutex
+	nodes   map[string]*Transport
+	gone    map[string]bool // crashed or left: messages to them are lost
+	group   map[string]int  // partition group; unlisted nodes are in group 0
+	drop    func(core.Message) bool
+	latency time.Duration
+	buffer  int
+	stats   Stats
+}
+
+// NewNetwork returns an empty network with no latency and no faults.
+func NewNetwork() *Network {
+	return &Network{
+		nodes:  make(map[string]*Transport),
+		gone:   make(map[string]bool),
+		group:  make(map[string]int),
+		buffer: DefaultBuffer,
+	}
+}
+
+// SetLatency delays every later delivery by d.
+func (n *Network) SetLatency(d time.Duration) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.latency = d
+}
+
+// SetBuffer sets the event channel depth of nodes that join later.
+func (n *Network) SetBuffer(depth int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.buffer = depth
+}
+
+// SetDrop installs a predicate that loses every message it returns true
+// for (nil: lose none). It is called under the network's lock and must not
+// call into the Network.
+func (n *Network) SetDrop(drop func(core.Message) bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.drop = drop
+}
+
+// Partition splits the nodes: messages between nodes of different groups
+// are lost. Nodes not listed form one more group. Membership events are
+// not affected: tell the nodes with AnnounceDown if the scenario needs it.
+func (n *Network) Partition(groups ...[]string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(n.group)
+	for i, g := range groups {
+		for _, id := range g {
+			n.group[id] = i + 1
+		}
+	}
+}
+
+// Heal removes every partition.
+func (n *Network) Heal() { n.Partition() }
+
+// Stats returns the network's counts so far.
+func (n *Network) Stats() Stats {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stats
+}
+
+// Join adds a node and returns its Transport. The node learns every member
+// already present, and every member learns it (EventPeerUp). A node that
+// crashed or left may join again under the same ID (a restart).
+func (n *Network) Join(p core.Peer) (*Transport, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p.ID == "" {
+		return nil, fmt.Errorf("electiontest: Join: empty ID")
+	}
+	if _, ok := n.nodes[p.ID]; ok {
+		return nil, fmt.Errorf("electiontest: Join: %q is already a member", p.ID)
+	}
+	t := &Transport{net: n, self: p, events: make(chan election.Event, n.buffer)}
+	for _, id := range n.sortedIDs() {
+		other := n.nodes[id]
+		n.enqueue(t, election.Event{Kind: election.EventPeerUp, Peer: other.self})
+		n.enqueue(other, election.Event{Kind: election.EventPeerUp, Peer: p})
+	}
+	n.nodes[p.ID] = t
+	delete(n.gone, p.ID)
+	return t, nil
+}
+
+// MustJoin is Join for tests and examples; it panics on error.
+func (n *Network) MustJoin(p core.Peer) *Transport {
+	t, err := n.Join(p)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Crash removes a node as if its process died: its event channel is closed
+// (its Elector's Run returns ErrTransportClosed), messages to it are lost
+// from now on, and nobody is told. Call AnnounceDown to play the
+// membership layer's later verdict.
+func (n *Network) Crash(id string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if t, ok := n.nodes[id]; ok {
+		n.remove(t)
+	}
+}
+
+// AnnounceDown tells every member that id is down (EventPeerDown).
+func (n *Network) AnnounceDown(id string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.broadcast(id, election.Event{Kind: election.EventPeerDown, Peer: core.Peer{ID: id}})
+}
+
+// Close closes every node's transport without telling anyone.
+func (n *Network) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, t := range n.nodes {
+		n.remove(t)
+	}
+}
+
+// Members returns the IDs of the nodes present, sorted.
+func (n *Network) Members() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sortedIDs()
+}
+
+func (n *Network) sortedIDs() []string {
+	ids := make([]string, 0, len(n.nodes))
+	for id := range n.nodes {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, core.CompareID)
+	return ids
+}
+
+// remove takes t out of the network and closes it; n.mu is held.
+func (n *Network) remove(t *Transport) {
+	delete(n.nodes, t.self.ID)
+	n.gone[t.self.ID] = true
+	t.closed = true
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+	t.pending = nil
+	close(t.events)
+}
+
+// broadcast queues ev for every member but from; n.mu is held.
+func (n *Network) broadcast(from string, ev election.Event) {
+	for _, id := range n.sortedIDs() {
+		if id != from {
+			n.enqueue(n.nodes[id], ev)
+		}
+	}
+}
+
+// send routes m; n.mu is held.
+func (n *Network) send(m core.Message) error {
+	to, ok := n.nodes[m.To]
+	switch {
+	case !ok && !n.gone[m.To]:
+		return fmt.Errorf("%w %q", ErrUnknownPeer, m.To)
+	case m.Type > 0 && int(m.Type) < core.NumMsgTypes:
+		n.stats.Sent[m.Type]++
+	}
+	if !ok || n.group[m.From] != n.group[m.To] || n.drop != nil && n.drop(m) {
+		n.stats.Dropped++
+		return nil
+	}
+	n.enqueue(to, election.Event{Kind: election.EventMessage, Message: m.Clone()})
+	return nil
+}
+
+// enqueue delivers ev to t now, or after the latency; n.mu is held.
+func (n *Network) enqueue(t *Transport, ev election.Event) {
+	if n.latency <= 0 && len(t.pending) == 0 {
+		n.deliver(t, ev)
+		return
+	}
+	t.pending = append(t.pending, pending{ev: ev, due: time.Now().Add(n.latency)})
+	if t.timer == nil {
+		t.timer = time.AfterFunc(n.latency, func() { n.deliverDue(t) })
+	}
+}
+
+// deliverDue delivers t's pending events that are due, in order, and
+// re-arms the timer for the next one.
+func (n *Network) deliverDue(t *Transport) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if t.closed {
+		return
+	}
+	now := time.Now()
+	for len(t.pending) > 0 && !t.pending[0].due.After(now) {
+		n.deliver(t, t.pending[0].ev)
+		t.pending[0] = pending{}
+		t.pending = t.pending[1:]
+	}
+	t.timer = nil
+	if len(t.pending) > 0 {
+		t.timer = time.AfterFunc(t.pending[0].due.Sub(now), func() { n.deliverDue(t) })
+	}
+}
+
+// deliver puts ev into t's channel without blocking; n.mu is held.
+func (n *Network) deliver(t *Transport, ev election.Event) {
+	if t.closed {
+		return
+	}
+	select {
+	case t.events <- ev:
+		if ev.Kind == election.EventMessage {
+			n.stats.Delivered++
+		}
+	default:
+		if ev.Kind == election.EventMessage {
+			n.stats.Dropped++
+		}
+	}
+}
+
+type pending struct {
+	ev  election.Event
+	due time.Time
+}
+
+// Transport is one node's endpoint on a Network; it implements
+// election.Transport.
+type Transport struct {
+	net    *Network
+	self   core.Peer
+	events chan election.Event
+	// guarded by net.mu
+	closed  bool
+	pending []pending
+	timer   *time.Timer
+}
+
+var _ election.Transport = (*Transport)(nil)
+
+// LocalID is the node's ID.
+func (t *Transport) LocalID() string { return t.self.ID }
+
+// Send routes m to m.To. A message that the network loses (crashed
+// receiver, partition, drop predicate) is not an error, as with UDP; an ID
+// that never joined is.
+func (t *Transport) Send(m core.Message) error {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	m.From = t.self.ID
+	return t.net.send(m)
+}
+
+// Events delivers the node's messages and membership events.
+func (t *Transport) Events() <-chan election.Event { return t.events }
+
+// SetRating publishes the node's new rating (EventPeerRating to every
+// other member).
+func (t *Transport) SetRating(rating int64) error {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	t.self.Rating = rating
+	p := t.self
+	t.net.broadcast(p.ID, election.Event{Kind: election.EventPeerRating, Peer: p})
+	return nil
+}
+
+// Close leaves the network gracefully: every other member is told the node
+// is down, and its event channel is closed. It is idempotent.
+func (t *Transport) Close() error {
+	n := t.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	n.remove(t)
+	n.broadcast(t.self.ID, election.Event{Kind: election.EventPeerDown, Peer: core.Peer{ID: t.self.ID}})
+	return nil
+}

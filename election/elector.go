@@ -1,0 +1,239 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Errors returned by the Elector.
+var (
+	// ErrClosed: the Elector has been closed, or its Run has returned.
+	ErrClosed = errors.New("election: elector closed")
+	// ErrRunning: Run was called while a Run is in progress.
+	ErrRunning = errors.New("election: elector already running")
+	// ErrTransportClosed: the Transport closed its Events channel.
+	ErrTransportClosed = errors.New("election: transport closed")
+)
+
+// Elector runs one node's election: a single goroutine (Run's) owns the
+// core.Node, feeds it ticks, transport events and local requests, sends
+// what it queues, and reports leadership to observers, callbacks, the
+// logger and the metrics Recorder. An Elector runs once: after Run returns
+// it is closed. Two Electors in one process share nothing.
+type Elector struct {
+	cfg Config
+	id  string
+	tr  Transport
+	log hclog.Logger
+	rec Recorder
+
+	// node and the fields below it are owned by the loop goroutine (or,
+	// before Run, by whoever holds mu).
+	node     *core.Node
+	counters core.Counters
+	status   core.Status
+	electing bool
+	last     Leadership
+	// leading cancels the leadership context of the current term.
+	leading context.CancelFunc
+	// unsettledSince is when this node lost its agreed coordinator.
+	unsettledSince time.Time
+	membersDirty   bool
+	roster         *core.Roster // the roster the member list was built from
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	wg      sync.WaitGroup
+	closing chan struct{} // closed by Close
+	done    chan struct{} // closed when the loop has returned
+
+	requests chan request
+	snap     atomic.Pointer[Status]
+	obs      observers
+	notify   *notifier
+}
+
+// request is a call into the node made on the loop goroutine.
+type request struct {
+	fn     func() error
+	result chan error
+}
+
+// New checks cfg and returns an Elector for the node cfg.Transport names,
+// in state sleep. It starts nothing: call Run.
+func New(cfg Config) (*Elector, error) {
+	cfg.setDefaults()
+	cc, err := cfg.coreConfig()
+	if err != nil {
+		return nil, err
+	}
+	node, err := core.NewNode(cc)
+	if err != nil {
+		return nil, err
+	}
+	e := &Elector{
+		cfg:          cfg,
+		id:           cc.ID,
+		tr:           cfg.Transport,
+		log:          namedLogger(cfg.Logger, cc.ID),
+		rec:          cfg.Recorder,
+		node:         node,
+		membersDirty: true,
+		closing:      make(chan struct{}),
+		done:         make(chan struct{}),
+		requests:     make(chan request),
+		notify:       newNotifier(cfg.Callbacks),
+	}
+	if e.rec == nil {
+		e.rec = NopRecorder{}
+	}
+	e.status = node.Status()
+	e.rec.SetState(e.status.State)
+	e.updateSnapshot()
+	return e, nil
+}
+
+func namedLogger(l hclog.Logger, id string) hclog.Logger {
+	if l == nil {
+		l = hclog.NewNullLogger()
+	}
+	return l.Named("election").With("node", id)
+}
+
+// ID returns this node's ID.
+func (e *Elector) ID() string { return e.id }
+
+// Run runs the election until ctx ends or Close is called. When ctx ends
+// and this node leads, it resigns (hands off to the next voter by rating)
+// and waits up to Config.HandoffTimeout for the successor to announce
+// itself; Close stops at once, with no hand-off. Run returns after every
+// callback has been delivered: nil when ctx ended or Close was called,
+// ErrTransportClosed when the transport closed its events, ErrClosed or
+// ErrRunning when the Elector is closed or already running.
+func (e *Elector) Run(ctx context.Context) error {
+	if err := e.start(); err != nil {
+		return err
+	}
+	defer e.wg.Done()
+	go e.notify.run()
+	err := e.loop(ctx)
+	e.markClosed()
+	close(e.done)
+	close(e.notify.stop)
+	<-e.notify.done
+	return err
+}
+
+func (e *Elector) markClosed() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.closed = true
+		close(e.closing)
+	}
+}
+
+func (e *Elector) start() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+		return ErrClosed
+	case e.started:
+		return ErrRunning
+	}
+	e.started = true
+	e.wg.Add(1)
+	return nil
+}
+
+// Close stops the Elector without a hand-off (to its peers it looks like a
+// crash; cancel Run's context instead to hand off) and waits until Run has
+// returned. It is safe to call more than once and from any goroutine but a
+// callback's.
+func (e *Elector) Close() error {
+	e.markClosed()
+	e.wg.Wait()
+	return nil
+}
+
+// Leader returns the coordinator this node reports and its term; ok is
+// false while it knows none.
+func (e *Elector) Leader() (id string, term uint64, ok bool) {
+	l := e.obs.current()
+	return l.Coordinator, l.Term, l.Known()
+}
+
+// IsLeader reports whether this node is the coordinator.
+func (e *Elector) IsLeader() bool { return e.obs.current().IsSelf }
+
+// Observe returns a channel that always holds the newest Leadership: it
+// has the current value at once, and a value nobody read is replaced by the
+// next one, so a slow reader skips to the newest and never holds up the
+// election. The channel is closed, after a final Leadership{}, when Run
+// returns. Each call makes a new channel; call it once per consumer.
+func (e *Elector) Observe() <-chan Leadership { return e.obs.subscribe() }
+
+// Resign hands the coordinator role on at once to the next voter by rating,
+// without waiting for failure detection, and returns when this node is no
+// longer coordinator (at once if it was not), or with ctx's error. The node
+// stays a member, follows its successor and does not displace it.
+func (e *Elector) Resign(ctx context.Context) error {
+	return e.do(ctx, func() error {
+		e.node.Resign()
+		return nil
+	})
+}
+
+// SetRating changes this node's rating and publishes it through the
+// Transport. If the node now outranks the coordinator by the preemption
+// policy, it starts an election. It returns the Transport's error.
+func (e *Elector) SetRating(r int64) error {
+	return e.do(context.Background(), func() error {
+		e.node.SetRating(r)
+		e.membersDirty = true
+		return e.tr.SetRating(r)
+	})
+}
+
+// do runs fn on the loop goroutine (or, before Run, under mu), then sends
+// what it queued and reports what changed.
+func (e *Elector) do(ctx context.Context, fn func() error) error {
+	e.mu.Lock()
+	switch {
+	case e.closed:
+		e.mu.Unlock()
+		return ErrClosed
+	case !e.started:
+		defer e.mu.Unlock()
+		err := fn()
+		e.flush()
+		return err
+	}
+	e.mu.Unlock()
+	r := request{fn: fn, result: make(chan error, 1)}
+	select {
+	case e.requests <- r:
+		return <-r.result
+	case <-e.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Status returns a snapshot of this node's state.
+func (e *Elector) Status() Status {
+	s := *e.snap.Load()
+	s.Members = slices.Clone(s.Members)
+	return s
+}

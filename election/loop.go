@@ -1,0 +1,266 @@
+package election
+
+import (
+	"context"
+	"time"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// loop is the one goroutine that owns the node. Every event is followed by
+// flush: send what the node queued, then report what changed. Nothing in
+// the loop blocks but the select.
+func (e *Elector) loop(ctx context.Context) error {
+	ticker := time.NewTicker(e.cfg.Tick)
+	defer ticker.Stop()
+	events := e.tr.Events()
+	e.log.Info("elector running", "algorithm", e.cfg.Algorithm, "rating", e.cfg.Rating,
+		"non_voter", e.cfg.NonVoter, "quorum", e.cfg.QuorumSize)
+	for {
+		select {
+		case <-ticker.C:
+			e.node.Tick()
+		case ev, ok := <-events:
+			if !ok {
+				e.log.Warn("transport closed its events; stopping")
+				e.finish()
+				return ErrTransportClosed
+			}
+			e.handle(ev)
+		case r := <-e.requests:
+			err := r.fn()
+			e.flush()
+			r.result <- err
+			continue
+		case <-ctx.Done():
+			e.handoff(events)
+			e.finish()
+			return nil
+		case <-e.closing:
+			e.finish()
+			return nil
+		}
+		e.flush()
+	}
+}
+
+// handle feeds one transport event to the node.
+func (e *Elector) handle(ev Event) {
+	switch ev.Kind {
+	case EventMessage:
+		m := ev.Message
+		if e.log.IsDebug() {
+			e.log.Debug("receive", "type", m.Type, "peer", m.From, "term", core.Term(m.Term))
+		}
+		e.node.Step(m)
+	case EventPeerUp:
+		e.log.Debug("peer up", "peer", ev.Peer.ID, "rating", ev.Peer.Rating, "non_voter", ev.Peer.NonVoter)
+		e.node.PeerUp(ev.Peer)
+		e.membersDirty = true
+	case EventPeerDown:
+		e.log.Debug("peer down", "peer", ev.Peer.ID)
+		e.node.PeerDown(ev.Peer.ID)
+		e.membersDirty = true
+	case EventPeerRating:
+		e.log.Debug("peer rating", "peer", ev.Peer.ID, "rating", ev.Peer.Rating)
+		e.node.PeerRating(ev.Peer.ID, ev.Peer.Rating)
+		e.membersDirty = true
+	default:
+		e.log.Warn("ignoring transport event of unknown kind", "kind", ev.Kind)
+	}
+}
+
+// flush sends what the node queued and reports every change since the
+// last flush.
+func (e *Elector) flush() {
+	for _, m := range e.node.Ready() {
+		e.send(m)
+	}
+	e.account()
+	e.observe()
+}
+
+// send hands m to the transport. Ready's buffer is reused by the node, so
+// the transport gets a copy.
+func (e *Elector) send(m core.Message) {
+	if e.log.IsDebug() {
+		e.log.Debug("send", "type", m.Type, "peer", m.To, "term", core.Term(m.Term))
+	}
+	if err := e.tr.Send(m.Clone()); err != nil {
+		e.rec.MessagesDropped(DropSendFailed, 1)
+		e.log.Debug("send failed", "type", m.Type, "peer", m.To, "error", err)
+		return
+	}
+	e.rec.MessagesSent(m.Type, 1)
+}
+
+// account turns the node's cumulative counters into Recorder deltas and
+// logs the elections this node takes part in.
+func (e *Elector) account() {
+	c, p := e.node.Counters(), &e.counters
+	for t := range c.Received {
+		if d := c.Received[t] - p.Received[t]; d > 0 {
+			e.rec.MessagesReceived(core.MsgType(t), d)
+		}
+	}
+	for r := range c.Dropped {
+		if d := c.Dropped[r] - p.Dropped[r]; d > 0 {
+			e.rec.MessagesDropped(core.DropReason(r).String(), d)
+		}
+	}
+	if d := c.HeartbeatMisses - p.HeartbeatMisses; d > 0 {
+		e.rec.HeartbeatMisses(d)
+	}
+	if d := c.ElectionsStarted - p.ElectionsStarted; d > 0 {
+		e.rec.Elections(ElectionStarted, d)
+		e.log.Info("election started", "term", core.Term(e.node.Status().Term))
+	}
+	if d := c.ElectionsRestarted - p.ElectionsRestarted; d > 0 {
+		e.rec.Elections(ElectionRestarted, d)
+		e.log.Info("election restarted: no coordinator announced in time")
+	}
+	if d := c.ElectionsWon - p.ElectionsWon; d > 0 {
+		e.rec.Elections(ElectionWon, d)
+	}
+	if d := c.ElectionsLost - p.ElectionsLost; d > 0 {
+		e.rec.Elections(ElectionLost, d)
+	}
+	e.counters = *c
+}
+
+// observe compares the node's status with the last one reported and
+// reports the differences.
+func (e *Elector) observe() {
+	st, electing := e.node.Status(), e.node.Electing()
+	if r := e.node.Roster(); r != e.roster {
+		e.roster = r // a member or rating learned from a message
+		e.membersDirty = true
+	}
+	changed := st != e.status || electing != e.electing || e.membersDirty
+	if st.State != e.status.State {
+		e.rec.SetState(st.State)
+	}
+	if st.Term != e.status.Term {
+		e.rec.SetTerm(uint64(st.Term))
+	}
+	e.status, e.electing = st, electing
+	e.trackElection()
+	if l := e.leadership(); l != e.last {
+		e.changeLeader(l)
+	}
+	if changed {
+		e.updateSnapshot()
+	}
+}
+
+// leadership is what this node reports: a coordinator only when the node
+// says one is agreed (with the quorum guard on, one holding a lease), and
+// itself only in state coordinator.
+func (e *Elector) leadership() Leadership {
+	st := e.status
+	if st.Coordinator == "" {
+		return Leadership{}
+	}
+	self := st.Coordinator == e.id
+	if self && st.State != core.StateCoordinator {
+		return Leadership{}
+	}
+	return Leadership{Coordinator: st.Coordinator, Term: uint64(st.Term), IsSelf: self}
+}
+
+// trackElection measures how long this node goes without an agreed
+// coordinator, from the moment it left sleep or lost its coordinator.
+func (e *Elector) trackElection() {
+	st := e.status
+	unsettled := st.Coordinator == "" || e.electing
+	switch {
+	case unsettled && e.unsettledSince.IsZero() && st.State != core.StateSleep:
+		e.unsettledSince = time.Now()
+	case !unsettled && !e.unsettledSince.IsZero():
+		d := time.Since(e.unsettledSince)
+		e.unsettledSince = time.Time{}
+		e.rec.ElectionDuration(d.Seconds())
+		e.log.Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
+	}
+}
+
+// changeLeader reports a new Leadership: it ends this node's leadership
+// (cancelling its context) before it announces anything else.
+func (e *Elector) changeLeader(l Leadership) {
+	prev := e.last
+	e.last = l
+	if prev.IsSelf {
+		e.stopLeading(prev)
+	}
+	e.rec.SetLeader(l)
+	if l.Known() {
+		e.rec.LeaderChanged()
+		e.log.Info("new coordinator", "coordinator", l.Coordinator, "term", core.Term(l.Term))
+		e.notify.push(notification{kind: notifyNewLeader, l: l})
+	} else {
+		e.log.Info("no coordinator", "last", prev.Coordinator, "term", core.Term(prev.Term))
+	}
+	if l.IsSelf {
+		e.startLeading(l)
+	}
+	e.obs.publish(l)
+}
+
+func (e *Elector) startLeading(l Leadership) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.leading = cancel
+	e.log.Info("started leading", "term", core.Term(l.Term))
+	e.notify.push(notification{kind: notifyStarted, l: l, ctx: ctx})
+}
+
+func (e *Elector) stopLeading(l Leadership) {
+	e.leading()
+	e.leading = nil
+	e.log.Info("stopped leading", "term", core.Term(l.Term))
+	e.notify.push(notification{kind: notifyStopped, l: l})
+}
+
+// handoff runs when Run's context ends: a leader resigns, then keeps
+// handling transport events (not ticks, so it cannot stand again) until it
+// sees a successor, HandoffTimeout passes or Close is called.
+func (e *Elector) handoff(events <-chan Event) {
+	leading := e.last.IsSelf
+	e.node.Resign()
+	e.flush()
+	if !leading {
+		return
+	}
+	e.log.Info("resigned on shutdown; waiting for a successor", "timeout", e.cfg.HandoffTimeout)
+	timer := time.NewTimer(e.cfg.HandoffTimeout)
+	defer timer.Stop()
+	for !e.last.Known() {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			e.handle(ev)
+			e.flush()
+		case <-timer.C:
+			e.log.Warn("no successor announced before the hand-off timeout")
+			return
+		case <-e.closing:
+			return
+		}
+	}
+}
+
+// finish ends this node's part: leadership ends, observers see no
+// coordinator and are closed, the snapshot says stopped.
+func (e *Elector) finish() {
+	if e.last.IsSelf {
+		e.stopLeading(e.last)
+	}
+	e.last = Leadership{}
+	e.rec.SetLeader(e.last)
+	e.obs.close(e.last)
+	s := *e.snap.Load()
+	s.Coordinator, s.Stopped = "", true
+	e.snap.Store(&s)
+	e.log.Info("elector stopped")
+}

@@ -1,0 +1,203 @@
+package election
+
+import (
+	"context"
+	"sync"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Leadership is who leads, as one node sees it.
+type Leadership struct {
+	// Coordinator is the coordinator's ID, or "" while this node knows none:
+	// during an election, after a resign, or (quorum guard on) while no
+	// coordinator holds a majority lease.
+	Coordinator string
+	// Term is the coordinator's term, the fencing token: epoch<<32 | the
+	// winner's tag (core.Term). It is unique per coordinator and only grows.
+	// 0 when Coordinator is "".
+	Term uint64
+	// IsSelf reports that this node is the coordinator.
+	IsSelf bool
+}
+
+// Known reports whether a coordinator is known.
+func (l Leadership) Known() bool { return l.Coordinator != "" }
+
+// String formats l as "coordinator@epoch.tag", or "none".
+func (l Leadership) String() string {
+	if l.Coordinator == "" {
+		return "none"
+	}
+	return l.Coordinator + "@" + core.Term(l.Term).String()
+}
+
+// observers hands the newest Leadership to every Observe channel without
+// ever blocking the loop: each channel holds one value, and a new value
+// replaces an unread one (hashicorp/raft's overrideNotifyBool).
+type observers struct {
+	mu     sync.Mutex
+	last   Leadership
+	chans  []chan Leadership
+	closed bool
+}
+
+// subscribe returns a channel that holds the current value at once.
+func (o *observers) subscribe() <-chan Leadership {
+	ch := make(chan Leadership, 1)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ch <- o.last
+	if o.closed {
+		close(ch)
+	} else {
+		o.chans = append(o.chans, ch)
+	}
+	return ch
+}
+
+func (o *observers) current() Leadership {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.last
+}
+
+func (o *observers) publish(l Leadership) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.last = l
+	for _, ch := range o.chans {
+		override(ch, l)
+	}
+}
+
+// close publishes the final value and closes every channel.
+func (o *observers) close(final Leadership) {
+	o.publish(final)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	for _, ch := range o.chans {
+		close(ch)
+	}
+	o.chans = nil
+}
+
+// override puts v into the one-slot channel ch, replacing an unread value.
+// Only publish writes to ch, under the mutex, so the second send cannot
+// find the slot full.
+func override(ch chan Leadership, v Leadership) {
+	select {
+	case ch <- v:
+		return
+	default:
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
+// notification is one queued callback.
+type notification struct {
+	kind notifyKind
+	l    Leadership
+	ctx  context.Context // started only
+}
+
+type notifyKind uint8
+
+const (
+	notifyNewLeader notifyKind = iota
+	notifyStarted
+	notifyStopped
+)
+
+// notifier runs the Callbacks on a goroutine of its own, one at a time, in
+// the order the loop queued them (client-go leaderelection style). The
+// queue is unbounded but short: consecutive OnNewLeader notifications that
+// nobody has seen yet collapse into the newest.
+type notifier struct {
+	cb    Callbacks
+	mu    sync.Mutex
+	queue []notification
+	wake  chan struct{} // one slot: "the queue is not empty"
+	stop  chan struct{} // closed by the loop after its last push
+	done  chan struct{} // closed when run returns
+}
+
+func newNotifier(cb Callbacks) *notifier {
+	return &notifier{cb: cb, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// push queues x; it never blocks.
+func (n *notifier) push(x notification) {
+	if !n.wanted(x.kind) {
+		return
+	}
+	n.mu.Lock()
+	if k := len(n.queue); x.kind == notifyNewLeader && k > 0 && n.queue[k-1].kind == notifyNewLeader {
+		n.queue[k-1] = x
+	} else {
+		n.queue = append(n.queue, x)
+	}
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (n *notifier) wanted(k notifyKind) bool {
+	switch k {
+	case notifyStarted:
+		return n.cb.OnStartedLeading != nil
+	case notifyStopped:
+		return n.cb.OnStoppedLeading != nil
+	}
+	return n.cb.OnNewLeader != nil
+}
+
+// run delivers notifications until stop is closed and the queue is empty.
+func (n *notifier) run() {
+	defer close(n.done)
+	for {
+		select {
+		case <-n.wake:
+			n.drain()
+		case <-n.stop:
+			n.drain()
+			return
+		}
+	}
+}
+
+func (n *notifier) drain() {
+	for {
+		n.mu.Lock()
+		if len(n.queue) == 0 {
+			n.mu.Unlock()
+			return
+		}
+		x := n.queue[0]
+		n.queue[0] = notification{}
+		n.queue = n.queue[1:]
+		n.mu.Unlock()
+		n.deliver(x)
+	}
+}
+
+func (n *notifier) deliver(x notification) {
+	switch x.kind {
+	case notifyStarted:
+		n.cb.OnStartedLeading(x.ctx, x.l.Term)
+	case notifyStopped:
+		n.cb.OnStoppedLeading()
+	default:
+		n.cb.OnNewLeader(x.l)
+	}
+}

@@ -1,0 +1,97 @@
+package election
+
+import (
+	"strconv"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Recorder receives an Elector's metrics; package metrics implements it on
+// Prometheus. One Recorder serves one Elector.
+//
+// Concurrency contract: methods are called from the Elector's loop
+// goroutine only, one at a time, and must not block (update a counter or a
+// gauge and return). Counts are deltas since the previous call.
+type Recorder interface {
+	// SetState reports the node's state whenever it changes.
+	SetState(s core.State)
+	// SetTerm reports the highest term the node has seen (see Leadership.Term).
+	SetTerm(term uint64)
+	// SetLeader reports the coordinator this node reports whenever it
+	// changes; l.Coordinator is empty when there is none.
+	SetLeader(l Leadership)
+	// LeaderChanged counts a change to a new coordinator or term.
+	LeaderChanged()
+	// MessagesSent counts messages handed to the Transport, by type.
+	MessagesSent(t core.MsgType, n uint64)
+	// MessagesReceived counts messages the node accepted for processing.
+	MessagesReceived(t core.MsgType, n uint64)
+	// MessagesDropped counts messages ignored or lost, by reason: the core's
+	// core.DropReason names ("stale_term", "misaddressed", "unexpected",
+	// "order") and DropSendFailed.
+	MessagesDropped(reason string, n uint64)
+	// Elections counts election events of this node.
+	Elections(e ElectionEvent, n uint64)
+	// ElectionDuration observes, in seconds, how long this node was without
+	// an agreed coordinator: from the moment it detected the need for an
+	// election (failure detected, hand-off received, preemption) until it
+	// knew a coordinator again with no election running.
+	ElectionDuration(seconds float64)
+	// HeartbeatMisses counts heartbeat intervals a follower spent in silence.
+	HeartbeatMisses(n uint64)
+	// SetMembers reports the members this node knows (itself included) and
+	// how many of them it holds alive.
+	SetMembers(alive, known int)
+}
+
+// DropSendFailed is the drop reason for messages the Transport refused.
+const DropSendFailed = "send_failed"
+
+// ElectionEvent is what happened to an election, for Recorder.Elections.
+type ElectionEvent uint8
+
+// The election events.
+const (
+	ElectionStarted   ElectionEvent = iota // this node started (or joined) an election
+	ElectionWon                            // an election ended with this node as coordinator
+	ElectionLost                           // an election ended with another coordinator
+	ElectionRestarted                      // an election timed out and began again
+	numElectionEvents
+)
+
+var electionEventNames = [...]string{"started", "won", "lost", "restarted"}
+
+func (e ElectionEvent) String() string {
+	if e < numElectionEvents {
+		return electionEventNames[e]
+	}
+	return "election_event(" + strconv.Itoa(int(e)) + ")"
+}
+
+// ElectionEvents lists every election event, in order; recorders use it to
+// initialise their series.
+func ElectionEvents() []ElectionEvent {
+	out := make([]ElectionEvent, numElectionEvents)
+	for i := range out {
+		out[i] = ElectionEvent(i)
+	}
+	return out
+}
+
+// NopRecorder records nothing. It is the default Recorder; embed it in a
+// Recorder implementation to inherit no-ops for methods added later.
+type NopRecorder struct{}
+
+var _ Recorder = NopRecorder{}
+
+func (NopRecorder) SetState(core.State)                   {}
+func (NopRecorder) SetTerm(uint64)                        {}
+func (NopRecorder) SetLeader(Leadership)                  {}
+func (NopRecorder) LeaderChanged()                        {}
+func (NopRecorder) MessagesSent(core.MsgType, uint64)     {}
+func (NopRecorder) MessagesReceived(core.MsgType, uint64) {}
+func (NopRecorder) MessagesDropped(string, uint64)        {}
+func (NopRecorder) Elections(ElectionEvent, uint64)       {}
+func (NopRecorder) ElectionDuration(float64)              {}
+func (NopRecorder) HeartbeatMisses(uint64)                {}
+func (NopRecorder) SetMembers(int, int)                   {}

@@ -1,0 +1,84 @@
+package election
+
+import "github.com/coordelect/coordelect/election/core"
+
+// Status is a snapshot of one node's election state.
+type Status struct {
+	// ID is this node's ID.
+	ID string
+	// State is the node's state (sleep, cand, lost, coordinator, ...).
+	State core.State
+	// Term is the coordinator's term when Coordinator is set, else the
+	// highest term this node has seen.
+	Term uint64
+	// Coordinator is the coordinator this node follows (itself when it
+	// leads), "" when it knows none; see Leadership.Coordinator.
+	Coordinator string
+	// Electing reports that an election this node takes part in is running.
+	Electing bool
+	// Rating and NonVoter are this node's own.
+	Rating   int64
+	NonVoter bool
+	// Algorithm is the election algorithm the node runs.
+	Algorithm core.Algorithm
+	// Members lists the members this node knows, itself included, in ring
+	// order (the order it learned them).
+	Members []Member
+	// Stopped reports that Run has returned; the other fields are the
+	// node's last view.
+	Stopped bool
+}
+
+// Member is a member as one node knows it.
+type Member struct {
+	ID       string
+	Rating   int64
+	NonVoter bool
+	// Alive is false once the membership layer has reported it down.
+	Alive bool
+}
+
+// AliveMembers counts the members s holds alive.
+func (s Status) AliveMembers() int {
+	n := 0
+	for _, m := range s.Members {
+		if m.Alive {
+			n++
+		}
+	}
+	return n
+}
+
+// updateSnapshot publishes the node's status for Status(); the member list
+// is rebuilt only after a membership change.
+func (e *Elector) updateSnapshot() {
+	st := e.status
+	s := &Status{
+		ID:          e.id,
+		State:       st.State,
+		Term:        uint64(st.Term),
+		Coordinator: st.Coordinator,
+		Electing:    e.electing,
+		Rating:      st.Rating,
+		NonVoter:    e.cfg.NonVoter,
+		Algorithm:   e.cfg.Algorithm,
+	}
+	if old := e.snap.Load(); old != nil && !e.membersDirty {
+		s.Members = old.Members
+	} else {
+		s.Members = e.members()
+		e.rec.SetMembers(s.AliveMembers(), len(s.Members))
+		e.membersDirty = false
+	}
+	e.snap.Store(s)
+}
+
+func (e *Elector) members() []Member {
+	r := e.node.Roster()
+	out := make([]Member, r.Len())
+	for i := range out {
+		p := r.At(i)
+		out[i] = Member{ID: p.ID, Rating: p.Rating, NonVoter: p.NonVoter, Alive: e.node.Alive(p.ID)}
+	}
+	return out
+}
