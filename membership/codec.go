@@ -1,0 +1,324 @@
+package membership
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Wire format of one frame, version 1: a link header that the Node's
+// per-peer sender fills in, then the core.Message.
+//
+//	magic    1 byte  0xCE
+//	version  1 byte  1
+//	seq      uvarint per-link sequence number; 0 = unordered (best effort)
+//	fromBoot 8 bytes big-endian boot ID of the sender
+//	toBoot   8 bytes big-endian boot ID of the receiver the sender addressed
+//	type     1 byte  core.MsgType, 1..core.NumMsgTypes-1
+//	flags    1 byte  bit 0: Confirmed; the other bits must be zero
+//	from, to                 string
+//	term                     uvarint
+//	rating                   varint
+//	coordinator, initiator   string
+//	value.rating             varint
+//	value.id                 string
+//	phase                    uvarint, at most 2^32-1
+//	list                     uvarint count, then per peer:
+//	                         id string, rating varint, flags byte (bit 0: NonVoter)
+//
+// A string is a uvarint length then that many bytes; a varint is zig-zag
+// (binary.AppendVarint). Varints must be minimal (no 0x80 0x00 padding), so
+// every frame has exactly one encoding: Decode accepts only what Encode
+// produces, and re-encoding a decoded frame gives back the same bytes. The
+// decoder checks every length against the bytes left and the caps below,
+// and rejects trailing bytes.
+const (
+	frameMagic   = 0xCE
+	frameVersion = 1
+
+	// MaxFrameSize caps an encoded frame, in bytes.
+	MaxFrameSize = 64 << 10
+	// MaxStringLen caps every string in a frame (IDs), in bytes.
+	MaxStringLen = 512
+	// MaxListLen caps the number of peers in Message.List.
+	MaxListLen = 1024
+
+	flagConfirmed = 1 << 0
+	flagNonVoter  = 1 << 0
+	// maxHeaderSize bounds the link header: magic, version, seq, boots.
+	// The message part may take the rest of MaxFrameSize.
+	maxHeaderSize = 2 + binary.MaxVarintLen64 + 16
+	maxBodySize   = MaxFrameSize - maxHeaderSize
+)
+
+// Decode and Encode errors. Every error they return wraps exactly one of
+// these, so errors.Is sorts drops by reason.
+var (
+	// ErrVersion: the frame's magic byte is right but its version is not one
+	// this build reads.
+	ErrVersion = errors.New("membership: unsupported frame version")
+	// ErrMalformed: not a frame (bad magic), truncated, an unknown message
+	// type, a length over a cap, a non-minimal varint, unknown flag bits or
+	// trailing bytes.
+	ErrMalformed = errors.New("membership: malformed frame")
+	// ErrTooLarge: the frame is over MaxFrameSize.
+	ErrTooLarge = errors.New("membership: frame too large")
+	// ErrInvalid: Encode was given a message it cannot represent.
+	ErrInvalid = errors.New("membership: message not encodable")
+)
+
+// Header is the per-link part of a frame, which the Node fills in: the
+// sender's per-destination sequence number and the boot IDs of both ends.
+type Header struct {
+	// Seq orders reliable messages on one link, from 1; 0 means unordered.
+	Seq uint64
+	// FromBoot and ToBoot are the boot IDs of the sender and of the
+	// receiver incarnation the sender addressed (see Member.BootID).
+	FromBoot, ToBoot uint64
+}
+
+// Encode returns the wire form of m with a zero Header.
+func Encode(m core.Message) ([]byte, error) { return AppendEncode(nil, m) }
+
+// AppendEncode appends the wire form of m, with a zero Header, to dst.
+func AppendEncode(dst []byte, m core.Message) ([]byte, error) {
+	return AppendFrame(dst, Header{}, m)
+}
+
+// AppendFrame appends the wire form of h and m to dst. It fails with
+// ErrInvalid for an unknown type, a string over MaxStringLen, a List over
+// MaxListLen, and with ErrTooLarge when the frame would exceed
+// MaxFrameSize; dst is then returned unchanged.
+func AppendFrame(dst []byte, h Header, m core.Message) ([]byte, error) {
+	b, err := appendMessage(appendHeader(dst, h), m)
+	if err != nil {
+		return dst, err
+	}
+	return b, nil
+}
+
+// appendHeader appends the link header.
+func appendHeader(dst []byte, h Header) []byte {
+	b := append(dst, frameMagic, frameVersion)
+	b = binary.AppendUvarint(b, h.Seq)
+	b = binary.BigEndian.AppendUint64(b, h.FromBoot)
+	return binary.BigEndian.AppendUint64(b, h.ToBoot)
+}
+
+// appendMessage appends the message part of a frame. The sender encodes it
+// once, in Send, and prepends the header when it transmits.
+func appendMessage(dst []byte, m core.Message) ([]byte, error) {
+	if err := checkEncodable(m); err != nil {
+		return dst, err
+	}
+	start := len(dst)
+	b := append(dst, byte(m.Type), boolFlag(m.Confirmed, flagConfirmed))
+	b = appendString(appendString(b, m.From), m.To)
+	b = binary.AppendUvarint(b, uint64(m.Term))
+	b = binary.AppendVarint(b, m.Rating)
+	b = appendString(appendString(b, m.Coordinator), m.Initiator)
+	b = binary.AppendVarint(b, m.Value.Rating)
+	b = appendString(b, m.Value.ID)
+	b = binary.AppendUvarint(b, uint64(m.Phase))
+	b = binary.AppendUvarint(b, uint64(len(m.List)))
+	for _, p := range m.List {
+		b = appendString(b, p.ID)
+		b = binary.AppendVarint(b, p.Rating)
+		b = append(b, boolFlag(p.NonVoter, flagNonVoter))
+	}
+	if n := len(b) - start; n > maxBodySize {
+		return dst, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
+	}
+	return b, nil
+}
+
+func checkEncodable(m core.Message) error {
+	if m.Type == 0 || int(m.Type) >= core.NumMsgTypes {
+		return fmt.Errorf("%w: type %d", ErrInvalid, m.Type)
+	}
+	if len(m.List) > MaxListLen {
+		return fmt.Errorf("%w: list of %d peers (max %d)", ErrInvalid, len(m.List), MaxListLen)
+	}
+	for _, s := range [...]string{m.From, m.To, m.Coordinator, m.Initiator, m.Value.ID} {
+		if len(s) > MaxStringLen {
+			return fmt.Errorf("%w: string of %d bytes (max %d)", ErrInvalid, len(s), MaxStringLen)
+		}
+	}
+	for _, p := range m.List {
+		if len(p.ID) > MaxStringLen {
+			return fmt.Errorf("%w: list ID of %d bytes (max %d)", ErrInvalid, len(p.ID), MaxStringLen)
+		}
+	}
+	return nil
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func boolFlag(v bool, bit byte) byte {
+	if v {
+		return bit
+	}
+	return 0
+}
+
+// Decode parses a frame and returns its message, ignoring the header.
+func Decode(b []byte) (core.Message, error) {
+	_, m, err := DecodeFrame(b)
+	return m, err
+}
+
+// DecodeFrame parses a frame. It never panics and never retains b: the
+// message's strings and List are fresh copies. Errors wrap ErrVersion,
+// ErrTooLarge or ErrMalformed.
+func DecodeFrame(b []byte) (Header, core.Message, error) {
+	var h Header
+	var m core.Message
+	if len(b) > MaxFrameSize {
+		return h, m, fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, len(b), MaxFrameSize)
+	}
+	if len(b) < 2 || b[0] != frameMagic {
+		return h, m, fmt.Errorf("%w: bad magic", ErrMalformed)
+	}
+	if b[1] != frameVersion {
+		return h, m, fmt.Errorf("%w: version %d (this build reads %d)", ErrVersion, b[1], frameVersion)
+	}
+	r := reader{b: b, off: 2}
+	h.Seq = r.uvarint()
+	h.FromBoot, h.ToBoot = r.u64(), r.u64()
+	if n := len(b) - r.off; r.err == nil && n > maxBodySize {
+		return Header{}, m, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
+	}
+	m.Type = core.MsgType(r.byte())
+	if r.err == nil && (m.Type == 0 || int(m.Type) >= core.NumMsgTypes) {
+		r.fail("unknown message type %d", m.Type)
+	}
+	m.Confirmed = r.flag(flagConfirmed)
+	r.body(&m)
+	if r.err == nil && r.off != len(b) {
+		r.fail("%d trailing bytes", len(b)-r.off)
+	}
+	if r.err != nil {
+		return Header{}, core.Message{}, r.err
+	}
+	return h, m, nil
+}
+
+// body reads the message fields after the header.
+func (r *reader) body(m *core.Message) {
+	m.From, m.To = r.str(), r.str()
+	m.Term = core.Term(r.uvarint())
+	m.Rating = r.varint()
+	m.Coordinator, m.Initiator = r.str(), r.str()
+	m.Value.Rating = r.varint()
+	m.Value.ID = r.str()
+	if p := r.uvarint(); p > math.MaxUint32 {
+		r.fail("phase %d over 2^32-1", p)
+	} else {
+		m.Phase = uint32(p)
+	}
+	m.List = r.list()
+}
+
+func (r *reader) list() []core.Peer {
+	n := r.uvarint()
+	// Each peer takes at least 3 bytes, which bounds n before allocating.
+	if n > MaxListLen || n > uint64(len(r.b)-r.off)/3 {
+		r.fail("list of %d peers", n)
+		return nil
+	}
+	if n == 0 || r.err != nil {
+		return nil
+	}
+	list := make([]core.Peer, n)
+	for i := range list {
+		list[i].ID = r.str()
+		list[i].Rating = r.varint()
+		list[i].NonVoter = r.flag(flagNonVoter)
+	}
+	return list
+}
+
+// reader is a bounds-checked cursor with a sticky error: after the first
+// failure every read returns a zero value, so callers check once at the end.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: at byte %d: %s", ErrMalformed, r.off, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil || r.off >= len(r.b) {
+		r.fail("truncated")
+		return 0
+	}
+	r.off++
+	return r.b[r.off-1]
+}
+
+// flag reads a flags byte that may have only bit set.
+func (r *reader) flag(bit byte) bool {
+	f := r.byte()
+	if f&^bit != 0 {
+		r.fail("unknown flag bits %#x", f&^bit)
+	}
+	return f&bit != 0
+}
+
+func (r *reader) u64() uint64 {
+	if r.err != nil || len(r.b)-r.off < 8 {
+		r.fail("truncated")
+		return 0
+	}
+	r.off += 8
+	return binary.BigEndian.Uint64(r.b[r.off-8:])
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	switch {
+	case n == 0:
+		r.fail("truncated varint")
+		return 0
+	case n < 0:
+		r.fail("varint overflows 64 bits")
+		return 0
+	case n > 1 && r.b[r.off+n-1] == 0:
+		r.fail("non-minimal varint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+// varint reads a zig-zag signed varint (binary.AppendVarint's encoding).
+func (r *reader) varint() int64 {
+	u := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
+}
+
+func (r *reader) str() string {
+	n := r.uvarint()
+	if r.err != nil {
+		return ""
+	}
+	if n > MaxStringLen || n > uint64(len(r.b)-r.off) {
+		r.fail("string of %d bytes", n)
+		return ""
+	}
+	r.off += int(n)
+	return string(r.b[r.off-int(n) : r.off])
+}

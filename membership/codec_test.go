@@ -1,0 +1,187 @@
+package membership
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+func sampleMessage() core.Message {
+	return core.Message{
+		Type:        core.MsgCoordinator,
+		From:        "node-a",
+		To:          "node-b",
+		Term:        core.MakeTerm(7, core.Tag("node-a")),
+		Rating:      -42,
+		Coordinator: "node-a",
+		Initiator:   "node-c",
+		List: []core.Peer{
+			{ID: "node-c", Rating: 3},
+			{ID: "node-a", Rating: -42, NonVoter: true},
+		},
+		Value:     core.Rank{Rating: 1 << 40, ID: "node-a"},
+		Phase:     9,
+		Confirmed: true,
+	}
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	h := Header{Seq: 300, FromBoot: 0xdeadbeefcafe, ToBoot: ^uint64(0)}
+	msgs := []core.Message{
+		sampleMessage(),
+		{Type: core.MsgHeartbeat, From: "1", To: "2"},
+		{Type: core.MsgHeartbeatAck, Rating: -1 << 63, Term: ^core.Term(0), Phase: 1<<32 - 1},
+	}
+	for _, m := range msgs {
+		b, err := AppendFrame([]byte("prefix"), h, m)
+		if err != nil {
+			t.Fatalf("encode %v: %v", m.Type, err)
+		}
+		if !bytes.HasPrefix(b, []byte("prefix")) {
+			t.Fatalf("AppendFrame lost dst")
+		}
+		gh, gm, err := DecodeFrame(b[len("prefix"):])
+		if err != nil {
+			t.Fatalf("decode %v: %v", m.Type, err)
+		}
+		if gh != h || !reflect.DeepEqual(gm, m) {
+			t.Fatalf("round trip:\n got %+v %+v\nwant %+v %+v", gh, gm, h, m)
+		}
+	}
+}
+
+func TestDecodeCopiesInput(t *testing.T) {
+	b, err := Encode(sampleMessage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = 'x'
+	}
+	if want := sampleMessage(); !reflect.DeepEqual(m, want) {
+		t.Fatalf("decoded message changed with its buffer: %+v", m)
+	}
+}
+
+func TestEncodeRejects(t *testing.T) {
+	long := strings.Repeat("x", MaxStringLen+1)
+	many := make([]core.Peer, MaxListLen+1)
+	big := make([]core.Peer, MaxListLen)
+	for i := range big {
+		big[i].ID = strings.Repeat("y", MaxStringLen)
+	}
+	tests := []struct {
+		name string
+		m    core.Message
+		want error
+	}{
+		{"zero type", core.Message{}, ErrInvalid},
+		{"unknown type", core.Message{Type: core.MsgType(core.NumMsgTypes)}, ErrInvalid},
+		{"long from", core.Message{Type: core.MsgAck, From: long}, ErrInvalid},
+		{"long list id", core.Message{Type: core.MsgAck, List: []core.Peer{{ID: long}}}, ErrInvalid},
+		{"long list", core.Message{Type: core.MsgAck, List: many}, ErrInvalid},
+		{"over frame size", core.Message{Type: core.MsgAck, List: big}, ErrTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dst := []byte{1, 2}
+			got, err := AppendEncode(dst, tt.m)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if !bytes.Equal(got, dst) {
+				t.Fatalf("dst changed on error: %v", got)
+			}
+		})
+	}
+}
+
+// frame builds a raw frame from parts for the bad-input table.
+func frame(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+func uv(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+
+func TestDecodeRejects(t *testing.T) {
+	good, _ := Encode(core.Message{Type: core.MsgAck, From: "a", To: "b"})
+	magic := []byte{frameMagic, frameVersion}
+	boots := make([]byte, 16)
+	hdr := frame(magic, uv(0), boots)      // seq 0, boots 0
+	ack := []byte{byte(core.MsgAck), 0}    // type, flags
+	tail := []byte{0, 0, 0, 0, 0, 0, 0, 0} // term .. list count, all zero
+	ft := tail[:6]                         // term .. value.id
+	tests := []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"empty", nil, ErrMalformed},
+		{"one byte", []byte{frameMagic}, ErrMalformed},
+		{"bad magic", append([]byte{0x00}, good[1:]...), ErrMalformed},
+		{"version 0", append([]byte{frameMagic, 0}, good[2:]...), ErrVersion},
+		{"version 2", append([]byte{frameMagic, 2}, good[2:]...), ErrVersion},
+		{"header only", hdr, ErrMalformed},
+		{"type 0", frame(hdr, []byte{0, 0}, uv(0), uv(0), tail), ErrMalformed},
+		{"unknown type", frame(hdr, []byte{byte(core.NumMsgTypes), 0}, uv(0), uv(0), tail), ErrMalformed},
+		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 2}, uv(0), uv(0), tail), ErrMalformed},
+		{"truncated", good[:len(good)-1], ErrMalformed},
+		{"trailing byte", append(append([]byte{}, good...), 0), ErrMalformed},
+		{"oversized frame", make([]byte, MaxFrameSize+1), ErrTooLarge},
+		{"oversized message", frame(hdr, make([]byte, maxBodySize+1)), ErrTooLarge},
+		{"non-minimal seq", frame(magic, []byte{0x80, 0x00}, boots, ack, uv(0), uv(0), tail), ErrMalformed},
+		{"varint overflow", frame(magic, bytes.Repeat([]byte{0xff}, 10), []byte{0x01}, boots, ack, tail, tail), ErrMalformed},
+		{"boots truncated", frame(magic, uv(0), boots[:9]), ErrMalformed},
+		{"string past end", frame(hdr, ack, uv(200), []byte("ab")), ErrMalformed},
+		{"string over cap", frame(hdr, ack, uv(MaxStringLen+1), make([]byte, MaxStringLen+1), uv(0), tail), ErrMalformed},
+		{"list count past end", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(1000)), ErrMalformed},
+		{"list over cap", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(MaxListLen+1), make([]byte, 3*(MaxListLen+1))), ErrMalformed},
+		{"bad peer flag", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(1), []byte{0, 0, 2}), ErrMalformed},
+		{"phase over 32 bits", frame(hdr, ack, uv(0), uv(0), ft, uv(1<<32), uv(0)), ErrMalformed},
+		{"valid control", frame(hdr, ack, uv(0), uv(0), tail), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, m, err := DecodeFrame(tt.b)
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if err != nil && !reflect.DeepEqual(m, core.Message{}) {
+				t.Fatalf("message returned with error: %+v", m)
+			}
+		})
+	}
+}
+
+// TestDecodeRejectsEveryTruncation cuts a full frame at every length.
+func TestDecodeRejectsEveryTruncation(t *testing.T) {
+	b, err := AppendFrame(nil, Header{Seq: 1 << 20, FromBoot: 1, ToBoot: 2}, sampleMessage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(b) {
+		if _, _, err := DecodeFrame(b[:n]); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("prefix of %d/%d bytes: err = %v, want ErrMalformed", n, len(b), err)
+		}
+	}
+}
+
+func TestHeartbeatFitsDatagram(t *testing.T) {
+	id := strings.Repeat("n", 64)
+	m := core.Message{Type: core.MsgHeartbeat, From: id, To: id, Coordinator: id,
+		Term: ^core.Term(0), Rating: -1 << 63, Confirmed: true}
+	b, err := AppendFrame(nil, Header{FromBoot: ^uint64(0), ToBoot: ^uint64(0)}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > maxDatagram {
+		t.Fatalf("heartbeat with 64-byte IDs is %d bytes, over the %d datagram budget", len(b), maxDatagram)
+	}
+}
