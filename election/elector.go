@@ -46,6 +46,7 @@ type Elector struct {
 	leading context.CancelFunc
 	// unsettledSince is when this node lost its agreed coordinator.
 	unsettledSince time.Time
+	electionBegan  bool // the node started an election during this flush
 	membersDirty   bool
 	roster         *core.Roster // the roster the member list was built from
 

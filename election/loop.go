@@ -112,6 +112,7 @@ func (e *Elector) account() {
 		e.rec.HeartbeatMisses(d)
 	}
 	if d := c.ElectionsStarted - p.ElectionsStarted; d > 0 {
+		e.electionBegan = true
 		e.rec.Elections(ElectionStarted, d)
 		e.log.Info("election started", "term", core.Term(e.node.Status().Term))
 	}
@@ -169,19 +170,24 @@ func (e *Elector) leadership() Leadership {
 }
 
 // trackElection measures how long this node goes without an agreed
-// coordinator, from the moment it left sleep or lost its coordinator.
+// coordinator: from the moment it left sleep, lost its coordinator or
+// started an election, until it knows a coordinator with no election
+// running. An election that ends within the event that began it counts 0.
 func (e *Elector) trackElection() {
 	st := e.status
 	unsettled := st.Coordinator == "" || e.electing
-	switch {
-	case unsettled && e.unsettledSince.IsZero() && st.State != core.StateSleep:
+	began := e.electionBegan || unsettled && st.State != core.StateSleep
+	e.electionBegan = false
+	if began && e.unsettledSince.IsZero() {
 		e.unsettledSince = time.Now()
-	case !unsettled && !e.unsettledSince.IsZero():
-		d := time.Since(e.unsettledSince)
-		e.unsettledSince = time.Time{}
-		e.rec.ElectionDuration(d.Seconds())
-		e.log.Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
 	}
+	if unsettled || e.unsettledSince.IsZero() {
+		return
+	}
+	d := time.Since(e.unsettledSince)
+	e.unsettledSince = time.Time{}
+	e.rec.ElectionDuration(d.Seconds())
+	e.log.Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
 }
 
 // changeLeader reports a new Leadership: it ends this node's leadership
