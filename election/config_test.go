@@ -1,0 +1,101 @@
+package election
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// stubTransport is the least a Config needs to validate.
+type stubTransport struct{ id string }
+
+func (s stubTransport) LocalID() string              { return s.id }
+func (s stubTransport) Send(core.Message) error      { return nil }
+func (s stubTransport) Events() <-chan Event         { return nil }
+func (s stubTransport) SetRating(rating int64) error { return nil }
+
+func TestDefaultConfig(t *testing.T) {
+	c := DefaultConfig()
+	ms := time.Millisecond
+	got := [...]time.Duration{c.Tick, c.HeartbeatInterval, time.Duration(c.HeartbeatMisses), c.RoundTrip,
+		c.AnswerTimeout, c.CoordinatorTimeout, c.HopTimeout, c.StartupDelay, c.QuorumLease, c.HandoffTimeout}
+	want := [...]time.Duration{10 * ms, 50 * ms, 3, 20 * ms, 40 * ms, 120 * ms, 20 * ms, 50 * ms, 150 * ms, 170 * ms}
+	if got != want {
+		t.Errorf("DefaultConfig() timings = %v, want %v", got, want)
+	}
+	if c.Transport != nil || c.Algorithm != core.Bully || c.Preemption != core.PreemptAlways || c.QuorumSize != 0 {
+		t.Errorf("DefaultConfig() = %+v", c)
+	}
+	c.Transport = stubTransport{"a"}
+	if err := c.Validate(); err != nil {
+		t.Errorf("default config with a transport: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string // "" means valid
+	}{
+		{"zero values take defaults", func(*Config) {}, ""},
+		{"no transport", func(c *Config) { c.Transport = nil }, `Config.Transport = nil: must be set`},
+		{"unnamed transport", func(c *Config) { c.Transport = stubTransport{} }, `Config.Transport.LocalID() = "": must name this node`},
+		{"negative tick", func(c *Config) { c.Tick = -time.Millisecond }, `Config.Tick = -1ms: must be positive`},
+		{"heartbeat not a whole number of ticks", func(c *Config) { c.HeartbeatInterval = 55 * time.Millisecond },
+			`Config.HeartbeatInterval = 55ms: must be a whole number of ticks (Tick = 10ms)`},
+		{"timeout below one tick", func(c *Config) { c.Tick, c.RoundTrip = time.Second, time.Millisecond },
+			`Config.RoundTrip = 1ms: must be a whole number of ticks (Tick = 1s)`},
+		{"negative misses", func(c *Config) { c.HeartbeatMisses = -1 }, `Config.HeartbeatMisses = -1: must be at least 1`},
+		{"answer shorter than a round trip", func(c *Config) { c.AnswerTimeout = 10 * time.Millisecond },
+			`Config.AnswerTimeout = 10ms: must cover a round trip (RoundTrip = 20ms)`},
+		{"coordinator timeout too short", func(c *Config) { c.CoordinatorTimeout = 60 * time.Millisecond },
+			`Config.CoordinatorTimeout = 60ms: must exceed AnswerTimeout + RoundTrip = 60ms`},
+		{"lease not renewable", func(c *Config) { c.QuorumSize, c.QuorumLease = 3, 50*time.Millisecond },
+			`Config.QuorumLease = 50ms: must exceed HeartbeatInterval = 50ms`},
+		{"lease unchecked without quorum", func(c *Config) { c.QuorumLease = 50 * time.Millisecond }, ""},
+		{"negative quorum", func(c *Config) { c.QuorumSize = -1 }, `Config.QuorumSize = -1`},
+		{"negative margin", func(c *Config) { c.PreemptMargin = -2 }, `Config.PreemptMargin = -2`},
+		{"negative hand-off", func(c *Config) { c.HandoffTimeout = -time.Second }, `Config.HandoffTimeout = -1s`},
+		{"unknown algorithm", func(c *Config) { c.Algorithm = 9 }, `Config.Algorithm = algorithm(9)`},
+		{"unknown preemption", func(c *Config) { c.Preemption = 7 }, `Config.Preemption = preemption(7)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Config{Transport: stubTransport{"a"}}
+			tt.edit(&c)
+			err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate() = %v, want an error containing %q", err, tt.want)
+			}
+			if _, nerr := New(c); (nerr == nil) != (err == nil) {
+				t.Errorf("New() = %v, Validate() = %v: they must agree", nerr, err)
+			}
+		})
+	}
+}
+
+// TestConfigTicks: the durations reach the core as tick counts.
+func TestConfigTicks(t *testing.T) {
+	c := Config{Transport: stubTransport{"n1"}, Tick: 5 * time.Millisecond, QuorumSize: 3, Rating: 4, NonVoter: true}
+	c.setDefaults()
+	cc, err := c.coreConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := [...]int{cc.HeartbeatInterval, cc.HeartbeatMisses, cc.RoundTrip, cc.AnswerTimeout,
+		cc.CoordinatorTimeout, cc.HopTimeout, cc.StartupTicks, cc.LeaseTicks}
+	want := [...]int{10, 3, 4, 8, 24, 4, 10, 30}
+	if got != want {
+		t.Errorf("ticks = %v, want %v", got, want)
+	}
+	self, _ := cc.Roster.Get("n1")
+	if cc.ID != "n1" || cc.Mode != core.View || cc.QuorumSize != 3 || self != (core.Peer{ID: "n1", Rating: 4, NonVoter: true}) {
+		t.Errorf("core config = %+v, self %+v", cc, self)
+	}
+}

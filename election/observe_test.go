@@ -1,0 +1,82 @@
+package election
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+)
+
+// TestObserversOverride: every subscriber sees the newest value, one slot
+// deep, and publish never blocks on a reader that is not reading.
+func TestObserversOverride(t *testing.T) {
+	var o observers
+	first := o.subscribe()
+	if got := <-first; got != (Leadership{}) {
+		t.Fatalf("initial value %v", got)
+	}
+	for i := uint64(1); i <= 5; i++ {
+		o.publish(Leadership{Coordinator: "x", Term: i})
+	}
+	second := o.subscribe()
+	for _, ch := range []<-chan Leadership{first, second} {
+		if n := len(ch); n != 1 {
+			t.Fatalf("channel holds %d values, want 1", n)
+		}
+		if got := <-ch; got.Term != 5 {
+			t.Errorf("read term %d, want the newest, 5", got.Term)
+		}
+	}
+	o.close(Leadership{})
+	for _, ch := range []<-chan Leadership{first, second} {
+		if got, ok := <-ch; !ok || got.Known() {
+			t.Errorf("final read %v (open %v), want an empty value", got, ok)
+		}
+		if _, ok := <-ch; ok {
+			t.Error("channel open after close")
+		}
+	}
+}
+
+// TestNotifierOrder: callbacks run one at a time in queue order, unread
+// OnNewLeader notifications collapse into the newest, and run returns once
+// stop is closed and the queue is drained.
+func TestNotifierOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var got []string
+		add := func(s string) { mu.Lock(); got = append(got, s); mu.Unlock() }
+		release := make(chan struct{})
+		n := newNotifier(Callbacks{
+			OnStartedLeading: func(ctx context.Context, term uint64) { add("started"); <-release },
+			OnStoppedLeading: func() { add("stopped") },
+			OnNewLeader:      func(l Leadership) { add("leader " + l.Coordinator) },
+		})
+		go n.run()
+		n.push(notification{kind: notifyNewLeader, l: Leadership{Coordinator: "a"}})
+		n.push(notification{kind: notifyStarted, ctx: context.Background()})
+		synctest.Wait() // the notifier is blocked in OnStartedLeading
+		n.push(notification{kind: notifyStopped})
+		for _, id := range []string{"b", "c", "d"} {
+			n.push(notification{kind: notifyNewLeader, l: Leadership{Coordinator: id}})
+		}
+		close(release)
+		close(n.stop)
+		<-n.done
+		want := []string{"leader a", "started", "stopped", "leader d"}
+		if !slices.Equal(got, want) {
+			t.Errorf("callbacks = %q, want %q", got, want)
+		}
+	})
+}
+
+// TestNotifierSkipsUnsetCallbacks: with no callbacks, nothing is queued.
+func TestNotifierSkipsUnsetCallbacks(t *testing.T) {
+	n := newNotifier(Callbacks{})
+	n.push(notification{kind: notifyStarted})
+	n.push(notification{kind: notifyNewLeader})
+	if len(n.queue) != 0 {
+		t.Errorf("queued %d notifications for unset callbacks", len(n.queue))
+	}
+}
