@@ -1,0 +1,224 @@
+package membership
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+)
+
+// The memberlist profiles Config.Profile names.
+const (
+	ProfileLAN   = "lan"   // memberlist.DefaultLANConfig: crash seen in ~5-7 s
+	ProfileLocal = "local" // memberlist.DefaultLocalConfig: loopback and tests
+	ProfileWAN   = "wan"   // memberlist.DefaultWANConfig
+)
+
+var profiles = map[string]func() *memberlist.Config{
+	ProfileLAN:   memberlist.DefaultLANConfig,
+	ProfileLocal: memberlist.DefaultLocalConfig,
+	ProfileWAN:   memberlist.DefaultWANConfig,
+}
+
+// Config configures a Node. Start from DefaultConfig.
+type Config struct {
+	// NodeName is this member's name, unique in the cluster; it is also the
+	// election ID (core.Peer.ID). At most MaxStringLen bytes. Required.
+	NodeName string
+	// BindAddr is the IP address to listen on (UDP and TCP). Default
+	// "0.0.0.0", which advertises the first private IP; tests use
+	// "127.0.0.1". Ignored when Transport is set.
+	BindAddr string
+	// BindPort is the port to listen on; 0 picks a free one (see Addr).
+	// Default 7946. Ignored when Transport is set.
+	BindPort int
+	// AdvertiseAddr and AdvertisePort are the IP and port other members
+	// reach this node at, when not the bound ones (NAT, containers).
+	// Default "" and 0: advertise what was bound.
+	AdvertiseAddr string
+	AdvertisePort int
+	// Seeds are "host:port" addresses of members to join; New joins them
+	// once and every RejoinInterval after. Default none (a new cluster).
+	Seeds []string
+	// Rating is this node's initial rating (est(S) in ALGORITHMS.md); see
+	// Node.SetRating. Default 0.
+	Rating int64
+	// NonVoter marks a member that follows the coordinator but never stands.
+	NonVoter bool
+	// Algorithm is the election algorithm name this node runs, published in
+	// its metadata for operators (Members); not checked here. At most 32
+	// bytes. Default "".
+	Algorithm string
+	// Profile selects memberlist's timing defaults: ProfileLAN (default),
+	// ProfileLocal or ProfileWAN.
+	Profile string
+	// SecretKey, when set, encrypts and authenticates all gossip and
+	// messages with AES-GCM: 16, 24 or 32 bytes (AES-128/192/256), the same
+	// on every member. Keyring may instead supply several keys for rotation;
+	// if both are set, SecretKey is added to Keyring and made primary.
+	// Default none (plaintext).
+	SecretKey []byte
+	Keyring   *memberlist.Keyring
+	// Label is the cluster label stamped on every packet and stream;
+	// members with another label are ignored. At most 255 bytes. Default "".
+	Label string
+	// RejoinInterval is how often the seeds are joined again, so that the
+	// two sides of a healed partition meet once memberlist has reaped the
+	// dead on each side. 0 disables re-joining. Default 10 s.
+	RejoinInterval time.Duration
+	// ReorderTimeout is how long a reliable message that arrived ahead of
+	// an earlier one on the same link is held, waiting for the gap to fill,
+	// before the gap is skipped. About twice the worst round trip between
+	// members. Default 250 ms.
+	ReorderTimeout time.Duration
+	// QueueSize caps received messages waiting for the elector to read
+	// Events (membership events are never dropped). Default 4096.
+	QueueSize int
+	// SendQueueSize caps frames queued for one peer; Send fails beyond it.
+	// Default 256.
+	SendQueueSize int
+	// Transport, when set, replaces memberlist's own UDP/TCP transport (see
+	// FaultNetwork for fault injection in tests). memberlist shuts it down
+	// on Close. Default nil: a memberlist.NetTransport on BindAddr:BindPort.
+	Transport memberlist.NodeAwareTransport
+	// Memberlist, when set, is called with the memberlist configuration
+	// after this Config has been applied, to tune what Config does not
+	// expose (probe timings, DeadNodeReclaimTime, CIDRsAllowed, ...). It
+	// must not replace Delegate, Events or Logger.
+	Memberlist func(*memberlist.Config)
+	// Logger receives the node's logs and, through a "memberlist" sub-logger,
+	// memberlist's. Default nil: discard.
+	Logger hclog.Logger
+}
+
+// DefaultConfig returns a configuration with every default filled in;
+// NodeName must still be set.
+func DefaultConfig() Config {
+	return Config{
+		BindAddr:       "0.0.0.0",
+		BindPort:       7946,
+		Profile:        ProfileLAN,
+		RejoinInterval: 10 * time.Second,
+		ReorderTimeout: 250 * time.Millisecond,
+		QueueSize:      4096,
+		SendQueueSize:  256,
+	}
+}
+
+// Validate checks the configuration. Errors name the field and the value.
+func (c *Config) Validate() error {
+	checks := []func() error{
+		c.validateName, c.validateAddrs, c.validateSeeds,
+		c.validateCluster, c.validateSizes,
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fieldError(field string, value any, format string, args ...any) error {
+	return fmt.Errorf("membership: Config.%s = %#v: %s", field, value, fmt.Sprintf(format, args...))
+}
+
+func (c *Config) validateName() error {
+	switch {
+	case c.NodeName == "":
+		return fieldError("NodeName", c.NodeName, "required")
+	case len(c.NodeName) > MaxStringLen:
+		return fieldError("NodeName", c.NodeName, "longer than %d bytes", MaxStringLen)
+	case len(c.Algorithm) > maxAlgorithmLen:
+		return fieldError("Algorithm", c.Algorithm, "longer than %d bytes", maxAlgorithmLen)
+	}
+	return nil
+}
+
+func (c *Config) validateAddrs() error {
+	if c.Transport == nil {
+		if net.ParseIP(c.BindAddr) == nil {
+			return fieldError("BindAddr", c.BindAddr, "not an IP address")
+		}
+		if c.BindPort < 0 || c.BindPort > 65535 {
+			return fieldError("BindPort", c.BindPort, "want 0 (any) to 65535")
+		}
+	}
+	if c.AdvertiseAddr != "" && net.ParseIP(c.AdvertiseAddr) == nil {
+		return fieldError("AdvertiseAddr", c.AdvertiseAddr, "not an IP address")
+	}
+	if c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
+		return fieldError("AdvertisePort", c.AdvertisePort, "want 0 (the bound port) to 65535")
+	}
+	return nil
+}
+
+func (c *Config) validateSeeds() error {
+	for i, s := range c.Seeds {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil || host == "" {
+			return fieldError(fmt.Sprintf("Seeds[%d]", i), s, "want host:port")
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return fieldError(fmt.Sprintf("Seeds[%d]", i), s, "port must be 1 to 65535")
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateCluster() error {
+	if _, ok := profiles[c.Profile]; !ok {
+		return fieldError("Profile", c.Profile, "want %q, %q or %q", ProfileLAN, ProfileLocal, ProfileWAN)
+	}
+	switch len(c.SecretKey) {
+	case 0, 16, 24, 32:
+	default:
+		// Never print the key itself.
+		return fmt.Errorf("membership: Config.SecretKey = <%d bytes>: want 16, 24 or 32 bytes", len(c.SecretKey))
+	}
+	if len(c.Label) > memberlist.LabelMaxSize {
+		return fieldError("Label", c.Label, "longer than %d bytes", memberlist.LabelMaxSize)
+	}
+	return nil
+}
+
+func (c *Config) validateSizes() error {
+	switch {
+	case c.RejoinInterval < 0:
+		return fieldError("RejoinInterval", c.RejoinInterval.String(), "must be >= 0 (0 disables)")
+	case c.ReorderTimeout <= 0:
+		return fieldError("ReorderTimeout", c.ReorderTimeout.String(), "must be > 0")
+	case c.QueueSize < 1:
+		return fieldError("QueueSize", c.QueueSize, "must be >= 1")
+	case c.SendQueueSize < 1:
+		return fieldError("SendQueueSize", c.SendQueueSize, "must be >= 1")
+	}
+	return nil
+}
+
+// memberlistConfig builds memberlist's configuration around d.
+func (c *Config) memberlistConfig(d *delegate, logger hclog.Logger) *memberlist.Config {
+	mc := profiles[c.Profile]()
+	mc.Name = c.NodeName
+	mc.BindAddr, mc.BindPort = c.BindAddr, c.BindPort
+	mc.AdvertiseAddr, mc.AdvertisePort = c.AdvertiseAddr, c.AdvertisePort
+	if c.AdvertisePort == 0 {
+		// memberlist advertises AdvertisePort whenever AdvertiseAddr is
+		// set; default it to the bound port (it fills in a picked one).
+		mc.AdvertisePort = c.BindPort
+	}
+	mc.SecretKey, mc.Keyring, mc.Label = c.SecretKey, c.Keyring, c.Label
+	if c.Transport != nil {
+		mc.Transport = c.Transport
+	}
+	if c.Memberlist != nil {
+		c.Memberlist(mc)
+	}
+	mc.Delegate, mc.Events = d, d
+	mc.LogOutput = nil
+	mc.Logger = logger.Named("memberlist").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	return mc
+}

@@ -1,0 +1,82 @@
+package membership
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := DefaultConfig()
+	ok.NodeName = "n1"
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("default config with a name: %v", err)
+	}
+	tests := []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"no name", func(c *Config) { c.NodeName = "" }, `Config.NodeName = "": required`},
+		{"long name", func(c *Config) { c.NodeName = strings.Repeat("n", MaxStringLen+1) }, "Config.NodeName"},
+		{"bind host", func(c *Config) { c.BindAddr = "localhost" }, `Config.BindAddr = "localhost": not an IP address`},
+		{"bind port", func(c *Config) { c.BindPort = 70000 }, "Config.BindPort = 70000"},
+		{"advertise", func(c *Config) { c.AdvertiseAddr = "10.0.0" }, `Config.AdvertiseAddr = "10.0.0"`},
+		{"advertise port", func(c *Config) { c.AdvertisePort = -1 }, "Config.AdvertisePort = -1"},
+		{"seed no port", func(c *Config) { c.Seeds = []string{"10.0.0.1:7946", "10.0.0.2"} }, `Config.Seeds[1] = "10.0.0.2": want host:port`},
+		{"seed bad port", func(c *Config) { c.Seeds = []string{"db:x"} }, `Config.Seeds[0] = "db:x"`},
+		{"profile", func(c *Config) { c.Profile = "LAN" }, `Config.Profile = "LAN": want "lan", "local" or "wan"`},
+		{"key length", func(c *Config) { c.SecretKey = make([]byte, 15) }, "Config.SecretKey = <15 bytes>"},
+		{"label", func(c *Config) { c.Label = strings.Repeat("l", 256) }, "Config.Label"},
+		{"algorithm", func(c *Config) { c.Algorithm = strings.Repeat("a", 33) }, "Config.Algorithm"},
+		{"rejoin", func(c *Config) { c.RejoinInterval = -time.Second }, `Config.RejoinInterval = "-1s"`},
+		{"reorder", func(c *Config) { c.ReorderTimeout = 0 }, `Config.ReorderTimeout = "0s": must be > 0`},
+		{"queue", func(c *Config) { c.QueueSize = 0 }, "Config.QueueSize = 0"},
+		{"send queue", func(c *Config) { c.SendQueueSize = 0 }, "Config.SendQueueSize = 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.change(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "membership: ") {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+			if _, err := New(c); err == nil {
+				t.Fatal("New accepted an invalid config")
+			}
+		})
+	}
+}
+
+func TestConfigSecretKeyNotPrinted(t *testing.T) {
+	c := DefaultConfig()
+	c.NodeName = "n"
+	c.SecretKey = []byte("do-not-print-me")
+	if err := c.Validate(); err == nil || strings.Contains(err.Error(), "print") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, n := range []int{16, 24, 32} {
+		c.SecretKey = make([]byte, n)
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%d-byte key: %v", n, err)
+		}
+	}
+}
+
+func TestMemberlistConfigProfiles(t *testing.T) {
+	for profile, probe := range map[string]time.Duration{
+		ProfileLAN: time.Second, ProfileLocal: time.Second, ProfileWAN: 5 * time.Second,
+	} {
+		c := DefaultConfig()
+		c.NodeName, c.Profile, c.BindPort = "n", profile, 0
+		c.Memberlist = func(mc *memberlist.Config) { mc.GossipNodes = 9 }
+		mc := c.memberlistConfig(&delegate{}, hclog.NewNullLogger())
+		if mc.ProbeInterval != probe || mc.Name != "n" || mc.GossipNodes != 9 || mc.Logger == nil || mc.LogOutput != nil {
+			t.Fatalf("%s: %+v", profile, mc)
+		}
+	}
+}

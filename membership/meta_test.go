@@ -1,0 +1,46 @@
+package membership
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/memberlist"
+)
+
+func TestMetaRoundTrip(t *testing.T) {
+	for _, m := range []meta{
+		{},
+		{Rating: -7, NonVoter: true, Boot: ^uint64(0), Algorithm: "peterson"},
+		{Rating: 1 << 62, Boot: 1, Algorithm: strings.Repeat("a", maxAlgorithmLen)},
+	} {
+		b := m.encode()
+		if len(b) > memberlist.MetaMaxSize {
+			t.Fatalf("meta of %d bytes over memberlist's %d", len(b), memberlist.MetaMaxSize)
+		}
+		got, err := decodeMeta(b)
+		if err != nil || got != m {
+			t.Fatalf("round trip of %+v: got %+v, %v", m, got, err)
+		}
+	}
+}
+
+func TestMetaRejects(t *testing.T) {
+	good := meta{Rating: 3, Boot: 9, Algorithm: "bully"}.encode()
+	long := meta{Algorithm: strings.Repeat("a", maxAlgorithmLen+1)}.encode()
+	tests := map[string][]byte{
+		"empty":          nil,
+		"version 0":      append([]byte{0}, good[1:]...),
+		"version 2":      append([]byte{2}, good[1:]...),
+		"unknown flag":   append([]byte{metaVersion, 2}, good[2:]...),
+		"truncated boot": good[:5],
+		"truncated name": good[:len(good)-1],
+		"trailing":       append(append([]byte{}, good...), 'x'),
+		"long algorithm": long,
+	}
+	for name, b := range tests {
+		if _, err := decodeMeta(b); !errors.Is(err, errMeta) {
+			t.Errorf("%s: err = %v, want errMeta", name, err)
+		}
+	}
+}

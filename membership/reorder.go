@@ -1,0 +1,107 @@
+package membership
+
+import (
+	"time"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// maxHeld caps the messages one link holds behind a gap; past it the gap
+// is skipped at once.
+const maxHeld = 256
+
+// inLink restores, at the receiver, the order in which one sender sent its
+// reliable messages to this node. memberlist's SendReliable opens a TCP
+// connection per message and the receiving side handles each on its own
+// goroutine, so two messages sent one after the other can arrive swapped.
+// The sender numbers them per destination from 1 (Header.Seq); inLink
+// delivers them in that order.
+//
+// A message can also be lost (written, then the connection broke). When a
+// message arrives ahead of a missing one, it is held; if the gap is still
+// open after the hold time it is skipped, so one lost message delays the
+// link by at most the hold time and never stalls it. Duplicates and
+// messages behind the delivered point are dropped.
+//
+// A link belongs to one incarnation of the sender (its boot ID); a sender
+// that restarts numbers from 1 again, on a new link. inLink is a pure
+// data structure: the dispatcher owns it and passes the time in.
+type inLink struct {
+	boot     uint64
+	next     uint64 // next sequence number to deliver
+	held     map[uint64]core.Message
+	deadline time.Time // when the open gap is skipped; zero if none
+	hold     time.Duration
+	stats    *counters
+}
+
+func newInLink(boot uint64, hold time.Duration, stats *counters) *inLink {
+	return &inLink{boot: boot, next: 1, held: make(map[uint64]core.Message), hold: hold, stats: stats}
+}
+
+// accept takes message seq and appends to out the messages now deliverable,
+// in order.
+func (l *inLink) accept(seq uint64, m core.Message, now time.Time, out []core.Message) []core.Message {
+	_, dup := l.held[seq]
+	switch {
+	case seq < l.next || dup:
+		l.stats.drop(DropDuplicate)
+		return out
+	case seq == l.next:
+		l.next++
+		return l.drain(append(out, m), now)
+	}
+	l.held[seq] = m
+	l.stats.reordered.Add(1)
+	if l.deadline.IsZero() {
+		l.deadline = now.Add(l.hold)
+	}
+	if len(l.held) > maxHeld {
+		return l.skip(out, now)
+	}
+	return out
+}
+
+// expire skips the open gap if its hold time is over.
+func (l *inLink) expire(now time.Time, out []core.Message) []core.Message {
+	if l.deadline.IsZero() || now.Before(l.deadline) {
+		return out
+	}
+	return l.skip(out, now)
+}
+
+// skip gives up on the sequence numbers below the lowest held message.
+func (l *inLink) skip(out []core.Message, now time.Time) []core.Message {
+	lowest := uint64(0)
+	for seq := range l.held {
+		if lowest == 0 || seq < lowest {
+			lowest = seq
+		}
+	}
+	if lowest == 0 {
+		l.deadline = time.Time{}
+		return out
+	}
+	l.stats.gapsSkipped.Add(lowest - l.next)
+	l.next = lowest
+	return l.drain(out, now)
+}
+
+// drain delivers held messages that have become next in line, and re-arms
+// the deadline for a further gap.
+func (l *inLink) drain(out []core.Message, now time.Time) []core.Message {
+	for {
+		m, ok := l.held[l.next]
+		if !ok {
+			break
+		}
+		delete(l.held, l.next)
+		out = append(out, m)
+		l.next++
+	}
+	l.deadline = time.Time{}
+	if len(l.held) > 0 {
+		l.deadline = now.Add(l.hold)
+	}
+	return out
+}

@@ -1,0 +1,123 @@
+package membership
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// DropReason says why a received frame never reached Events.
+type DropReason uint8
+
+// The reasons.
+const (
+	// DropMalformed: the frame failed to decode (ErrMalformed, ErrTooLarge).
+	DropMalformed DropReason = iota
+	// DropVersion: the frame has a version this build does not read.
+	DropVersion
+	// DropUnknownSender: From is not an admitted live member (not joined
+	// yet, declared dead, or refused).
+	DropUnknownSender
+	// DropStale: the frame was sent by, or addressed to, another
+	// incarnation (boot ID) of its sender or of this node.
+	DropStale
+	// DropDuplicate: its sequence number was already delivered or skipped.
+	DropDuplicate
+	// DropQueueFull: Config.QueueSize received messages were already
+	// waiting for the elector.
+	DropQueueFull
+	// NumDropReasons bounds DropReason values.
+	NumDropReasons
+)
+
+var dropNames = [...]string{"malformed", "version", "unknown_sender", "stale", "duplicate", "queue_full"}
+
+func (r DropReason) String() string {
+	if r < NumDropReasons {
+		return dropNames[r]
+	}
+	return "drop"
+}
+
+// DropReasons lists every reason, for metrics labels.
+func DropReasons() []DropReason {
+	out := make([]DropReason, NumDropReasons)
+	for i := range out {
+		out[i] = DropReason(i)
+	}
+	return out
+}
+
+// decodeDropReason sorts a DecodeFrame error.
+func decodeDropReason(err error) DropReason {
+	if errors.Is(err, ErrVersion) {
+		return DropVersion
+	}
+	return DropMalformed
+}
+
+// Stats are a Node's cumulative counts since New. The metrics package
+// exports their changes; all fields only grow.
+type Stats struct {
+	// Received counts messages delivered to Events.
+	Received uint64
+	// Dropped counts received frames discarded, by reason.
+	Dropped [NumDropReasons]uint64
+	// Reordered counts messages held back because an earlier sequence
+	// number had not arrived yet; GapsSkipped counts sequence numbers given
+	// up on after Config.ReorderTimeout.
+	Reordered   uint64
+	GapsSkipped uint64
+
+	// Sent counts frames memberlist accepted (reliable: written to a TCP
+	// stream; best effort: handed to UDP).
+	Sent uint64
+	// SendFailed counts frames memberlist failed to send.
+	SendFailed uint64
+	// SendQueueFull counts Send calls refused because the peer's queue held
+	// Config.SendQueueSize frames.
+	SendQueueFull uint64
+	// SendAbandoned counts queued frames discarded because their peer left
+	// or the node closed.
+	SendAbandoned uint64
+
+	// RefusedTagCollision counts members refused because core.Tag of their
+	// name equals another live member's; RefusedBadMeta counts members
+	// whose metadata did not decode (not coordelect, or another version).
+	RefusedTagCollision uint64
+	RefusedBadMeta      uint64
+
+	// Rejoins counts periodic re-joins of the seeds; RejoinFailures those
+	// that reached no seed.
+	Rejoins        uint64
+	RejoinFailures uint64
+}
+
+// counters is the atomic form of Stats.
+type counters struct {
+	received, reordered, gapsSkipped                 atomic.Uint64
+	dropped                                          [NumDropReasons]atomic.Uint64
+	sent, sendFailed, sendQueueFull, sendAbandoned   atomic.Uint64
+	refusedTag, refusedMeta, rejoins, rejoinFailures atomic.Uint64
+}
+
+func (c *counters) drop(r DropReason) { c.dropped[r].Add(1) }
+
+func (c *counters) snapshot() Stats {
+	s := Stats{
+		Received:            c.received.Load(),
+		Reordered:           c.reordered.Load(),
+		GapsSkipped:         c.gapsSkipped.Load(),
+		Sent:                c.sent.Load(),
+		SendFailed:          c.sendFailed.Load(),
+		SendQueueFull:       c.sendQueueFull.Load(),
+		SendAbandoned:       c.sendAbandoned.Load(),
+		RefusedTagCollision: c.refusedTag.Load(),
+		RefusedBadMeta:      c.refusedMeta.Load(),
+		Rejoins:             c.rejoins.Load(),
+		RejoinFailures:      c.rejoinFailures.Load(),
+	}
+	for i := range c.dropped {
+		s.Dropped[i] = c.dropped[i].Load()
+	}
+	return s
+}

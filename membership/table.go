@@ -1,0 +1,285 @@
+package membership
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Member is one member as this node sees it (Node.Members).
+type Member struct {
+	Name string
+	// Addr is the member's advertised "host:port".
+	Addr      string
+	Rating    int64
+	Voter     bool
+	Algorithm string
+	// BootID is random per process start: a member restarted under the
+	// same name has a new one.
+	BootID uint64
+	// Alive: memberlist holds the member alive. Members that left or died
+	// are listed, not alive, until memberlist forgets them
+	// (GossipToTheDeadTime).
+	Alive bool
+	// Self marks this node.
+	Self bool
+	// Refused says why an alive member is hidden from the elector: "" (it
+	// is not), RefusedMeta or RefusedTagCollision.
+	Refused string
+}
+
+// Refusal reasons (Member.Refused).
+const (
+	RefusedMeta         = "metadata"
+	RefusedTagCollision = "tag collision"
+)
+
+// entry is the table's record of one member.
+type entry struct {
+	info     nodeInfo
+	meta     meta
+	alive    bool      // alive in memberlist
+	admitted bool      // alive, valid metadata, unique tag: the elector knows it
+	refused  string    // why an alive member is not admitted
+	since    time.Time // when alive last changed
+}
+
+// table is the membership view that the dispatcher builds from memberlist's
+// events and turns into elector events. Only the dispatcher goroutine
+// changes it; Send and Members read it concurrently.
+//
+// Tags: terms embed core.Tag(ID), so two admitted members must not share a
+// tag. Among live members with the same tag the one with the lowest ID (by
+// core.CompareID) is admitted, so every node that sees the same members
+// admits the same one; a member whose tag equals this node's own is always
+// refused. Refusals are logged as errors and counted.
+type table struct {
+	mu      sync.RWMutex
+	self    entry
+	selfTag uint32
+	peers   map[string]*entry
+	forget  time.Duration // how long departed members stay listed
+	log     hclog.Logger
+	stats   *counters
+}
+
+func newTable(name string, m meta, forget time.Duration, log hclog.Logger, stats *counters) *table {
+	return &table{
+		self:    entry{info: nodeInfo{Name: name}, meta: m, alive: true, admitted: true},
+		selfTag: core.Tag(name),
+		peers:   make(map[string]*entry),
+		forget:  forget,
+		log:     log,
+		stats:   stats,
+	}
+}
+
+// alive records a live member's address and metadata. memberlist reports
+// a change as NotifyJoin (from dead) or NotifyUpdate (from alive); alive
+// treats both alike, so a missed transition does no harm.
+func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if info.Name == t.self.info.Name {
+		t.self.info = info
+		return nil
+	}
+	e := t.peers[info.Name]
+	if e == nil {
+		e = &entry{}
+		t.peers[info.Name] = e
+	}
+	if !e.alive {
+		e.alive, e.since, e.meta = true, now, meta{}
+	}
+	e.info = info
+	return t.setMeta(e, info.Meta)
+}
+
+// leave records a member that left or was declared dead.
+func (t *table) leave(name string, now time.Time) []election.Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.peers[name]
+	if e == nil || !e.alive {
+		return nil
+	}
+	e.alive, e.since, e.refused = false, now, ""
+	out := t.demote(e)
+	if out != nil {
+		out = append(out, t.promote(core.Tag(name))...)
+	}
+	return out
+}
+
+// setMeta decodes a live member's metadata and derives the events.
+func (t *table) setMeta(e *entry, raw []byte) []election.Event {
+	m, err := decodeMeta(raw)
+	if err != nil {
+		if e.refused != RefusedMeta {
+			t.log.Error("refusing member: bad metadata", "member", e.info.Name, "addr", e.info.address(), "error", err)
+			t.stats.refusedMeta.Add(1)
+		}
+		out := t.demote(e)
+		e.refused = RefusedMeta
+		return out
+	}
+	old := e.meta
+	e.meta = m
+	switch {
+	case !e.admitted:
+		return t.admit(e)
+	case old.Boot != m.Boot || old.NonVoter != m.NonVoter:
+		// A restart (or a changed role): the elector must see it leave.
+		return []election.Event{downEvent(e), upEvent(e)}
+	case old.Rating != m.Rating:
+		return []election.Event{{Kind: election.EventPeerRating, Peer: e.peer()}}
+	}
+	return nil
+}
+
+// admit admits a live member with valid metadata unless its tag collides.
+func (t *table) admit(e *entry) []election.Event {
+	tag := core.Tag(e.info.Name)
+	if tag == t.selfTag {
+		t.refuseTag(e, t.self.info.Name, tag)
+		return nil
+	}
+	var out []election.Event
+	if h := t.tagHolder(tag); h != nil {
+		if core.CompareID(e.info.Name, h.info.Name) > 0 {
+			t.refuseTag(e, h.info.Name, tag)
+			return nil
+		}
+		out = t.demote(h)
+		t.refuseTag(h, e.info.Name, tag)
+	}
+	e.admitted, e.refused = true, ""
+	return append(out, upEvent(e))
+}
+
+// promote admits the lowest-named live member refused for tag, if any,
+// now that the tag's holder is gone.
+func (t *table) promote(tag uint32) []election.Event {
+	var best *entry
+	for _, e := range t.peers {
+		if e.alive && e.refused == RefusedTagCollision && core.Tag(e.info.Name) == tag &&
+			(best == nil || core.CompareID(e.info.Name, best.info.Name) < 0) {
+			best = e
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return t.admit(best)
+}
+
+func (t *table) tagHolder(tag uint32) *entry {
+	for _, e := range t.peers {
+		if e.admitted && core.Tag(e.info.Name) == tag {
+			return e
+		}
+	}
+	return nil
+}
+
+func (t *table) refuseTag(e *entry, other string, tag uint32) {
+	if e.refused != RefusedTagCollision {
+		t.log.Error("refusing member: its core.Tag equals another member's, terms would be ambiguous; rename one",
+			"member", e.info.Name, "other", other, "tag", tag)
+		t.stats.refusedTag.Add(1)
+	}
+	e.refused = RefusedTagCollision
+}
+
+// demote hides an admitted member from the elector.
+func (t *table) demote(e *entry) []election.Event {
+	if !e.admitted {
+		return nil
+	}
+	e.admitted = false
+	return []election.Event{downEvent(e)}
+}
+
+func (e *entry) peer() core.Peer {
+	return core.Peer{ID: e.info.Name, Rating: e.meta.Rating, NonVoter: e.meta.NonVoter}
+}
+
+func upEvent(e *entry) election.Event {
+	return election.Event{Kind: election.EventPeerUp, Peer: e.peer()}
+}
+
+func downEvent(e *entry) election.Event {
+	return election.Event{Kind: election.EventPeerDown, Peer: core.Peer{ID: e.info.Name}}
+}
+
+// prune forgets members that departed more than forget ago and returns
+// their names.
+func (t *table) prune(now time.Time) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var gone []string
+	for name, e := range t.peers {
+		if !e.alive && now.Sub(e.since) > t.forget {
+			delete(t.peers, name)
+			gone = append(gone, name)
+		}
+	}
+	return gone
+}
+
+// target is what the sender needs to reach an admitted member.
+type target struct {
+	node memberlist.Node
+	boot uint64
+}
+
+// target returns an admitted live member's address and boot ID.
+func (t *table) target(name string) (target, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	e := t.peers[name]
+	if e == nil || !e.admitted {
+		return target{}, false
+	}
+	n := memberlist.Node{Name: name, Addr: e.info.Addr, Port: e.info.Port}
+	return target{node: n, boot: e.meta.Boot}, true
+}
+
+// setSelfMeta records this node's new metadata.
+func (t *table) setSelfMeta(m meta) {
+	t.mu.Lock()
+	t.self.meta = m
+	t.mu.Unlock()
+}
+
+// members lists this node and every member the table holds, by name.
+func (t *table) members() []Member {
+	t.mu.RLock()
+	out := make([]Member, 0, len(t.peers)+1)
+	out = append(out, t.self.member(true))
+	for _, e := range t.peers {
+		out = append(out, e.member(false))
+	}
+	t.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Member) int { return core.CompareID(a.Name, b.Name) })
+	return out
+}
+
+func (e *entry) member(self bool) Member {
+	m := Member{
+		Name: e.info.Name, Rating: e.meta.Rating, Voter: !e.meta.NonVoter,
+		Algorithm: e.meta.Algorithm, BootID: e.meta.Boot,
+		Alive: e.alive, Self: self, Refused: e.refused,
+	}
+	if e.info.Addr != nil {
+		m.Addr = e.info.address()
+	}
+	return m
+}

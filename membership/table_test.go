@@ -1,0 +1,155 @@
+package membership
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election"
+)
+
+func info(name string, m meta) nodeInfo {
+	return nodeInfo{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: 7946, Meta: m.encode()}
+}
+
+// render prints events as "up:a/3 down:b rating:c/5" for compact checks.
+func render(evs []election.Event) string {
+	var parts []string
+	for _, ev := range evs {
+		switch ev.Kind {
+		case election.EventPeerUp:
+			s := fmt.Sprintf("up:%s/%d", ev.Peer.ID, ev.Peer.Rating)
+			if ev.Peer.NonVoter {
+				s += "/nv"
+			}
+			parts = append(parts, s)
+		case election.EventPeerDown:
+			parts = append(parts, "down:"+ev.Peer.ID)
+		case election.EventPeerRating:
+			parts = append(parts, fmt.Sprintf("rating:%s/%d", ev.Peer.ID, ev.Peer.Rating))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func newTestTable(self string) (*table, *counters) {
+	c := &counters{}
+	return newTable(self, meta{Boot: 1}, time.Minute, hclog.NewNullLogger(), c), c
+}
+
+func TestTableLifecycle(t *testing.T) {
+	tb, _ := newTestTable("self")
+	now := time.Unix(0, 0)
+	steps := []struct {
+		name string
+		do   func() []election.Event
+		want string
+	}{
+		{"self is not a peer", func() []election.Event { return tb.alive(info("self", meta{Boot: 1}), now) }, ""},
+		{"join", func() []election.Event { return tb.alive(info("a", meta{Rating: 3, Boot: 10}), now) }, "up:a/3"},
+		{"same meta again", func() []election.Event { return tb.alive(info("a", meta{Rating: 3, Boot: 10}), now) }, ""},
+		{"rating", func() []election.Event { return tb.alive(info("a", meta{Rating: 5, Boot: 10}), now) }, "rating:a/5"},
+		{"algorithm only", func() []election.Event {
+			return tb.alive(info("a", meta{Rating: 5, Boot: 10, Algorithm: "ring"}), now)
+		}, ""},
+		{"restart: new boot", func() []election.Event { return tb.alive(info("a", meta{Rating: 5, Boot: 11}), now) }, "down:a up:a/5"},
+		{"role change", func() []election.Event {
+			return tb.alive(info("a", meta{Rating: 5, Boot: 11, NonVoter: true}), now)
+		}, "down:a up:a/5/nv"},
+		{"leave", func() []election.Event { return tb.leave("a", now) }, "down:a"},
+		{"leave again", func() []election.Event { return tb.leave("a", now) }, ""},
+		{"leave unknown", func() []election.Event { return tb.leave("zz", now) }, ""},
+		{"back", func() []election.Event { return tb.alive(info("a", meta{Rating: 1, Boot: 11}), now) }, "up:a/1"},
+	}
+	for _, s := range steps {
+		if got := render(s.do()); got != s.want {
+			t.Fatalf("%s: events %q, want %q", s.name, got, s.want)
+		}
+	}
+}
+
+func TestTableRefusesBadMeta(t *testing.T) {
+	tb, c := newTestTable("self")
+	now := time.Unix(0, 0)
+	bad := nodeInfo{Name: "x", Addr: net.IPv4(127, 0, 0, 2), Meta: []byte{9, 9}}
+	if got := render(tb.alive(bad, now)); got != "" {
+		t.Fatalf("bad meta admitted: %q", got)
+	}
+	tb.alive(bad, now) // refused once, counted once
+	if _, ok := tb.target("x"); ok || c.refusedMeta.Load() != 1 {
+		t.Fatalf("target ok=%v refusedMeta=%d", ok, c.refusedMeta.Load())
+	}
+	if got := render(tb.alive(info("x", meta{Boot: 2}), now)); got != "up:x/0" {
+		t.Fatalf("fixed meta: %q", got)
+	}
+	if got := render(tb.alive(bad, now)); got != "down:x" {
+		t.Fatalf("meta broken again: %q", got)
+	}
+	if m := tb.members(); m[1].Name != "x" || m[1].Refused != RefusedMeta || !m[1].Alive {
+		t.Fatalf("members: %+v", m)
+	}
+}
+
+// core.Tag("5") == core.Tag("05") == core.Tag("005") == 5, and
+// core.CompareID orders them "5" < "005" < "05".
+func TestTableTagCollisions(t *testing.T) {
+	tb, c := newTestTable("self")
+	now := time.Unix(0, 0)
+	steps := []struct {
+		do   func() []election.Event
+		want string
+	}{
+		{func() []election.Event { return tb.alive(info("05", meta{Boot: 1}), now) }, "up:05/0"},
+		// A lower ID with the same tag displaces the holder everywhere.
+		{func() []election.Event { return tb.alive(info("005", meta{Boot: 2}), now) }, "down:05 up:005/0"},
+		{func() []election.Event { return tb.alive(info("5", meta{Boot: 3}), now) }, "down:005 up:5/0"},
+		{func() []election.Event { return tb.alive(info("05", meta{Rating: 9, Boot: 1}), now) }, ""},
+		// The holder leaves: the lowest refused one takes the tag.
+		{func() []election.Event { return tb.leave("5", now) }, "down:5 up:005/0"},
+		{func() []election.Event { return tb.leave("05", now) }, ""},
+	}
+	for i, s := range steps {
+		if got := render(s.do()); got != s.want {
+			t.Fatalf("step %d: events %q, want %q", i, got, s.want)
+		}
+	}
+	if n := c.refusedTag.Load(); n != 2 {
+		t.Fatalf("refusedTag = %d, want 2 (05 and 005, each once)", n)
+	}
+}
+
+func TestTableRefusesOwnTag(t *testing.T) {
+	tb, c := newTestTable("7")
+	if got := render(tb.alive(info("07", meta{Boot: 2}), time.Unix(0, 0))); got != "" || c.refusedTag.Load() != 1 {
+		t.Fatalf("events %q, refusedTag %d", got, c.refusedTag.Load())
+	}
+}
+
+func TestTablePruneAndMembers(t *testing.T) {
+	tb, _ := newTestTable("self")
+	t0 := time.Unix(0, 0)
+	tb.alive(info("b", meta{Rating: 2, Boot: 5, Algorithm: "ring"}), t0)
+	tb.alive(info("a", meta{Boot: 6, NonVoter: true}), t0)
+	tb.leave("a", t0)
+	var names []string
+	for _, m := range tb.members() {
+		names = append(names, fmt.Sprintf("%s:%v:%v:%v", m.Name, m.Alive, m.Voter, m.Self))
+	}
+	if want := []string{"a:false:false:false", "b:true:true:false", "self:true:true:true"}; !slices.Equal(names, want) {
+		t.Fatalf("members %v, want %v", names, want)
+	}
+	if gone := tb.prune(t0.Add(time.Minute)); len(gone) != 0 {
+		t.Fatalf("pruned too early: %v", gone)
+	}
+	if gone := tb.prune(t0.Add(time.Minute + 1)); !slices.Equal(gone, []string{"a"}) {
+		t.Fatalf("pruned %v, want [a]", gone)
+	}
+	if b := tb.members()[0]; b.Addr != "127.0.0.1:7946" || b.Algorithm != "ring" || b.BootID != 5 {
+		t.Fatalf("member b: %+v", b)
+	}
+}
