@@ -1,0 +1,155 @@
+package membership
+
+import (
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// delegate is the Node's memberlist.Delegate and memberlist.EventDelegate.
+//
+// memberlist calls these methods from its own goroutines, the event ones
+// while holding its node lock: they must not block and must not call back
+// into memberlist. Each one copies what it was given (memberlist reuses
+// NotifyMsg's buffer and owns *Node) into the inbox and returns; the Node's
+// dispatcher goroutine does the rest.
+type delegate struct {
+	meta  atomic.Pointer[[]byte] // current encoded metadata
+	inbox *inbox
+}
+
+var (
+	_ memberlist.Delegate      = (*delegate)(nil)
+	_ memberlist.EventDelegate = (*delegate)(nil)
+)
+
+// NodeMeta returns this node's metadata; it is far below limit (see meta).
+func (d *delegate) NodeMeta(limit int) []byte {
+	b := *d.meta.Load()
+	if len(b) > limit {
+		return nil // cannot happen: encodings are at most 53 bytes
+	}
+	return b
+}
+
+// NotifyMsg queues a copy of a received frame.
+func (d *delegate) NotifyMsg(b []byte) {
+	d.inbox.push(inboxItem{kind: itemMessage, msg: append([]byte(nil), b...)})
+}
+
+// GetBroadcasts is unused: messages go point to point.
+func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+
+// LocalState is unused: the metadata carries all shared state.
+func (d *delegate) LocalState(join bool) []byte { return nil }
+
+// MergeRemoteState is unused.
+func (d *delegate) MergeRemoteState(buf []byte, join bool) {}
+
+// NotifyJoin queues a member that became alive.
+func (d *delegate) NotifyJoin(n *memberlist.Node) { d.inbox.push(nodeItem(itemJoin, n)) }
+
+// NotifyLeave queues a member that left or was declared dead.
+func (d *delegate) NotifyLeave(n *memberlist.Node) { d.inbox.push(nodeItem(itemLeave, n)) }
+
+// NotifyUpdate queues a member whose metadata or address changed.
+func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.inbox.push(nodeItem(itemUpdate, n)) }
+
+type itemKind uint8
+
+const (
+	itemMessage itemKind = iota
+	itemJoin
+	itemLeave
+	itemUpdate
+)
+
+// nodeInfo is a copy of the parts of a memberlist.Node the Node uses.
+type nodeInfo struct {
+	Name string
+	Addr net.IP
+	Port uint16
+	Meta []byte
+}
+
+func (i nodeInfo) address() string {
+	return net.JoinHostPort(i.Addr.String(), strconv.Itoa(int(i.Port)))
+}
+
+// inboxItem is one callback's worth of data.
+type inboxItem struct {
+	kind itemKind
+	node nodeInfo // join, leave, update
+	msg  []byte   // message
+}
+
+func nodeItem(k itemKind, n *memberlist.Node) inboxItem {
+	return inboxItem{kind: k, node: nodeInfo{
+		Name: n.Name,
+		Addr: append(net.IP(nil), n.Addr...),
+		Port: n.Port,
+		Meta: append([]byte(nil), n.Meta...),
+	}}
+}
+
+// inbox is the FIFO between memberlist's callbacks and the dispatcher.
+// push never blocks. Membership items are always kept (there are few, and
+// losing one would corrupt the view); messages beyond maxMsgs are dropped
+// and counted.
+type inbox struct {
+	mu      sync.Mutex
+	items   []inboxItem
+	msgs    int // messages in items
+	maxMsgs int
+	closed  bool
+	ready   chan struct{} // capacity 1: "items is not empty"
+	stats   *counters
+}
+
+func newInbox(maxMsgs int, stats *counters) *inbox {
+	return &inbox{maxMsgs: maxMsgs, ready: make(chan struct{}, 1), stats: stats}
+}
+
+func (q *inbox) push(it inboxItem) {
+	q.mu.Lock()
+	switch {
+	case q.closed:
+		q.mu.Unlock()
+		return
+	case it.kind == itemMessage && q.msgs >= q.maxMsgs:
+		q.mu.Unlock()
+		q.stats.drop(DropQueueFull)
+		return
+	case it.kind == itemMessage:
+		q.msgs++
+	}
+	q.items = append(q.items, it)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take moves every queued item into buf[:0] and returns it; the inbox
+// keeps buf's old backing array for the next items.
+func (q *inbox) take(buf []inboxItem) []inboxItem {
+	clear(buf)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.items
+	q.items, q.msgs = buf[:0], 0
+	return out
+}
+
+// close makes later pushes no-ops: memberlist may still deliver from a
+// connection it accepted before it shut down.
+func (q *inbox) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.items = nil
+	q.mu.Unlock()
+}

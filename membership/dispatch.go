@@ -1,0 +1,188 @@
+package membership
+
+import (
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// eventBuffer is the capacity of the Events channel. Events that do not
+// fit wait in the dispatcher's own queue (messages up to Config.QueueSize).
+const eventBuffer = 256
+
+// dispatcher is the Node's one goroutine between memberlist and the
+// elector. It drains the inbox in order, keeps the membership table,
+// checks and orders received messages, and feeds Events without ever
+// blocking memberlist: when the elector is slow, events wait in pending.
+type dispatcher struct {
+	inbox    *inbox
+	table    *table
+	out      *sender
+	events   chan election.Event
+	stats    *counters
+	log      hclog.Logger
+	selfBoot uint64
+	hold     time.Duration
+	maxMsgs  int
+
+	links       map[string]*inLink // by sender name
+	pending     []election.Event   // FIFO; pending[0] is offered to events
+	pendingMsgs int                // messages in pending
+	timer       *time.Timer        // fires at the earliest link deadline
+	scratch     []core.Message
+}
+
+// run loops until stop is closed, then closes events.
+func (d *dispatcher) run(stop <-chan struct{}) {
+	defer close(d.events)
+	d.timer = time.NewTimer(time.Hour)
+	d.timer.Stop()
+	defer d.timer.Stop()
+	var buf []inboxItem
+	for {
+		var out chan<- election.Event
+		var next election.Event
+		if len(d.pending) > 0 {
+			out, next = d.events, d.pending[0]
+		}
+		select {
+		case <-stop:
+			return
+		case <-d.inbox.ready:
+			buf = d.inbox.take(buf)
+			d.handle(buf, time.Now())
+		case now := <-d.timer.C:
+			d.expire(now)
+		case out <- next:
+			d.pop()
+		}
+		d.armTimer()
+	}
+}
+
+func (d *dispatcher) handle(items []inboxItem, now time.Time) {
+	for _, it := range items {
+		switch it.kind {
+		case itemMessage:
+			d.receive(it.msg, now)
+		case itemJoin, itemUpdate:
+			d.membership(d.table.alive(it.node, now))
+		case itemLeave:
+			d.membership(d.table.leave(it.node.Name, now))
+		}
+	}
+	for _, name := range d.table.prune(now) {
+		delete(d.links, name)
+		d.out.forget(name)
+	}
+}
+
+// membership queues the table's events. A member that is down gets no
+// more sends: its sender stops (its sequence numbers carry over if it
+// comes back with the same boot ID).
+func (d *dispatcher) membership(evs []election.Event) {
+	for _, ev := range evs {
+		if ev.Kind == election.EventPeerDown {
+			d.out.stop(ev.Peer.ID)
+		}
+		d.log.Debug("member", "event", kindName(ev.Kind), "peer", ev.Peer.ID, "rating", ev.Peer.Rating)
+		d.pending = append(d.pending, ev)
+	}
+}
+
+// receive decodes a frame, checks that it comes from the current
+// incarnation of an admitted member and was meant for this incarnation of
+// this node, and delivers it (in order, for reliable messages).
+func (d *dispatcher) receive(b []byte, now time.Time) {
+	h, m, err := DecodeFrame(b)
+	if err != nil {
+		d.stats.drop(decodeDropReason(err))
+		d.log.Debug("dropping frame", "error", err)
+		return
+	}
+	t, ok := d.table.target(m.From)
+	switch {
+	case !ok:
+		d.stats.drop(DropUnknownSender)
+		return
+	case h.FromBoot != t.boot || h.ToBoot != d.selfBoot:
+		d.stats.drop(DropStale)
+		return
+	case h.Seq == 0:
+		d.deliver(m)
+		return
+	}
+	l := d.links[m.From]
+	if l == nil || l.boot != h.FromBoot {
+		l = newInLink(h.FromBoot, d.hold, d.stats)
+		d.links[m.From] = l
+	}
+	d.deliverAll(l.accept(h.Seq, m, now, d.scratch[:0]))
+}
+
+// deliverAll delivers ms, a slice of d.scratch, and keeps it for reuse.
+func (d *dispatcher) deliverAll(ms []core.Message) {
+	for _, m := range ms {
+		d.deliver(m)
+	}
+	clear(ms)
+	d.scratch = ms[:0]
+}
+
+func (d *dispatcher) deliver(m core.Message) {
+	if d.pendingMsgs >= d.maxMsgs {
+		d.stats.drop(DropQueueFull)
+		return
+	}
+	d.stats.received.Add(1)
+	d.pendingMsgs++
+	d.pending = append(d.pending, election.Event{Kind: election.EventMessage, Message: m})
+}
+
+func (d *dispatcher) pop() {
+	if d.pending[0].Kind == election.EventMessage {
+		d.pendingMsgs--
+	}
+	d.pending[0] = election.Event{}
+	d.pending = d.pending[1:]
+	if len(d.pending) == 0 {
+		d.pending = nil // let a burst's backing array go
+	}
+}
+
+// expire skips the gaps whose hold time is over.
+func (d *dispatcher) expire(now time.Time) {
+	for _, l := range d.links {
+		d.deliverAll(l.expire(now, d.scratch[:0]))
+	}
+}
+
+// armTimer points the timer at the earliest link deadline.
+func (d *dispatcher) armTimer() {
+	var first time.Time
+	for _, l := range d.links {
+		if !l.deadline.IsZero() && (first.IsZero() || l.deadline.Before(first)) {
+			first = l.deadline
+		}
+	}
+	if first.IsZero() {
+		d.timer.Stop()
+		return
+	}
+	d.timer.Reset(time.Until(first))
+}
+
+func kindName(k election.EventKind) string {
+	switch k {
+	case election.EventPeerUp:
+		return "up"
+	case election.EventPeerDown:
+		return "down"
+	case election.EventPeerRating:
+		return "rating"
+	}
+	return "message"
+}

@@ -1,0 +1,281 @@
+package membership
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Node is one member of a memberlist cluster, and the election.Transport
+// of its elector: it reports who is alive (with their ratings) as Events,
+// and carries core.Messages between members.
+//
+// Lifecycle: New creates the memberlist (listening at once), joins the
+// Seeds, and starts the Node's goroutines: the dispatcher (memberlist
+// callbacks to Events), one sender per peer written to, the rating
+// publisher and the seed re-joiner. Leave announces a graceful exit; Close
+// stops everything (without Leave, other members see a crash). All
+// methods are safe for concurrent use; Send and SetRating never wait on
+// the network.
+type Node struct {
+	cfg   Config
+	log   hclog.Logger
+	boot  uint64
+	addr  string
+	ml    *memberlist.Memberlist
+	del   *delegate
+	inbox *inbox
+	table *table
+	out   *sender
+	disp  *dispatcher
+	stats counters
+
+	metaMu     sync.Mutex
+	meta       meta
+	rated      chan struct{} // capacity 1: the rating changed
+	updateWait time.Duration
+
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	lifeMu sync.Mutex // serialises Leave and Close
+	closed atomic.Bool
+}
+
+var _ election.Transport = (*Node)(nil)
+
+// New validates cfg, creates the memberlist, joins cfg.Seeds once and
+// starts the Node. Failing to reach any seed is logged, not returned: the
+// first members of a cluster start before their seeds, and the re-joiner
+// tries again every RejoinInterval (call Join to see the error instead).
+// The events for members already present are in Events when New returns.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n, mc, err := newNode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n.wg.Add(1)
+	go n.disp.run(n.stop)
+	if n.ml, err = memberlist.Create(mc); err != nil {
+		close(n.stop)
+		n.wg.Wait()
+		return nil, fmt.Errorf("membership: starting memberlist: %w", err)
+	}
+	n.out.ml = n.ml
+	n.addr = n.ml.LocalNode().FullAddress().Addr
+	n.goFunc(n.publishRatings)
+	if cfg.RejoinInterval > 0 {
+		n.goFunc(n.rejoinLoop)
+	}
+	if len(cfg.Seeds) > 0 {
+		if _, err := n.Join(cfg.Seeds...); err != nil {
+			n.log.Warn("no seed reachable; running alone until one is", "seeds", cfg.Seeds, "error", err)
+		}
+	}
+	n.log.Info("member started", "name", cfg.NodeName, "addr", n.addr, "boot", n.boot)
+	return n, nil
+}
+
+// newNode builds the Node's parts and memberlist's configuration.
+func newNode(cfg Config) (*Node, *memberlist.Config, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	boot, err := newBootID()
+	if err != nil {
+		return nil, nil, err
+	}
+	n := &Node{cfg: cfg, log: logger, boot: boot, rated: make(chan struct{}, 1), stop: make(chan struct{})}
+	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm}
+	n.inbox = newInbox(cfg.QueueSize, &n.stats)
+	n.del = &delegate{inbox: n.inbox}
+	b := n.meta.encode()
+	n.del.meta.Store(&b)
+	mc := cfg.memberlistConfig(n.del, logger)
+	n.updateWait = mc.GossipInterval
+	n.table = newTable(cfg.NodeName, n.meta, mc.GossipToTheDeadTime, logger, &n.stats)
+	n.out = &sender{table: n.table, selfBoot: boot, queueSize: cfg.SendQueueSize,
+		stats: &n.stats, log: logger, wg: &n.wg, links: make(map[string]*outLink)}
+	n.disp = &dispatcher{inbox: n.inbox, table: n.table, out: n.out,
+		events: make(chan election.Event, eventBuffer), stats: &n.stats, log: logger,
+		selfBoot: boot, hold: cfg.ReorderTimeout, maxMsgs: cfg.QueueSize, links: make(map[string]*inLink)}
+	return n, mc, nil
+}
+
+// newBootID returns a random non-zero 64-bit ID for this process start.
+func newBootID() (uint64, error) {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, fmt.Errorf("membership: boot ID: %w", err)
+		}
+		if id := binary.BigEndian.Uint64(b[:]); id != 0 {
+			return id, nil
+		}
+	}
+}
+
+func (n *Node) goFunc(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// LocalID is this node's name, its election ID.
+func (n *Node) LocalID() string { return n.cfg.NodeName }
+
+// Addr is the "host:port" other members reach this node at (the port
+// picked when Config.BindPort is 0); give it to others as a seed.
+func (n *Node) Addr() string { return n.addr }
+
+// BootID is this process's random boot ID, published in the metadata.
+func (n *Node) BootID() uint64 { return n.boot }
+
+// Events delivers messages and membership changes, in the order memberlist
+// reported them; this node itself never appears. It is closed by Close.
+// Membership events are never dropped; messages are dropped (and counted,
+// DropQueueFull) only when Config.QueueSize of them already wait.
+func (n *Node) Events() <-chan election.Event { return n.disp.events }
+
+// Send queues m for m.To and returns without waiting on the network.
+// Heartbeats go best effort (one UDP datagram); everything else reliably
+// (TCP) and, per link, in order. An error means m was not queued:
+// ErrClosed, ErrUnknownPeer (m.To is not an admitted live member),
+// ErrQueueFull, or an encoding error (ErrInvalid, ErrTooLarge).
+func (n *Node) Send(m core.Message) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	return n.out.send(m)
+}
+
+// SetRating publishes this node's new rating in its metadata. The gossip
+// happens in the background; peers see EventPeerRating.
+func (n *Node) SetRating(rating int64) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	n.metaMu.Lock()
+	n.meta.Rating = rating
+	b := n.meta.encode()
+	n.del.meta.Store(&b)
+	n.table.setSelfMeta(n.meta)
+	n.metaMu.Unlock()
+	select {
+	case n.rated <- struct{}{}:
+	default: // a publication is already due; it reads the latest meta
+	}
+	return nil
+}
+
+// publishRatings re-advertises the metadata after each SetRating. It runs
+// on its own goroutine because memberlist.UpdateNode waits for the
+// broadcast; a timeout there is harmless (push/pull spreads it too).
+func (n *Node) publishRatings() {
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.rated:
+			if err := n.ml.UpdateNode(n.updateWait); err != nil {
+				n.log.Debug("rating update not yet gossiped", "error", err)
+			}
+		}
+	}
+}
+
+// Join contacts the given "host:port" members and merges state with them.
+// It returns how many it reached; the error is non-nil only if none.
+func (n *Node) Join(addrs ...string) (int, error) {
+	if n.closed.Load() {
+		return 0, ErrClosed
+	}
+	return n.ml.Join(addrs)
+}
+
+// rejoinLoop joins the seeds every RejoinInterval. memberlist forgets dead
+// members after GossipToTheDeadTime; after that the two sides of a healed
+// partition would never probe each other again, so someone must join.
+func (n *Node) rejoinLoop() {
+	t := time.NewTicker(n.cfg.RejoinInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			n.rejoin()
+		}
+	}
+}
+
+func (n *Node) rejoin() {
+	seeds := make([]string, 0, len(n.cfg.Seeds))
+	for _, s := range n.cfg.Seeds {
+		if s != n.addr {
+			seeds = append(seeds, s)
+		}
+	}
+	if len(seeds) == 0 {
+		return
+	}
+	n.stats.rejoins.Add(1)
+	if _, err := n.ml.Join(seeds); err != nil {
+		n.stats.rejoinFailures.Add(1)
+		n.log.Debug("re-join reached no seed", "error", err)
+	}
+}
+
+// Members lists this node and the other members it knows, sorted by name,
+// including those that left or died recently (Alive false) and those it
+// refuses (Refused set).
+func (n *Node) Members() []Member { return n.table.members() }
+
+// Stats returns the node's cumulative counts.
+func (n *Node) Stats() Stats { return n.stats.snapshot() }
+
+// Leave tells the cluster this node is leaving and waits up to timeout for
+// the news to go out; peers then see EventPeerDown at once instead of
+// after failure detection. Close must still be called. Idempotent.
+func (n *Node) Leave(timeout time.Duration) error {
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	return n.ml.Leave(timeout)
+}
+
+// Close shuts memberlist down without leaving, so that for the others this
+// node has crashed (call Leave first for a graceful exit), stops every
+// goroutine, waiting for them, and closes Events. A send in flight ends
+// within memberlist's TCPTimeout. Idempotent; a second call waits for the
+// first.
+func (n *Node) Close() error {
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
+	if n.closed.Swap(true) {
+		return nil
+	}
+	close(n.stop)
+	err := n.ml.Shutdown()
+	n.out.close()
+	n.inbox.close()
+	n.wg.Wait()
+	n.log.Info("member stopped", "name", n.cfg.NodeName)
+	return err
+}
