@@ -69,9 +69,17 @@ func TestCloseIdempotent(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		e, _ := newSolo(t, nil)
+		ch := e.Observe()
 		e.Close()
 		if err := e.Run(context.Background()); !errors.Is(err, election.ErrClosed) {
 			t.Errorf("Run after Close = %v, want ErrClosed", err)
+		}
+		<-ch // the initial value
+		if _, ok := <-ch; ok {
+			t.Error("Observe channel open after Close without Run")
+		}
+		if !e.Status().Stopped {
+			t.Error("status not stopped after Close")
 		}
 	})
 }

@@ -93,9 +93,9 @@ type Config struct {
 // election itself.
 type Callbacks struct {
 	// OnStartedLeading is called when this node becomes coordinator in
-	// term. ctx is cancelled as soon as that leadership ends (step-down,
-	// resign, quorum lease lost, Run's context ended, Close): do leader work
-	// under ctx, fenced by term. It may block until ctx is done; it must
+	// term. ctx, derived from Run's context, is cancelled as soon as that
+	// leadership ends (step-down, resign, quorum lease lost, Run's context
+	// ended, Close): do leader work under ctx, fenced by term. It may block until ctx is done; it must
 	// return then, because the later callbacks wait for it.
 	OnStartedLeading func(ctx context.Context, term uint64)
 	// OnStoppedLeading is called when a leadership that OnStartedLeading

@@ -42,6 +42,8 @@ type Elector struct {
 	status   core.Status
 	electing bool
 	last     Leadership
+	// runCtx is Run's context; leadership contexts derive from it.
+	runCtx context.Context
 	// leading cancels the leadership context of the current term.
 	leading context.CancelFunc
 	// unsettledSince is when this node lost its agreed coordinator.
@@ -126,6 +128,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 	defer e.wg.Done()
 	go e.notify.run()
+	e.runCtx = ctx
 	err := e.loop(ctx)
 	e.markClosed()
 	close(e.done)
@@ -137,9 +140,13 @@ func (e *Elector) Run(ctx context.Context) error {
 func (e *Elector) markClosed() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.closed {
-		e.closed = true
-		close(e.closing)
+	if e.closed {
+		return
+	}
+	e.closed = true
+	close(e.closing)
+	if !e.started {
+		e.finish() // no loop will: close the observers here
 	}
 }
 

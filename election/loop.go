@@ -213,7 +213,7 @@ func (e *Elector) changeLeader(l Leadership) {
 }
 
 func (e *Elector) startLeading(l Leadership) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(e.runCtx)
 	e.leading = cancel
 	e.log.Info("started leading", "term", core.Term(l.Term))
 	e.notify.push(notification{kind: notifyStarted, l: l, ctx: ctx})
@@ -230,11 +230,12 @@ func (e *Elector) stopLeading(l Leadership) {
 // handling transport events (not ticks, so it cannot stand again) until it
 // sees a successor, HandoffTimeout passes or Close is called.
 func (e *Elector) handoff(events <-chan Event) {
-	leading := e.last.IsSelf
+	leading, before := e.last.IsSelf, sent(e.node.Counters())
 	e.node.Resign()
+	handedOff := sent(e.node.Counters()) > before
 	e.flush()
-	if !leading {
-		return
+	if !leading || !handedOff {
+		return // nobody to hand off to
 	}
 	e.log.Info("resigned on shutdown; waiting for a successor", "timeout", e.cfg.HandoffTimeout)
 	timer := time.NewTimer(e.cfg.HandoffTimeout)
@@ -254,6 +255,14 @@ func (e *Elector) handoff(events <-chan Event) {
 			return
 		}
 	}
+}
+
+func sent(c *core.Counters) uint64 {
+	var n uint64
+	for _, v := range c.Sent {
+		n += v
+	}
+	return n
 }
 
 // finish ends this node's part: leadership ends, observers see no
