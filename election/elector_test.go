@@ -23,6 +23,7 @@ func TestInitialElection(t *testing.T) {
 				c := newCluster(t, voters(n), nil)
 				top := voters(n)[n-1].id
 				term, took := c.waitAgreed(time.Second, top, 0)
+				t.Logf("initial election: all agree after %v", took)
 				if epoch(term) != 1 || core.Term(term).Tag() != core.Tag(top) {
 					t.Errorf("term = %v, want epoch 1 tagged %s", core.Term(term), top)
 				}
@@ -58,6 +59,7 @@ func TestCrashFailover(t *testing.T) {
 				down := time.AfterFunc(announce, func() { c.net.AnnounceDown(top) })
 				defer down.Stop()
 				term, took := c.waitAgreed(announce, next, old)
+				t.Logf("crash failover: survivors agree %v after the crash", took)
 				if took < detection || took > detection+heartbeat+10*latency {
 					t.Errorf("failover took %v, want K*H = %v plus an election", took, detection)
 				}
@@ -91,6 +93,7 @@ func TestResignHandsOff(t *testing.T) {
 			t.Fatal("still leader after Resign returned")
 		}
 		_, took := c.waitAgreed(time.Second, "d", old, "a", "b", "c", "d")
+		t.Logf("resign: the others agree %v after Resign returned", took)
 		if took > 4*latency {
 			t.Errorf("hand-off took %v, want a few message delays (<= %v)", took, 4*latency)
 		}
@@ -125,6 +128,7 @@ func TestRunCancelHandsOff(t *testing.T) {
 			t.Fatalf("Run = %v, want nil", err)
 		}
 		took := time.Since(start)
+		t.Logf("Run cancel: Run returned %v after the cancel", took)
 		delete(c.members, "c")
 		if took > heartbeat+4*latency {
 			t.Errorf("Run took %v to hand off, want at most H + a few delays", took)
@@ -157,6 +161,7 @@ func TestRestartDisplaces(t *testing.T) {
 
 		c.start("c")
 		term, took := c.waitAgreed(time.Second, "c", interim)
+		t.Logf("restart displacement: all agree %v after the restart", took)
 		if took > heartbeat {
 			t.Errorf("displacement took %v, want less than H", took)
 		}

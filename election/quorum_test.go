@@ -33,6 +33,7 @@ func TestQuorumGuardMinorityCoordinator(t *testing.T) {
 		took := eventually(t, lease+heartbeat+4*latency, func() bool {
 			return !knowsLeader(c, minority...) && ctxs[0].Err() != nil
 		}, c.describe)
+		t.Logf("quorum guard: minority coordinator stepped down %v after the partition", took)
 		if took < lease-heartbeat {
 			t.Errorf("minority coordinator stepped down after %v, before its lease (%v) could lapse", took, lease)
 		}
@@ -40,7 +41,8 @@ func TestQuorumGuardMinorityCoordinator(t *testing.T) {
 		if !slices.Contains(events, "stopped") {
 			t.Errorf("old coordinator's callbacks = %q, want OnStoppedLeading", events)
 		}
-		majority, _ := c.waitAgreed(time.Second, "c", old, "a", "b", "c")
+		majority, took := c.waitAgreed(time.Second, "c", old, "a", "b", "c")
+		t.Logf("quorum guard: majority agreed %v later", took)
 		always(t, 2*time.Second, func() error {
 			if knowsLeader(c, minority...) {
 				return fmt.Errorf("minority reports a coordinator:%s", c.describe())
