@@ -15,7 +15,8 @@ import (
 
 type simFlags struct {
 	algorithm, ids, ratings, crash, detect, delay, script string
-	n                                                     int
+	exploreOut                                            string
+	n, explore                                            int
 	view, shuffle, json                                   bool
 	seed                                                  uint64
 	loss, dup                                             float64
@@ -41,6 +42,8 @@ func parseSimFlags(args []string) (*simFlags, error) {
 	fs.StringVar(&f.script, "script", "", "run a scenario file (docs/scenarios.md) instead")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of the trace")
 	fs.Int64Var(&f.maxMs, "max-ms", 3_600_000, "give up after this much virtual time")
+	fs.IntVar(&f.explore, "explore", 0, "run K seeded random fault schedules (seeds -seed .. -seed+K-1) and check every property")
+	fs.StringVar(&f.exploreOut, "explore-out", ".", "directory for the scenario files that replay violations")
 	if err := fs.Parse(args); err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -96,6 +99,9 @@ func runSim(args []string, stdout io.Writer) error {
 			return usagef("-script: %v", err)
 		}
 		return runScript(string(data), stdout)
+	}
+	if f.explore != 0 {
+		return runExplore(f, stdout)
 	}
 	setup, err := f.setup()
 	if err != nil {

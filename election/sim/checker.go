@@ -14,7 +14,8 @@ import (
 //     of a partition for longer than its lease.
 //
 // Liveness (agreement within a bound once faults stop) is checked by
-// CheckLiveness, since only the caller knows when faults have stopped.
+// CheckLiveness, since only the caller knows when faults have stopped; it
+// disarms crash triggers that have not fired.
 type Checker struct {
 	s          *Sim
 	holders    map[core.Term]string
@@ -34,6 +35,8 @@ func (c *Checker) violate(format string, args ...any) {
 	c.s.tracef("VIOLATION %s", v)
 }
 
+// partitioned records a change that can shrink a coordinator's majority (a
+// partition or a crash): its lease may legitimately outlive it.
 func (c *Checker) partitioned() { c.splitAt = c.s.now }
 
 // after runs the safety checks for the node that just took a step.
@@ -82,7 +85,23 @@ func (c *Checker) checkQuorum(sn *simNode) {
 // violation unless every live node then agrees on one live coordinator.
 // With wantHighest it must also be the highest-ranked live voter (the bully
 // guarantee under the default preemption policy).
+//
+// With the quorum guard on and fewer than a majority of QuorumSize alive,
+// no coordinator is the right outcome: it then runs the whole bound and
+// requires that no node reports one.
 func (c *Checker) CheckLiveness(boundMs int64, wantHighest bool) bool {
+	c.s.triggers = nil // faults have stopped: disarm what never fired
+	if q := c.s.cfg.Core.QuorumSize; q > 0 && c.s.live() < q/2+1 {
+		c.s.RunFor(boundMs)
+		sts, up := c.s.Statuses()
+		for i, st := range sts {
+			if up[i] && st.Coordinator != "" {
+				c.violate("node %s reports coordinator %s with %d of %d nodes alive", st.ID, st.Coordinator, c.s.live(), q)
+				return false
+			}
+		}
+		return true
+	}
 	if !c.s.Settle(boundMs) {
 		st, _ := c.s.Agreement()
 		c.violate("no agreement within %dms after faults stopped (e.g. node %s: state %s coordinator %s)",
@@ -117,4 +136,14 @@ func (s *Sim) highestLiveVoter() string {
 		}
 	}
 	return best.ID
+}
+
+func (s *Sim) live() int {
+	n := 0
+	for _, sn := range s.nodes {
+		if sn.up {
+			n++
+		}
+	}
+	return n
 }

@@ -68,6 +68,7 @@ func (s *Sim) crash(sn *simNode) {
 	sn.up = false
 	sn.last = core.Status{ID: sn.id}
 	s.tracef("%s: crashed", sn.id)
+	s.check.partitioned() // a crash shrinks majorities too
 	s.gossip(sn.id, evDown, core.Peer{ID: sn.id})
 }
 
@@ -172,7 +173,7 @@ func (s *Sim) Resign(id string) error { return s.poke(id, (*core.Node).Resign) }
 // SetRating changes a node's rating; in View mode the others learn it
 // after the view delay, as from membership metadata.
 func (s *Sim) SetRating(id string, r int64) error {
-	if err := s.poke(id, func(n *core.Node) { n.SetRating(r) }); err != nil {
+	if err := s.poke(id, func(n *core.Node) { n.SetRating(r) }); err != nil || !s.byID[id].up {
 		return err
 	}
 	for _, o := range s.nodes {
@@ -190,7 +191,8 @@ func (s *Sim) poke(id string, fn func(*core.Node)) error {
 		return fmt.Errorf("sim: unknown node %q", id)
 	}
 	if !sn.up {
-		return fmt.Errorf("sim: node %q is down", id)
+		s.tracef("%s: down, ignored", id)
+		return nil
 	}
 	fn(sn.node)
 	s.flush(sn)
