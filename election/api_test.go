@@ -36,7 +36,7 @@ func newSolo(t *testing.T, tune func(*election.Config)) (*election.Elector, *ele
 }
 
 // TestCloseIdempotent: Close may be called any number of times, from many
-// goroutines, before, during and after Run; the Elector runs only once.
+// goroutines, during and after Run; the Elector runs only once.
 func TestCloseIdempotent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, _ := newSolo(t, nil)
@@ -67,6 +67,11 @@ func TestCloseIdempotent(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCloseBeforeRun: an Elector closed before it ran refuses to run and
+// closes its observers.
+func TestCloseBeforeRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, _ := newSolo(t, nil)
 		ch := e.Observe()

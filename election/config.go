@@ -171,18 +171,7 @@ func (c *Config) coreConfig() (core.Config, error) {
 		v.bad("Tick", c.Tick, "must be positive")
 		return core.Config{}, errors.Join(v.errs...)
 	}
-	if c.HeartbeatMisses < 1 {
-		v.bad("HeartbeatMisses", c.HeartbeatMisses, "must be at least 1")
-	}
-	if c.QuorumSize < 0 {
-		v.bad("QuorumSize", c.QuorumSize, "must be 0 (off) or the cluster size")
-	}
-	if c.PreemptMargin < 0 {
-		v.bad("PreemptMargin", c.PreemptMargin, "must not be negative")
-	}
-	if c.HandoffTimeout < 0 {
-		v.bad("HandoffTimeout", c.HandoffTimeout, "must not be negative")
-	}
+	c.checkCounts(&v)
 	c.checkRelations(&v)
 	cc := core.Config{
 		ID:                 id,
@@ -208,6 +197,22 @@ func (c *Config) coreConfig() (core.Config, error) {
 		}
 	}
 	return cc, errors.Join(v.errs...)
+}
+
+// checkCounts checks the fields that are not converted into ticks.
+func (c *Config) checkCounts(v *validator) {
+	if c.HeartbeatMisses < 1 {
+		v.bad("HeartbeatMisses", c.HeartbeatMisses, "must be at least 1")
+	}
+	if c.QuorumSize < 0 {
+		v.bad("QuorumSize", c.QuorumSize, "must be 0 (off) or the cluster size")
+	}
+	if c.PreemptMargin < 0 {
+		v.bad("PreemptMargin", c.PreemptMargin, "must not be negative")
+	}
+	if c.HandoffTimeout < 0 {
+		v.bad("HandoffTimeout", c.HandoffTimeout, "must not be negative")
+	}
 }
 
 // checkRelations checks the timings against each other, in durations, so
