@@ -79,3 +79,21 @@ func TestParse(t *testing.T) {
 		t.Fatal(p, err)
 	}
 }
+
+// Rosters grown from membership events in any order end in the same ring
+// order on every node.
+func TestRosterGrowsInIDOrder(t *testing.T) {
+	a := MustRoster([]Peer{{ID: "n3"}})
+	b := MustRoster([]Peer{{ID: "n1"}})
+	for _, id := range []string{"n5", "n1", "n2", "n4"} {
+		a = a.with(Peer{ID: id})
+	}
+	for _, id := range []string{"n4", "n3", "n2", "n5"} {
+		b = b.with(Peer{ID: id})
+	}
+	for i := 0; i < a.Len(); i++ {
+		if a.At(i).ID != b.At(i).ID {
+			t.Fatalf("ring orders differ: %v vs %v", a.Members(), b.Members())
+		}
+	}
+}

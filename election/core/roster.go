@@ -86,14 +86,23 @@ func (r *Roster) ByRank(k int) Peer { return r.ring[r.byRank[k]] }
 // RankOf returns the rank position of ring position i.
 func (r *Roster) RankOf(i int) int { return int(r.rankPos[i]) }
 
-// with returns a copy of r in which p is added (at the end of the ring) or,
-// if its ID is present, replaced.
+// with returns a copy of r in which p is replaced or, if new, inserted
+// before the first member with a greater ID. A roster grown from membership
+// events (the runtime starts with itself alone) is therefore in ID order on
+// every node, whatever order the events came in: the rings need one order.
 func (r *Roster) with(p Peer) *Roster {
 	ring := slices.Clone(r.ring)
 	if i, ok := r.index[p.ID]; ok {
 		ring[i] = p
 	} else {
-		ring = append(ring, p)
+		at := len(ring)
+		for i, q := range ring {
+			if CompareID(p.ID, q.ID) < 0 {
+				at = i
+				break
+			}
+		}
+		ring = slices.Insert(ring, at, p)
 	}
 	out, _ := NewRoster(ring) // IDs stay unique and non-empty
 	return out
