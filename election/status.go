@@ -22,7 +22,7 @@ type Status struct {
 	// Algorithm is the election algorithm the node runs.
 	Algorithm core.Algorithm
 	// Members lists the members this node knows, itself included, in ring
-	// order (the order it learned them).
+	// order (ID order, core.CompareID, for members learned at run time).
 	Members []Member
 	// Stopped reports that Run has returned; the other fields are the
 	// node's last view.
