@@ -5,6 +5,9 @@ package core
 // algorithm's own timeouts.
 func (n *Node) Tick() {
 	n.now++
+	// The algorithm's timers first: an election that the detectors below
+	// start in this tick gets its full timeout.
+	n.alg.tick()
 	switch {
 	case n.state == StateSleep:
 		if n.idle++; n.idle >= n.cfg.StartupTicks {
@@ -23,7 +26,6 @@ func (n *Node) Tick() {
 			n.startElection()
 		}
 	}
-	n.alg.tick()
 }
 
 func (n *Node) tickCoordinator() {
