@@ -1,0 +1,270 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+)
+
+const namespace = "coordelect"
+
+// NodeLabel is the constant label WithNode adds to every series.
+const NodeLabel = "node"
+
+// DefaultDurationBuckets are the buckets of
+// coordelect_election_duration_seconds: from 10 ms (a failover with the
+// default timings on a LAN takes a few hundred) to 30 s (memberlist's
+// slowest dead-node verdict).
+var DefaultDurationBuckets = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30}
+
+// Recorder records one Elector's metrics in Prometheus collectors; it
+// implements election.Recorder. Its methods are safe for concurrent use,
+// although an Elector calls them from its loop goroutine only.
+type Recorder struct {
+	reg        prometheus.Registerer
+	registered []prometheus.Collector
+	detach     func() // stops memberlist routing; nil without WithMemberlist
+
+	term            prometheus.Gauge
+	isCoordinator   prometheus.Gauge
+	coordinatorInfo *prometheus.GaugeVec
+	state           *prometheus.GaugeVec
+	sent            *prometheus.CounterVec
+	received        *prometheus.CounterVec
+	dropped         *droppedCollector
+	elections       *prometheus.CounterVec
+	duration        prometheus.Histogram
+	leaderChanges   prometheus.Counter
+	members         *prometheus.GaugeVec
+	heartbeatMisses prometheus.Counter
+
+	// The children of the hot paths, looked up once.
+	sentBy, receivedBy [core.NumMsgTypes]prometheus.Counter
+	electionsBy        []prometheus.Counter
+	alive, dead        prometheus.Gauge
+
+	mu          sync.Mutex
+	coordinator string // the coordinator_info label value set to 1, or ""
+	current     core.State
+}
+
+var _ election.Recorder = (*Recorder)(nil)
+
+// New registers the coordelect metrics on reg and returns the Recorder that
+// updates them. Every labelled series exists from the start (at zero), and
+// the node starts in state sleep. It fails if reg is nil, an option is
+// invalid, or a collector cannot be registered (for example a second
+// Recorder on the same Registerer without a distinct WithNode); then
+// nothing stays registered.
+func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
+	if reg == nil {
+		return nil, errors.New("metrics: New: nil Registerer")
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.node != "" {
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{NodeLabel: o.node}, reg)
+	}
+	r := newRecorder(o)
+	r.reg = reg
+	if err := r.register(o); err != nil {
+		r.Unregister()
+		return nil, err
+	}
+	r.initialise()
+	return r, nil
+}
+
+func newRecorder(o options) *Recorder {
+	r := &Recorder{
+		term: prometheus.NewGauge(gaugeOpts("term",
+			"Highest election term this node has seen: epoch<<32 | the winning node's tag. "+
+				"Unique per coordinator; it only grows.")),
+		isCoordinator: prometheus.NewGauge(gaugeOpts("is_coordinator",
+			"1 while this node is the coordinator, else 0.")),
+		coordinatorInfo: prometheus.NewGaugeVec(gaugeOpts("coordinator_info",
+			"1 for the coordinator this node currently follows (itself when it leads); "+
+				"no series while it knows none."), []string{"coordinator"}),
+		state: prometheus.NewGaugeVec(gaugeOpts("state",
+			"1 for the node's current election state, 0 for the others."), []string{"state"}),
+		sent: prometheus.NewCounterVec(counterOpts("messages_sent_total",
+			"Election messages handed to the transport, by message type."), []string{"type"}),
+		received: prometheus.NewCounterVec(counterOpts("messages_received_total",
+			"Election messages accepted by the state machine, by message type."), []string{"type"}),
+		dropped: newDroppedCollector(o.transport),
+		elections: prometheus.NewCounterVec(counterOpts("elections_total",
+			"Election events on this node: started (or joined), won, lost, restarted after a timeout."),
+			[]string{"result"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "election_duration_seconds",
+			Help: "Time this node went without an agreed coordinator, from detecting the need " +
+				"for an election to knowing a coordinator again.",
+			Buckets: o.buckets,
+		}),
+		leaderChanges: prometheus.NewCounter(counterOpts("leader_changes_total",
+			"Changes of the coordinator this node reports, to a new coordinator or a new term.")),
+		members: prometheus.NewGaugeVec(gaugeOpts("members",
+			"Members this node knows, itself included, by liveness (alive or dead)."), []string{"state"}),
+		heartbeatMisses: prometheus.NewCounter(counterOpts("heartbeat_misses_total",
+			"Heartbeat intervals this node, as a follower, spent without hearing its coordinator.")),
+	}
+	return r
+}
+
+func gaugeOpts(name, help string) prometheus.GaugeOpts {
+	return prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}
+}
+
+func counterOpts(name, help string) prometheus.CounterOpts {
+	return prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}
+}
+
+// register registers every collector on r.reg, then the optional ones.
+func (r *Recorder) register(o options) error {
+	cs := []prometheus.Collector{
+		r.term, r.isCoordinator, r.coordinatorInfo, r.state, r.sent, r.received,
+		r.dropped, r.elections, r.duration, r.leaderChanges, r.members, r.heartbeatMisses,
+	}
+	if o.transport != nil {
+		cs = append(cs, newTransportCollector(o.transport))
+	}
+	for _, c := range cs {
+		if err := r.reg.Register(c); err != nil {
+			return fmt.Errorf("metrics: New: %w", err)
+		}
+		r.registered = append(r.registered, c)
+	}
+	if o.sink != nil {
+		detach, err := o.sink.Attach(o.sinkNode, r.reg)
+		if err != nil {
+			return fmt.Errorf("metrics: New: %w", err)
+		}
+		r.detach = detach
+	}
+	return nil
+}
+
+// initialise creates every known label value at zero and caches the
+// children that are updated per message.
+func (r *Recorder) initialise() {
+	for _, t := range core.MsgTypes() {
+		r.sentBy[t] = r.sent.WithLabelValues(t.String())
+		r.receivedBy[t] = r.received.WithLabelValues(t.String())
+	}
+	for _, ev := range election.ElectionEvents() {
+		r.electionsBy = append(r.electionsBy, r.elections.WithLabelValues(ev.String()))
+	}
+	r.dropped.initialise()
+	r.alive = r.members.WithLabelValues("alive")
+	r.dead = r.members.WithLabelValues("dead")
+	for _, s := range core.States() {
+		r.state.WithLabelValues(s.String())
+	}
+	r.SetState(core.StateSleep)
+}
+
+// Unregister removes the Recorder's collectors from its Registerer and
+// stops routing memberlist metrics to it, so that a node restarted in the
+// same process can register again. The Recorder keeps working but is no
+// longer exported. It is safe to call more than once.
+func (r *Recorder) Unregister() {
+	r.mu.Lock()
+	cs, detach := r.registered, r.detach
+	r.registered, r.detach = nil, nil
+	r.mu.Unlock()
+	for _, c := range cs {
+		r.reg.Unregister(c)
+	}
+	if detach != nil {
+		detach()
+	}
+}
+
+// SetState sets the one-hot coordelect_state gauge.
+func (r *Recorder) SetState(s core.State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state.WithLabelValues(r.current.String()).Set(0)
+	r.state.WithLabelValues(s.String()).Set(1)
+	r.current = s
+}
+
+// SetTerm sets coordelect_term. A gauge holds a float64, exact for terms
+// below 2^53 (epochs below 2^21).
+func (r *Recorder) SetTerm(term uint64) { r.term.Set(float64(term)) }
+
+// SetLeader sets coordelect_is_coordinator and moves
+// coordelect_coordinator_info to the new coordinator, deleting the old
+// coordinator's series (none while no coordinator is known).
+func (r *Recorder) SetLeader(l election.Leadership) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l.IsSelf {
+		r.isCoordinator.Set(1)
+	} else {
+		r.isCoordinator.Set(0)
+	}
+	if l.Coordinator == r.coordinator {
+		return
+	}
+	if r.coordinator != "" {
+		r.coordinatorInfo.DeleteLabelValues(r.coordinator)
+	}
+	r.coordinator = l.Coordinator
+	if l.Coordinator != "" {
+		r.coordinatorInfo.WithLabelValues(l.Coordinator).Set(1)
+	}
+}
+
+// LeaderChanged increments coordelect_leader_changes_total.
+func (r *Recorder) LeaderChanged() { r.leaderChanges.Inc() }
+
+// MessagesSent adds n to coordelect_messages_sent_total{type}.
+func (r *Recorder) MessagesSent(t core.MsgType, n uint64) {
+	counterFor(r.sent, &r.sentBy, t).Add(float64(n))
+}
+
+// MessagesReceived adds n to coordelect_messages_received_total{type}.
+func (r *Recorder) MessagesReceived(t core.MsgType, n uint64) {
+	counterFor(r.received, &r.receivedBy, t).Add(float64(n))
+}
+
+func counterFor(vec *prometheus.CounterVec, cached *[core.NumMsgTypes]prometheus.Counter, t core.MsgType) prometheus.Counter {
+	if int(t) < len(cached) && cached[t] != nil {
+		return cached[t]
+	}
+	return vec.WithLabelValues(t.String())
+}
+
+// MessagesDropped adds n to coordelect_messages_dropped_total{reason}.
+func (r *Recorder) MessagesDropped(reason string, n uint64) { r.dropped.add(reason, n) }
+
+// Elections adds n to coordelect_elections_total{result}.
+func (r *Recorder) Elections(e election.ElectionEvent, n uint64) {
+	if int(e) < len(r.electionsBy) {
+		r.electionsBy[e].Add(float64(n))
+		return
+	}
+	r.elections.WithLabelValues(e.String()).Add(float64(n))
+}
+
+// ElectionDuration observes coordelect_election_duration_seconds.
+func (r *Recorder) ElectionDuration(seconds float64) { r.duration.Observe(seconds) }
+
+// HeartbeatMisses adds n to coordelect_heartbeat_misses_total.
+func (r *Recorder) HeartbeatMisses(n uint64) { r.heartbeatMisses.Add(float64(n)) }
+
+// SetMembers sets coordelect_members: state="alive" to alive and
+// state="dead" to the members known but not alive, so that their sum is
+// every member known.
+func (r *Recorder) SetMembers(alive, known int) {
+	r.alive.Set(float64(alive))
+	r.dead.Set(float64(max(known-alive, 0)))
+}

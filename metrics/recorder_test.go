@@ -1,0 +1,165 @@
+package metrics
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+)
+
+const testLatency = 2 * time.Millisecond
+
+// TestRecorderScriptedElection drives three real Electors over the
+// in-memory network, each with a Recorder on a registry of its own, through
+// an initial election, a crash of the coordinator and the membership
+// layer's verdict, and checks every metric against what the nodes report.
+func TestRecorderScriptedElection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newTestCluster(t, 3, testLatency, nil)
+		first := c.waitAgreed(time.Second, "c", 0)
+		synctest.Wait() // every loop is idle: counts are final
+		checkLeadership(t, c, "c", first, map[string]core.State{"a": core.StateLost, "b": core.StateLost, "c": core.StateCoordinator})
+		checkMessageTotals(t, c)
+		for _, id := range c.ids {
+			r := c.nodes[id].rec
+			expect(t, id+" leader changes", testutil.ToFloat64(r.leaderChanges), 1)
+			expect(t, id+" members alive", testutil.ToFloat64(r.alive), 3)
+			expect(t, id+" members dead", testutil.ToFloat64(r.dead), 0)
+			expect(t, id+" heartbeat misses", testutil.ToFloat64(r.heartbeatMisses), 0)
+			if s := testutil.ToFloat64(r.electionsBy[election.ElectionStarted]); s < 1 {
+				t.Errorf("%s: elections_total{started} = %v, want >= 1", id, s)
+			}
+		}
+		expect(t, "c won", testutil.ToFloat64(c.nodes["c"].rec.electionsBy[election.ElectionWon]), 1)
+		expect(t, "a lost", testutil.ToFloat64(c.nodes["a"].rec.electionsBy[election.ElectionLost]), 1)
+		before := histogram(t, c.nodes["a"].rec.duration)
+
+		// The coordinator crashes; the survivors' heartbeat detector fires
+		// after K*H and b wins in a new term. memberlist's verdict follows.
+		c.crash("c")
+		second := c.waitAgreed(time.Second, "b", first)
+		c.net.AnnounceDown("c")
+		c.eventually(time.Second, func() bool {
+			return c.nodes["a"].e.Status().AliveMembers() == 2 && c.nodes["b"].e.Status().AliveMembers() == 2
+		})
+		synctest.Wait()
+		checkLeadership(t, c, "b", second, map[string]core.State{"a": core.StateLost, "b": core.StateCoordinator})
+		checkMessageTotals(t, c)
+		for _, id := range c.ids {
+			r := c.nodes[id].rec
+			expect(t, id+" leader changes", testutil.ToFloat64(r.leaderChanges), 2)
+			expect(t, id+" members alive", testutil.ToFloat64(r.alive), 2)
+			expect(t, id+" members dead", testutil.ToFloat64(r.dead), 1)
+			if m := testutil.ToFloat64(r.heartbeatMisses); m < election.DefaultHeartbeatMisses {
+				t.Errorf("%s: heartbeat misses = %v, want >= K = %d", id, m, election.DefaultHeartbeatMisses)
+			}
+		}
+		expect(t, "b won", testutil.ToFloat64(c.nodes["b"].rec.electionsBy[election.ElectionWon]), 1)
+		after := histogram(t, c.nodes["a"].rec.duration)
+		checkFailoverDuration(t, before, after)
+		for _, id := range c.ids {
+			lint(t, c.nodes[id].reg)
+		}
+	})
+}
+
+// checkLeadership checks the leadership gauges of every node: term,
+// is_coordinator, a single coordinator_info series, the one-hot state.
+func checkLeadership(t *testing.T, c *testCluster, leader string, term uint64, states map[string]core.State) {
+	t.Helper()
+	for _, id := range c.ids {
+		r := c.nodes[id].rec
+		expect(t, id+" term", testutil.ToFloat64(r.term), float64(term))
+		want := 0.0
+		if id == leader {
+			want = 1
+		}
+		expect(t, id+" is_coordinator", testutil.ToFloat64(r.isCoordinator), want)
+		if n := testutil.CollectAndCount(r.coordinatorInfo); n != 1 {
+			t.Errorf("%s: %d coordinator_info series, want 1 (the old coordinator's deleted)", id, n)
+		}
+		expect(t, id+" coordinator_info", testutil.ToFloat64(r.coordinatorInfo.WithLabelValues(leader)), 1)
+		sum := 0.0
+		for _, s := range core.States() {
+			v := testutil.ToFloat64(r.state.WithLabelValues(s.String()))
+			sum += v
+			if s == states[id] && v != 1 {
+				t.Errorf("%s: state{%v} = %v, want 1", id, s, v)
+			}
+		}
+		expect(t, id+" sum of state", sum, 1)
+	}
+}
+
+// checkMessageTotals checks that the messages the nodes counted as sent
+// are the ones the network accepted, type by type, and that no node
+// received more of a type than the network delivered in all.
+func checkMessageTotals(t *testing.T, c *testCluster) {
+	t.Helper()
+	stats := c.net.Stats()
+	var sentNow uint64
+	for _, typ := range core.MsgTypes() {
+		var sent, received float64
+		for _, id := range c.ids {
+			sent += testutil.ToFloat64(c.nodes[id].rec.sentBy[typ])
+			received += testutil.ToFloat64(c.nodes[id].rec.receivedBy[typ])
+		}
+		sentNow += uint64(sent)
+		if received > float64(stats.Delivered) {
+			t.Errorf("received %v %v messages, the network delivered %d in all", received, typ, stats.Delivered)
+		}
+	}
+	// Crashed nodes take their counts with them; the survivors' sends are
+	// a part of the network's total.
+	if sentNow == 0 || sentNow > stats.SentTotal() {
+		t.Errorf("nodes counted %d messages sent, the network accepted %d", sentNow, stats.SentTotal())
+	}
+	if len(c.ids) == 3 {
+		for _, typ := range core.MsgTypes() {
+			var sent float64
+			for _, id := range c.ids {
+				sent += testutil.ToFloat64(c.nodes[id].rec.sentBy[typ])
+			}
+			expect(t, "sent "+typ.String(), sent, float64(stats.Sent[typ]))
+		}
+	}
+}
+
+// checkFailoverDuration: a follower goes without a coordinator from the
+// moment its heartbeat detector fires until b's announcement: b waits
+// AnswerTimeout for the crashed c, then a hears it a latency later.
+func checkFailoverDuration(t *testing.T, before, after *dto.Histogram) {
+	t.Helper()
+	if n := after.GetSampleCount() - before.GetSampleCount(); n != 1 {
+		t.Fatalf("election_duration_seconds: %d new observations, want 1", n)
+	}
+	d := time.Duration((after.GetSampleSum() - before.GetSampleSum()) * float64(time.Second))
+	low := election.DefaultAnswerTimeout
+	high := low + election.DefaultHeartbeatInterval + 4*testLatency
+	t.Logf("failover as a follower saw it: %v", d)
+	if d < low || d > high {
+		t.Errorf("failover took %v, want between T = %v and %v", d, low, high)
+	}
+}
+
+func histogram(t *testing.T, h prometheus.Histogram) *dto.Histogram {
+	t.Helper()
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram()
+}
+
+func expect(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
