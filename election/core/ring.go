@@ -1,4 +1,357 @@
 package core
 
-// newRingAlgorithm is replaced by the ring and active/relay implementations.
-func newRingAlgorithm(n *Node, a Algorithm) algorithm { return &bully{n: n} }
+// newRingAlgorithm returns the ring (ALGORITHMS.md §2) or the active/relay
+// ring (§3).
+func newRingAlgorithm(n *Node, a Algorithm) algorithm {
+	if a == Peterson {
+		return newPeterson(n)
+	}
+	r := &ring{n: n}
+	r.link = link{n: n, exhausted: r.exhausted}
+	return r
+}
+
+// ring is ALGORITHMS.md §2, the ring with a list of working members (seeds
+// 002, 003; LeLann, Chang–Roberts).
+//
+// An initiator sends ELECTION clockwise with the list [itself]; every
+// working member appends itself (rating and NonVoter flag included) and
+// passes it on, the link skipping members that do not work. The member that
+// finds itself in the list (normally the initiator, or the one after it if
+// the initiator died mid-lap) turns it into COORDINATOR naming the
+// highest-ranked voter of the list, and sends it once more round the
+// working members of the list; it is removed when it comes back.
+//
+// Terms. An initiator opens a lap in a term of its own, one epoch past the
+// highest it has seen (n.nextTerm), and the lap keeps that term. Every
+// member that forwards it therefore holds that term, and a lap of a lower
+// term than a member has seen is swallowed there (it is stale, or it
+// competes with a lap of higher priority: Chang–Roberts with the term as
+// priority). Of concurrent laps only the one with the highest term goes
+// round; with IDs rising clockwise, as in the simulator, every other lap
+// dies at the next initiator, so n initiators cost about 2n ELECTION hops.
+// The coordinator's term is one epoch past the lap's term with the
+// coordinator's tag, so it beats every term a listed member has seen. Should
+// two laps complete anyway, the later COORDINATOR has the higher term, and
+// every node keeps the highest: they end agreeing.
+//
+// A lap that does not return is caught by a timeout that grows with the
+// ring (lapTicks); the member then opens a new lap in a new term.
+type ring struct {
+	n    *Node
+	link link
+	// timer counts down while this node takes part in an election.
+	timer int
+	// own is the epoch of the lap this node opened (0: none), its ID on
+	// the wire being (self, own) in Initiator and Phase.
+	own uint32
+	// seen lists the laps forwarded in this election, to tell a lap that
+	// has gone round (this node is in its list) from a duplicate.
+	seen []lapID
+	// sentTo is the member the last ELECTION was handed to (View mode).
+	sentTo string
+	// coord is the last COORDINATOR lap forwarded and coordTo its
+	// receiver: View mode resends it if that receiver dies.
+	coord   Message
+	coordTo string
+}
+
+type lapID struct {
+	initiator string
+	epoch     uint32
+}
+
+// reset ends this node's part in the election (the link keeps delivering
+// what it has queued, and remembers failed members until the next election).
+func (r *ring) reset() {
+	r.timer, r.own, r.seen, r.sentTo = 0, 0, r.seen[:0], ""
+}
+
+// start opens a lap, unless this node already takes part in an election:
+// that one will name a coordinator (and a node that detects a failure
+// after the lap passed it does not start a competing one).
+func (r *ring) start() {
+	if r.n.electing {
+		return
+	}
+	r.open()
+}
+
+// open starts a lap in a new term.
+func (r *ring) open() {
+	n := r.n
+	t := n.nextTerm()
+	n.observeTerm(t)
+	r.reset()
+	r.join()
+	r.own = t.Epoch()
+	r.seen = append(r.seen, lapID{n.self.ID, r.own})
+	m := Message{Type: MsgElection, Term: t, Initiator: n.self.ID, Phase: r.own, List: []Peer{r.entry()}}
+	r.forward(m)
+}
+
+// join marks this node as taking part in an election.
+func (r *ring) join() {
+	if !r.n.electing {
+		r.link.forget() // a member that failed last time may be back
+	}
+	r.n.electing = true
+	r.n.setState(StateCandidate)
+	r.timer = lapTicks(r.n)
+}
+
+// entry is this node as it goes into a list. A non-voter, and a coordinator
+// handing off (resigned, not yet following its successor), do not stand.
+func (r *ring) entry() Peer {
+	p := r.n.self
+	if r.n.yielded && r.n.coordinator == "" {
+		p.NonVoter = true
+	}
+	return p
+}
+
+// forward passes an ELECTION to the next working member; with none left,
+// the lap has come round to this node.
+func (r *ring) forward(m Message) {
+	to, ok := r.link.send(m, clockwise, r.n.view.r.Index(r.n.self.ID))
+	if !ok {
+		r.complete(m)
+		return
+	}
+	r.sentTo = to
+}
+
+func (r *ring) step(m Message) {
+	r.link.heard(m.From)
+	switch m.Type {
+	case MsgElection:
+		r.link.ack(m)
+		r.onElection(m)
+	case MsgCoordinator:
+		r.link.ack(m)
+		r.onCoordinator(m)
+	case MsgAck:
+		if !r.link.acked(m) {
+			r.n.drop(DropUnexpected) // late: the hop was passed on already
+		}
+	default:
+		r.n.drop(DropUnexpected)
+	}
+}
+
+func (r *ring) onElection(m Message) {
+	n := r.n
+	// A lap of the term of the coordinator this node knows was overtaken by
+	// that coordinator (a lap and a COORDINATOR share a term when the
+	// initiator is the one named: both are one epoch up, with its tag).
+	if m.Term < n.term || m.Term == n.term && n.coordinator != "" {
+		if n.electing || n.coordinator != "" {
+			// Stale, or beaten by a lap of a higher term that went by.
+			n.drop(DropStaleTerm)
+			return
+		}
+		// Idle without a coordinator: carry the lap on in our newer term
+		// rather than let it die here.
+		m.Term = n.term
+	}
+	id := lapID{m.Initiator, m.Phase}
+	if r.forwarded(id) {
+		if inList(m, n.self.ID) {
+			r.complete(m) // it has gone round
+		} else {
+			n.drop(DropUnexpected) // a duplicate
+		}
+		return
+	}
+	if m.Initiator == n.self.ID {
+		n.drop(DropUnexpected) // a lap opened before this node restarted
+		return
+	}
+	r.join()
+	r.seen = append(r.seen, id)
+	m.List = append(m.List, r.entry())
+	r.forward(m)
+}
+
+func (r *ring) forwarded(id lapID) bool {
+	for _, s := range r.seen {
+		if s == id {
+			return true
+		}
+	}
+	return false
+}
+
+// inList reports whether id is in m's list; the initiator looks at the head
+// first, so the common return costs nothing.
+func inList(m Message, id string) bool {
+	if len(m.List) > 0 && m.List[0].ID == id {
+		return true
+	}
+	return listIndex(m.List, id, 0) >= 0
+}
+
+// listIndex returns id's index in list, trying hint first, or -1.
+func listIndex(list []Peer, id string, hint int) int {
+	if hint >= 0 && hint < len(list) && list[hint].ID == id {
+		return hint
+	}
+	for i := range list {
+		if list[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// complete turns a lap that has come round into the COORDINATOR lap.
+func (r *ring) complete(m Message) {
+	n := r.n
+	c, ok := r.choose(m.List)
+	if !ok {
+		// Nobody in the list stands (a hand-off with no voter left): wait
+		// for the next election.
+		r.abandon()
+		return
+	}
+	t := MakeTerm(n.term.Epoch()+1, Tag(c.ID))
+	r.record(c.ID, t)
+	cm := Message{Type: MsgCoordinator, Term: t, Initiator: n.self.ID, Coordinator: c.ID, List: m.List}
+	r.announce(cm, listIndex(m.List, n.self.ID, 0))
+}
+
+// choose returns the highest-ranked voter of the list that the view does
+// not hold dead (a member that died after the lap collected it is passed
+// over rather than named; Textbook mode cannot tell).
+func (r *ring) choose(list []Peer) (Peer, bool) {
+	var best Peer
+	found := false
+	for _, p := range list {
+		if p.NonVoter || !r.n.view.alive(p.ID) {
+			continue
+		}
+		if !found || p.Rank().Compare(best.Rank()) > 0 {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+// record accepts c as coordinator in term t.
+func (r *ring) record(c string, t Term) {
+	n := r.n
+	if c == n.self.ID {
+		if n.coordinator != c || n.term != t {
+			n.becomeCoordinator(t)
+			if n.cfg.QuorumSize > 0 {
+				n.heartbeat() // collect the acks that confirm us
+			}
+		}
+		return
+	}
+	if n.coordinator != c || n.term != t {
+		n.follow(c, t, false)
+	}
+}
+
+// announce sends the COORDINATOR lap on from list position at.
+func (r *ring) announce(m Message, at int) {
+	r.coord = m
+	r.coordTo, _ = r.link.send(m, listed, at)
+}
+
+func (r *ring) onCoordinator(m Message) {
+	n := r.n
+	switch {
+	case m.Coordinator == "" || m.Term.Tag() != Tag(m.Coordinator):
+		n.drop(DropOrder) // a term names its winner
+		return
+	case m.Initiator == n.self.ID:
+		return // the lap is back where it started: it is removed
+	case r.coord.Term == m.Term:
+		n.drop(DropUnexpected) // a duplicate (a term names one coordinator)
+		return
+	case !n.view.alive(m.Coordinator):
+		// The view has seen the named coordinator die since the lap
+		// collected it: elect again rather than follow a dead node.
+		n.counters.ElectionsRestarted++
+		r.restart()
+		return
+	}
+	r.record(m.Coordinator, m.Term)
+	r.announce(m, listIndex(m.List, n.self.ID, int(m.Phase)))
+	n.maybePreempt()
+}
+
+// exhausted: a queued hop found no working member left (Textbook mode).
+func (r *ring) exhausted(m Message) {
+	if m.Type == MsgElection && r.n.electing && r.n.term == m.Term {
+		r.complete(m) // every other member is dead: the lap is back here
+	}
+}
+
+func (r *ring) tick() {
+	r.link.tick()
+	if !r.n.electing || r.timer <= 0 {
+		return
+	}
+	if r.timer--; r.timer > 0 {
+		return
+	}
+	if r.n.coordinator != "" || r.n.self.NonVoter {
+		r.abandon() // nothing to restart: a coordinator is known, or we cannot stand
+		return
+	}
+	r.n.counters.ElectionsRestarted++
+	r.restart()
+}
+
+// restart abandons the election and opens a new lap in a new term.
+func (r *ring) restart() {
+	n := r.n
+	n.electing = false
+	if n.self.NonVoter {
+		r.abandon()
+		return
+	}
+	if n.yielded && n.coordinator == "" {
+		n.counters.ElectionsStarted++
+		r.open() // still handing off: do not stand
+		return
+	}
+	n.startElection()
+}
+
+// abandon stops taking part without a result; the node's idle timer will
+// start an election later if no coordinator turns up.
+func (r *ring) abandon() {
+	r.reset()
+	r.n.electing = false
+	if r.n.coordinator == "" {
+		r.n.setState(StateLost)
+	}
+}
+
+// peerDown (View mode): the member we handed the lap to died, so the lap
+// may be lost with it: restart in a new term (ALGORITHMS.md: a ring whose
+// membership changes mid-election restarts). A COORDINATOR lap handed to a
+// member that died is sent on to the next one instead: its outcome stands.
+func (r *ring) peerDown(id string) {
+	n := r.n
+	if n.electing && id == r.sentTo {
+		n.counters.ElectionsRestarted++
+		r.restart()
+		return
+	}
+	if id == r.coordTo && r.coord.Term == n.term {
+		r.coordTo = ""
+		r.announce(r.coord, listIndex(r.coord.List, id, int(r.coord.Phase)))
+	}
+}
+
+// resign hands off at once: the coordinator opens a lap in which it does
+// not stand (entry marks it NonVoter), so the next voter by rating wins.
+func (r *ring) resign() {
+	r.n.counters.ElectionsStarted++
+	r.open()
+}

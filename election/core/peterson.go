@@ -1,0 +1,412 @@
+package core
+
+// peterson is ALGORITHMS.md §3, the active/relay ring (seed 001;
+// Dolev–Klawe–Rodeh 1982, Peterson 1982): O(n log n) messages on a
+// unidirectional ring with FIFO links.
+//
+// Every voter starts active with d = its own rank. In each phase an active
+// sends d clockwise (the phase's first message), receives e, the d of its
+// nearest active counter-clockwise neighbour, and:
+//   - if e == d it is the only active left and d is the leader's rank: it
+//     announces the leader (the member whose rank d is, not necessarily
+//     itself) with a COORDINATOR lap round the ring;
+//   - else it sends e on (the phase's second message) and receives f, the
+//     d of its second-nearest active neighbour; if e > max(d, f) it takes
+//     d := e into the next phase, else it becomes a relay.
+//
+// Relays forward every election message unchanged. Of two neighbouring
+// actives at least one becomes a relay, so at most ⌊a/2⌋ of a actives
+// survive a phase: at most ⌊log₂ n⌋ + 1 phases, 2n election messages in
+// each phase with two actives or more and n in the last.
+//
+// On the wire an election message carries the election's term, the phase
+// and which of its two messages it is (packed in Phase, see packPhase), the
+// value (Value) and the active that sent it (Initiator; relays keep it).
+//
+// Terms. An election runs in term electionTerm(t): one epoch past the
+// highest term t its initiator has seen, with tag 0. Every node that has
+// seen t and starts an election therefore starts the same one (all may
+// start at once), the election's messages make the nodes they reach leave
+// the coordinator of t, whose heartbeats are stale to them from then on,
+// and the leader's term (one epoch further, the leader's tag) beats them.
+//
+// Joining. A node that receives an election's first message before taking part wakes
+// up: if it is the first message of phase 1 it becomes active and sends its
+// own d before treating the message as its e (so a single initiator costs
+// exactly what all starting at once costs: every voter ends up active in
+// phase 1). Any later message finds it too late to compete: it becomes a
+// relay. Non-voters are relays from the start and never initiate.
+//
+// Faults. A message of a higher term makes a node leave its election and
+// join the newer one; messages of an older election are dropped. A node that
+// hears nothing of its election for idleTicks (a crashed member held a
+// message, a message was lost) restarts it in a new term, which pulls every
+// other node in. Dead members are skipped by the link (view, or Ack and
+// skip in Textbook mode). In View mode a node whose successor dies restarts
+// at once (a message may have died with it), and a leader the view holds
+// dead is not announced.
+type peterson struct {
+	n    *Node
+	link link
+	term Term // the election this node takes part in (while n.electing)
+	// Active state: d, the e received in this phase, the phase, and
+	// whether the phase's first message (e) has been received.
+	relay  bool
+	d, e   Rank
+	phase  uint32
+	second bool
+	// last is the highest packed phase this node has sent in the election:
+	// with FIFO links the (phase, which) of the messages through a node
+	// only grow, so a relay drops anything not above it (a message that
+	// went round because no active is left to take it, or a duplicate).
+	last  uint32
+	woken bool // a relay has passed a hand-off's wake-up call on
+	timer int  // ticks without traffic of the election before it restarts
+	// phases is the number of phases of the last election this node saw
+	// end, as announced (Node.Phases).
+	phases int
+	sentTo string // the member the last election message went to
+	// coord is the last COORDINATOR forwarded and coordTo its receiver:
+	// View mode resends it if that receiver dies.
+	coord   Message
+	coordTo string
+}
+
+func newPeterson(n *Node) *peterson {
+	p := &peterson{n: n}
+	p.link = link{n: n, exhausted: p.local}
+	return p
+}
+
+// packPhase packs phase p (from 1) and which of its two messages is meant
+// into Message.Phase: 2p-1 for the first (an active's d), 2p for the second
+// (the e it passes on). Phase 0 is a hand-off's wake-up call (no value).
+func packPhase(p uint32, second bool) uint32 {
+	if second {
+		return 2 * p
+	}
+	return 2*p - 1
+}
+
+// wakeUp is the packed phase of a hand-off's wake-up call.
+const wakeUp = 0
+
+// unpackPhase is the inverse of packPhase.
+func unpackPhase(x uint32) (p uint32, second bool) { return (x + 1) / 2, x%2 == 0 }
+
+// Phases returns the number of active/relay phases of the last election
+// this node saw end, as announced by the node that found itself the only
+// active one (ALGORITHMS.md §3: at most ⌊log₂ n⌋ + 1). It is 0 before the
+// first such election and for the other algorithms. The simulator and the
+// demo report it.
+func (n *Node) Phases() int {
+	if p, ok := n.alg.(*peterson); ok {
+		return p.phases
+	}
+	return 0
+}
+
+func (p *peterson) reset() {
+	p.relay, p.d, p.e, p.phase, p.second, p.last, p.woken = false, Rank{}, Rank{}, 0, false, 0, false
+	p.timer, p.sentTo = 0, ""
+}
+
+// idleTicks bounds the silence within an election: the longest a node waits
+// between two of its messages is about two laps (the last phase's message,
+// then the announcement); three laps leave room.
+func (p *peterson) idleTicks() int { return 3 * lapTicks(p.n) }
+
+// start starts (or joins) the election that follows the highest term seen,
+// unless this node takes part in one already: that one will name a leader.
+func (p *peterson) start() {
+	if p.n.electing {
+		return
+	}
+	p.join(electionTerm(p.n.term), true)
+}
+
+// electionTerm is the term of the election started by a node whose highest
+// term is t. Tag 0 names no winner (only a member whose ID is "0" has it).
+func electionTerm(t Term) Term { return MakeTerm(t.Epoch()+1, 0) }
+
+// join makes this node take part in the election of term t: active (it
+// sends its d) if stand and it is a voter not handing off, else relay.
+func (p *peterson) join(t Term, stand bool) {
+	n := p.n
+	n.observeTerm(t) // an initiator leaves the coordinator of an older term
+	p.reset()
+	p.link.forget() // a member that failed last election may be back
+	p.term = t
+	n.electing = true
+	p.timer = p.idleTicks()
+	if !stand || n.self.NonVoter || n.yielded && n.coordinator == "" {
+		p.relay = true
+		n.setState(StateRelay)
+		return
+	}
+	n.setState(StateActive)
+	p.d, p.phase = n.rank(), 1
+	p.emit(p.d, false)
+}
+
+// emit sends this active's message of the current phase.
+func (p *peterson) emit(v Rank, second bool) {
+	p.pass(Message{Type: MsgElection, Term: p.term, Phase: packPhase(p.phase, second),
+		Value: v, Initiator: p.n.self.ID})
+}
+
+// pass sends an election message clockwise; alone, it comes back to us.
+func (p *peterson) pass(m Message) {
+	p.last = max(p.last, m.Phase)
+	to, ok := p.link.send(m, clockwise, p.n.view.r.Index(p.n.self.ID))
+	if !ok {
+		p.local(m)
+		return
+	}
+	if to != "" {
+		p.sentTo = to
+	}
+}
+
+// local takes back a message that found no other working member: only an
+// active's own message means something (it is the only one left).
+func (p *peterson) local(m Message) {
+	if m.Type == MsgElection && m.Initiator == p.n.self.ID && p.n.electing &&
+		m.Term == p.term && !p.relay {
+		p.handle(m)
+	}
+}
+
+func (p *peterson) step(m Message) {
+	p.link.heard(m.From)
+	switch m.Type {
+	case MsgElection:
+		p.link.ack(m)
+		p.onElection(m)
+	case MsgCoordinator:
+		p.link.ack(m)
+		p.onCoordinator(m)
+	case MsgAck:
+		if !p.link.acked(m) {
+			p.n.drop(DropUnexpected)
+		}
+	default:
+		p.n.drop(DropUnexpected)
+	}
+}
+
+func (p *peterson) onElection(m Message) {
+	n := p.n
+	switch {
+	case m.Term < n.term:
+		n.drop(DropStaleTerm)
+		if !n.electing && n.coordinator == "" && !n.self.NonVoter {
+			// Idle and leaderless in a newer term: pull the others up to
+			// it rather than let their election die here.
+			n.startElection()
+		}
+	case !n.electing || p.term != m.Term:
+		p.wake(m)
+	default:
+		p.handle(m)
+	}
+}
+
+// wake: the first message of an election this node is not part of yet.
+func (p *peterson) wake(m Message) {
+	ph, second := unpackPhase(m.Phase)
+	p.join(m.Term, m.Phase == wakeUp || ph == 1 && !second)
+	p.handle(m)
+}
+
+// handle processes a message of this node's election.
+func (p *peterson) handle(m Message) {
+	if p.relay {
+		p.forward(m)
+		return
+	}
+	p.timer = p.idleTicks()
+	if m.Phase == wakeUp {
+		return // we are awake
+	}
+	ph, second := unpackPhase(m.Phase)
+	if ph != p.phase || second != p.second {
+		p.n.drop(DropOrder) // not the message this phase expects (one was lost)
+		return
+	}
+	if second {
+		p.onF(m.Value)
+		return
+	}
+	p.onE(m.Value)
+}
+
+// forward is a relay's part: pass every message on, but not one that went
+// round (no active is left to take it: it died, or a hand-off found no
+// voter) nor a duplicate.
+func (p *peterson) forward(m Message) {
+	wake := m.Phase == wakeUp
+	if m.Initiator == p.n.self.ID || wake && p.woken || !wake && m.Phase <= p.last {
+		p.n.drop(DropOrder)
+		return
+	}
+	p.woken = p.woken || wake
+	p.timer = p.idleTicks()
+	p.pass(m)
+}
+
+// onE: the phase's first message, the d of the nearest active neighbour.
+func (p *peterson) onE(e Rank) {
+	if e == p.d {
+		p.finish()
+		return
+	}
+	p.e, p.second = e, true
+	p.emit(e, true)
+}
+
+// onF: the phase's second message, the d of the second-nearest active.
+func (p *peterson) onF(f Rank) {
+	if p.e.Compare(p.d) > 0 && p.e.Compare(f) > 0 {
+		p.d, p.phase, p.second = p.e, p.phase+1, false
+		p.emit(p.d, false)
+		return
+	}
+	p.relay = true
+	p.n.setState(StateRelay)
+}
+
+// finish: this is the only active left and d is the leader's rank.
+func (p *peterson) finish() {
+	n := p.n
+	leader := p.d.ID
+	if !n.view.alive(leader) {
+		n.counters.ElectionsRestarted++
+		p.restart()
+		return
+	}
+	t := MakeTerm(n.term.Epoch()+1, Tag(leader))
+	phases := p.phase
+	p.record(leader, t, phases)
+	p.announce(Message{Type: MsgCoordinator, Term: t, Coordinator: leader, Value: p.d,
+		Phase: phases, Initiator: n.self.ID}, n.view.r.Index(n.self.ID))
+}
+
+// record accepts c as coordinator in term t after an election of the given
+// number of phases.
+func (p *peterson) record(c string, t Term, phases uint32) {
+	n := p.n
+	p.phases = int(phases)
+	if n.coordinator == c && n.term == t {
+		return
+	}
+	if c == n.self.ID {
+		n.becomeCoordinator(t)
+		if n.cfg.QuorumSize > 0 {
+			n.heartbeat()
+		}
+		return
+	}
+	n.follow(c, t, false)
+}
+
+// announce sends the COORDINATOR lap on clockwise after ring position at;
+// the lap ends at its Initiator.
+func (p *peterson) announce(m Message, at int) {
+	p.coord = m
+	p.coordTo, _ = p.link.send(m, clockwise, at)
+}
+
+func (p *peterson) onCoordinator(m Message) {
+	n := p.n
+	switch {
+	case m.Coordinator == "" || m.Term.Tag() != Tag(m.Coordinator):
+		n.drop(DropOrder)
+		return
+	case m.Initiator == n.self.ID:
+		return // the lap is back where it started: it is removed
+	case p.coord.Term == m.Term:
+		n.drop(DropUnexpected) // a duplicate, or a lap whose end died
+		return
+	case !n.view.alive(m.Coordinator):
+		n.counters.ElectionsRestarted++
+		p.restart()
+		return
+	}
+	p.record(m.Coordinator, m.Term, m.Phase)
+	p.announce(m, n.view.r.Index(n.self.ID))
+	n.maybePreempt()
+}
+
+func (p *peterson) tick() {
+	p.link.tick()
+	if !p.n.electing || p.timer <= 0 {
+		return
+	}
+	if p.timer--; p.timer > 0 {
+		return
+	}
+	if p.n.self.NonVoter {
+		p.abandon()
+		return
+	}
+	p.n.counters.ElectionsRestarted++
+	p.restart()
+}
+
+// restart abandons the election and starts the next one (a new term),
+// which every other node joins when its first message reaches it; nodes
+// that time out together start the same one.
+func (p *peterson) restart() {
+	n := p.n
+	n.electing = false
+	if n.self.NonVoter {
+		p.abandon()
+		return
+	}
+	if n.yielded && n.coordinator == "" {
+		n.counters.ElectionsStarted++
+		p.handOff()
+		return
+	}
+	n.startElection()
+}
+
+func (p *peterson) abandon() {
+	p.reset()
+	p.n.electing = false
+	if p.n.coordinator == "" {
+		p.n.setState(StateLost)
+	}
+}
+
+// peerDown (View mode): our successor died, and an election message may
+// have died with it: restart. A COORDINATOR lap handed to it goes on to the
+// next member instead.
+func (p *peterson) peerDown(id string) {
+	n := p.n
+	if n.electing && id == p.sentTo {
+		n.counters.ElectionsRestarted++
+		p.restart()
+		return
+	}
+	if id == p.coordTo && p.coord.Term == n.term {
+		p.coordTo = ""
+		p.announce(p.coord, n.view.r.Index(id))
+	}
+}
+
+// resign hands off at once: the coordinator starts an election in a new
+// term in which it is a relay, and wakes its successor with an empty
+// first message; the wake-up spreads as usual, so the next voter by rating
+// wins. It costs one message more than an election all start.
+func (p *peterson) resign() {
+	p.n.counters.ElectionsStarted++
+	p.handOff()
+}
+
+func (p *peterson) handOff() {
+	p.join(electionTerm(p.n.term), false)
+	p.woken = true
+	p.pass(Message{Type: MsgElection, Term: p.term, Phase: wakeUp, Initiator: p.n.self.ID})
+}

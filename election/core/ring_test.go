@@ -1,0 +1,692 @@
+package core
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// testNet is a tiny deterministic network for the ring algorithms: one
+// queue delivered in order (so every link is FIFO), messages to crashed
+// nodes lost but counted as sent, as the simulator counts them. With rng
+// set it delivers a random queued message instead, keeping per-link order
+// if fifo is set.
+type testNet struct {
+	tb     testing.TB
+	roster *Roster
+	ids    []string
+	nodes  map[string]*Node
+	down   map[string]bool
+	queue  []Message
+	head   int
+	sent   [NumMsgTypes]int
+	// observe, when set, sees every message a node sends.
+	observe func(Message)
+	rng     *rand.Rand
+	fifo    bool
+	// copies, when set, says how many copies of a message the network
+	// delivers: 0 loses it, 2 duplicates it.
+	copies func(Message) int
+}
+
+// testCfg is the tests' node configuration: no heartbeat failure detector
+// (only Detect or the view notices a failure, as in the message-count
+// experiments).
+func testCfg(alg Algorithm, mode Mode) Config {
+	return Config{Algorithm: alg, Mode: mode, HeartbeatMisses: 1 << 20}
+}
+
+func newTestNet(tb testing.TB, cfg Config, members []Peer) *testNet {
+	tb.Helper()
+	r, err := NewRoster(members)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := &testNet{tb: tb, roster: r, nodes: make(map[string]*Node, len(members)), down: map[string]bool{}}
+	for _, p := range members {
+		c := cfg
+		c.ID, c.Roster = p.ID, r
+		n, err := NewNode(c)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		w.ids = append(w.ids, p.ID)
+		w.nodes[p.ID] = n
+	}
+	return w
+}
+
+// members returns n peers "1".."n" in ring order; rating(i) rates the i-th.
+func members(n int, rating func(i int) int64) []Peer {
+	out := make([]Peer, n)
+	for i := range out {
+		out[i] = Peer{ID: strconv.Itoa(i + 1), Rating: rating(i)}
+	}
+	return out
+}
+
+func (w *testNet) flush(id string) {
+	for _, m := range w.nodes[id].Ready() {
+		w.sent[m.Type]++
+		if w.observe != nil {
+			w.observe(m)
+		}
+		k := 1
+		if w.copies != nil {
+			k = w.copies(m)
+		}
+		for c := 0; c < k; c++ {
+			w.queue = append(w.queue, m.Clone())
+		}
+	}
+}
+
+// maxDeliveries bounds one deliver call: a message storm (messages that
+// never stop) fails the test instead of eating the machine's memory.
+const maxDeliveries = 1 << 22
+
+// deliver runs the network until no message is queued.
+func (w *testNet) deliver() {
+	for k := 0; w.head < len(w.queue); k++ {
+		if k == maxDeliveries {
+			w.tb.Fatalf("message storm: %d deliveries and %d still queued\n%s", k, len(w.queue)-w.head, w.dump())
+		}
+		if w.head > 1<<16 && w.head > len(w.queue)/2 {
+			w.queue = w.queue[:copy(w.queue, w.queue[w.head:])]
+			w.head = 0
+		}
+		m := w.pop()
+		if !w.down[m.To] {
+			w.nodes[m.To].Step(m)
+			w.flush(m.To)
+		}
+	}
+	w.queue, w.head = w.queue[:0], 0
+}
+
+// deliverUntil delivers in order until the next queued message satisfies
+// stop (it stays queued) or nothing is left.
+func (w *testNet) deliverUntil(stop func(Message) bool) {
+	for w.head < len(w.queue) && !stop(w.queue[w.head]) {
+		m := w.pop()
+		if !w.down[m.To] {
+			w.nodes[m.To].Step(m)
+			w.flush(m.To)
+		}
+	}
+}
+
+func (w *testNet) pop() Message {
+	if w.rng == nil {
+		m := w.queue[w.head]
+		w.queue[w.head] = Message{}
+		w.head++
+		return m
+	}
+	i := w.head + w.rng.IntN(len(w.queue)-w.head)
+	if w.fifo {
+		i = w.firstOnLink(i)
+	}
+	m := w.queue[i]
+	copy(w.queue[w.head+1:i+1], w.queue[w.head:i])
+	w.head++
+	return m
+}
+
+// firstOnLink returns the oldest queued message on the link of queue[i].
+func (w *testNet) firstOnLink(i int) int {
+	for j := w.head; j < i; j++ {
+		if w.queue[j].From == w.queue[i].From && w.queue[j].To == w.queue[i].To {
+			return j
+		}
+	}
+	return i
+}
+
+// tick advances every running node by one tick, then delivers.
+func (w *testNet) tick() {
+	for _, id := range w.ids {
+		if !w.down[id] {
+			w.nodes[id].Tick()
+			w.flush(id)
+		}
+	}
+	w.deliver()
+}
+
+func (w *testNet) detect(ids ...string) {
+	for _, id := range ids {
+		w.nodes[id].Detect()
+		w.flush(id)
+	}
+}
+
+// crash stops ids; in View mode every other node's view learns it.
+func (w *testNet) crash(ids ...string) {
+	for _, id := range ids {
+		w.down[id] = true
+	}
+	for _, id := range ids {
+		for _, o := range w.ids {
+			if !w.down[o] && w.nodes[o].cfg.Mode == View {
+				w.nodes[o].PeerDown(id)
+				w.flush(o)
+			}
+		}
+	}
+}
+
+// restart brings a crashed node back with no state; in View mode it learns
+// who is down (as a memberlist join would tell it) and the others that it
+// is up.
+func (w *testNet) restart(id string) {
+	n, err := NewNode(w.nodes[id].cfg)
+	if err != nil {
+		w.tb.Fatal(err)
+	}
+	w.nodes[id], w.down[id] = n, false
+	if n.cfg.Mode != View {
+		return
+	}
+	for _, o := range w.ids {
+		if w.down[o] {
+			n.PeerDown(o)
+		}
+	}
+	p, _ := w.roster.Get(id)
+	for _, o := range w.ids {
+		if o != id && !w.down[o] {
+			w.nodes[o].PeerUp(p)
+			w.flush(o)
+		}
+	}
+}
+
+// bootstrap settles every node under coordinator in term 1.
+func (w *testNet) bootstrap(coordinator string) {
+	for _, id := range w.ids {
+		w.nodes[id].Bootstrap(coordinator, MakeTerm(1, Tag(coordinator)))
+		w.flush(id)
+	}
+	w.deliver()
+	w.sent = [NumMsgTypes]int{}
+}
+
+// agreed reports the coordinator every running node follows, in one term,
+// with no election running; ok is false otherwise.
+func (w *testNet) agreed() (c string, t Term, ok bool) {
+	first := true
+	for _, id := range w.ids {
+		if w.down[id] {
+			continue
+		}
+		n := w.nodes[id]
+		s := n.Status()
+		if s.Coordinator == "" || n.Electing() || !first && (s.Coordinator != c || s.Term != t) {
+			return "", 0, false
+		}
+		c, t, first = s.Coordinator, s.Term, false
+	}
+	return c, t, !first
+}
+
+// settle ticks until the running nodes agree; it fails the test after
+// maxTicks.
+func (w *testNet) settle(maxTicks int) (string, Term) {
+	w.tb.Helper()
+	w.deliver()
+	for i := 0; ; i++ {
+		if c, t, ok := w.agreed(); ok {
+			return c, t
+		}
+		if i == maxTicks {
+			w.tb.Fatalf("no agreement after %d ticks:\n%s", maxTicks, w.dump())
+		}
+		w.tick()
+	}
+}
+
+func (w *testNet) dump() string {
+	out := ""
+	for _, id := range w.ids {
+		s := w.nodes[id].Status()
+		out += fmt.Sprintf("  %s down=%v state=%s coordinator=%q term=%s electing=%v\n",
+			id, w.down[id], s.State, s.Coordinator, s.Term, w.nodes[id].Electing())
+	}
+	return out
+}
+
+// highestLive is the highest-ranked voter that is up, other than except.
+func (w *testNet) highestLive(except ...string) string {
+	for k := w.roster.Len() - 1; k >= 0; k-- {
+		if p := w.roster.ByRank(k); !p.NonVoter && !w.down[p.ID] && !slices.Contains(except, p.ID) {
+			return p.ID
+		}
+	}
+	return ""
+}
+
+func (w *testNet) counter(f func(*Counters) uint64) uint64 {
+	var sum uint64
+	for _, n := range w.nodes {
+		sum += f(n.Counters())
+	}
+	return sum
+}
+
+// ALGORITHMS.md §2, seeds 002/003: one initiator with m working members
+// costs m ELECTION hops and m COORDINATOR hops; in Textbook mode each dead
+// successor passed costs one failed attempt more (a sent message), and
+// every hop is acknowledged.
+func TestRingSingleInitiatorCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dead      []string
+		initiator string
+	}{
+		{"none dead", nil, "3"},
+		{"coordinator dead", []string{"8"}, "1"},
+		{"initiator before the dead coordinator", []string{"8"}, "7"},
+		{"two dead in a row", []string{"8", "1"}, "5"},
+		{"scattered dead", []string{"8", "2", "5"}, "3"},
+		{"all but two dead", []string{"8", "1", "2", "3", "5", "6"}, "4"},
+	} {
+		for _, mode := range []Mode{Textbook, View} {
+			t.Run(tc.name+"/"+mode.String(), func(t *testing.T) {
+				// No coordinator to start with: in View mode the view
+				// reporting a coordinator dead makes every node elect.
+				w := newTestNet(t, testCfg(Ring, mode), members(8, func(i int) int64 { return int64(10 * (i + 1)) }))
+				w.crash(tc.dead...)
+				w.detect(tc.initiator)
+				c, term := w.settle(500)
+
+				m, k := 8-len(tc.dead), len(tc.dead)
+				if c != w.highestLive() || term.Tag() != Tag(c) {
+					t.Fatalf("coordinator %s term %s, want %s", c, term, w.highestLive())
+				}
+				wantElection, wantAck := m, 0
+				if mode == Textbook {
+					wantElection, wantAck = m+k, 2*m
+				}
+				if got := w.sent[MsgElection]; got != wantElection {
+					t.Errorf("ELECTION messages = %d, want %d (m=%d, dead=%d)", got, wantElection, m, k)
+				}
+				if got := w.sent[MsgCoordinator]; got != m {
+					t.Errorf("COORDINATOR messages = %d, want %d", got, m)
+				}
+				if got := w.sent[MsgAck]; got != wantAck {
+					t.Errorf("ACK messages = %d, want %d", got, wantAck)
+				}
+				if got := w.counter(func(c *Counters) uint64 { return c.ElectionsStarted }); got != 1 {
+					t.Errorf("elections started = %d, want 1", got)
+				}
+			})
+		}
+	}
+}
+
+// The COORDINATOR lap carries the list of working members and names the
+// highest-ranked voter in it; the list holds every working member once, in
+// ring order from the initiator.
+func TestRingCoordinatorListsWorkingMembers(t *testing.T) {
+	w := newTestNet(t, testCfg(Ring, Textbook), members(6, func(i int) int64 { return int64(i) }))
+	w.bootstrap("6")
+	w.crash("6", "2")
+	var list []Peer
+	w.observe = func(m Message) {
+		if m.Type == MsgCoordinator && list == nil {
+			list = m.Clone().List
+		}
+	}
+	w.detect("4")
+	w.settle(200)
+	var got []string
+	for _, p := range list {
+		got = append(got, p.ID)
+	}
+	if fmt.Sprint(got) != "[4 5 1 3]" {
+		t.Fatalf("COORDINATOR list = %v, want [4 5 1 3]", got)
+	}
+}
+
+// Seeds 002/003: several participants may start at once; all must end
+// agreeing. With IDs rising clockwise (tags rising) every lap but the
+// highest-term one dies at the next initiator.
+func TestRingConcurrentInitiatorsAgree(t *testing.T) {
+	t.Run("two", func(t *testing.T) {
+		for _, mode := range []Mode{Textbook, View} {
+			w := newTestNet(t, testCfg(Ring, mode), members(8, func(i int) int64 { return int64((i * 5) % 8) }))
+			w.bootstrap("1")
+			w.crash("1")
+			w.detect("3", "6")
+			if c, _ := w.settle(500); c != w.highestLive() {
+				t.Fatalf("%s: coordinator %s, want %s", mode, c, w.highestLive())
+			}
+		}
+	})
+	t.Run("all rising", func(t *testing.T) {
+		const n = 16
+		w := newTestNet(t, testCfg(Ring, View), members(n, func(i int) int64 { return int64(n - i) }))
+		w.detect(w.ids...)
+		c, _ := w.settle(500)
+		if c != "1" {
+			t.Fatalf("coordinator %s, want 1 (highest rating)", c)
+		}
+		// n-1 laps die after one hop; the highest-tag lap goes round.
+		if got := w.sent[MsgElection]; got != 2*n-1 {
+			t.Errorf("ELECTION messages = %d, want %d", got, 2*n-1)
+		}
+		if got := w.sent[MsgCoordinator]; got != n {
+			t.Errorf("COORDINATOR messages = %d, want %d", got, n)
+		}
+	})
+	t.Run("all falling", func(t *testing.T) {
+		const n = 16
+		ms := members(n, func(i int) int64 { return int64(i) })
+		for i, j := 0, n-1; i < j; i, j = i+1, j-1 {
+			ms[i], ms[j] = ms[j], ms[i] // tags fall clockwise: the worst case
+		}
+		w := newTestNet(t, testCfg(Ring, Textbook), ms)
+		w.detect(w.ids...)
+		if c, _ := w.settle(500); c != w.highestLive() {
+			t.Fatalf("coordinator %s, want %s", c, w.highestLive())
+		}
+		if got, bound := w.sent[MsgElection], n*(n+1)/2; got > bound {
+			t.Errorf("ELECTION messages = %d, want at most %d", got, bound)
+		}
+	})
+}
+
+// Random initiators, ratings, crashes and delivery orders (the ring needs no
+// FIFO): every run ends with all running nodes following the highest-ranked
+// live voter in one term.
+func TestRingRandomSchedulesAgree(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		n := 3 + rng.IntN(8)
+		mode := Mode(rng.IntN(2))
+		w := newTestNet(t, testCfg(Ring, mode), members(n, func(int) int64 { return rng.Int64N(5) }))
+		w.rng = rng
+		w.bootstrap(w.roster.ByRank(n - 1).ID)
+		w.crash(w.roster.ByRank(n - 1).ID)
+		for _, id := range w.ids[:rng.IntN(2)] {
+			if !w.down[id] {
+				w.crash(id)
+			}
+		}
+		var live []string
+		for _, id := range w.ids {
+			if !w.down[id] && rng.IntN(3) == 0 {
+				live = append(live, id)
+			}
+		}
+		if len(live) == 0 {
+			live = append(live, w.highestLive())
+		}
+		w.detect(live...)
+		if c, _ := w.settle(2000); c != w.highestLive() {
+			t.Fatalf("seed %d (%s): coordinator %s, want %s\n%s", seed, mode, c, w.highestLive(), w.dump())
+		}
+	}
+}
+
+// Both ring algorithms under random faults: random ratings (with ties),
+// initiators, delivery orders (per-link FIFO for the active/relay ring, any
+// order for the ring), a crash at a random point of the election, lost and
+// duplicated messages for a while, a resign, restarts of crashed nodes.
+// Every run must end with the running nodes agreeing on one coordinator in
+// one term, which in View mode is the highest-ranked live voter. (Textbook
+// mode cannot tell a member that died after the lap collected it, so there
+// the coordinator may be a dead node; lost announcements need the heartbeat
+// failure detector, which lossy runs turn on.)
+func TestRingAlgorithmsRandomFaults(t *testing.T) {
+	for seed := uint64(1); seed <= 3000; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		alg, mode, lossy := Algorithm(1+rng.IntN(2)), Mode(rng.IntN(2)), rng.IntN(3) == 0
+		cfg := testCfg(alg, mode)
+		if lossy {
+			cfg.HeartbeatMisses = 3
+		}
+		n := 3 + rng.IntN(8)
+		w := newTestNet(t, cfg, members(n, func(int) int64 { return rng.Int64N(6) }))
+		w.rng, w.fifo = rng, alg == Peterson || rng.IntN(2) == 0
+		name := fmt.Sprintf("seed %d %s/%s lossy=%v", seed, alg, mode, lossy)
+		faultyElection(w, rng, lossy)
+		c := checkFaultyOutcome(t, w, name, w.highestLive())
+		resigned := ""
+		if !w.down[c] && rng.IntN(2) == 0 {
+			resigned = c
+			w.nodes[c].Resign()
+			w.flush(c)
+			checkFaultyOutcome(t, w, name+" after resign", w.highestLive(resigned))
+		}
+		for _, id := range w.ids {
+			if w.down[id] && rng.IntN(2) == 0 {
+				w.restart(id)
+			}
+		}
+		// A later election may bring the resigned node back (it only
+		// refrains from displacing its successor).
+		checkFaultyOutcome(t, w, name+" after restarts", w.highestLive(), w.highestLive(resigned))
+	}
+}
+
+// faultyElection starts an election from random initiators and injures it.
+func faultyElection(w *testNet, rng *rand.Rand, lossy bool) {
+	if rng.IntN(2) == 0 {
+		top := w.roster.ByRank(len(w.ids) - 1).ID
+		w.bootstrap(top)
+		w.crash(top)
+	}
+	if lossy {
+		loss, dup := 0.3*rng.Float64(), 0.3*rng.Float64()
+		w.copies = func(Message) int {
+			switch x := rng.Float64(); {
+			case x < loss:
+				return 0
+			case x < loss+dup:
+				return 2
+			}
+			return 1
+		}
+	}
+	var initiators []string
+	for _, id := range w.ids {
+		if !w.down[id] && rng.IntN(3) == 0 {
+			initiators = append(initiators, id)
+		}
+	}
+	w.detect(append(initiators, w.highestLive())...)
+	k := rng.IntN(30)
+	w.deliverUntil(func(Message) bool { k--; return k < 0 })
+	if up := len(w.ids) - len(w.down); up > 2 && rng.IntN(2) == 0 {
+		for _, id := range rng.Perm(len(w.ids)) {
+			if !w.down[w.ids[id]] {
+				w.crash(w.ids[id])
+				break
+			}
+		}
+	}
+	if lossy {
+		for range 50 {
+			w.tick()
+		}
+		w.copies = nil
+	}
+}
+
+// checkFaultyOutcome waits for agreement; in View mode the coordinator
+// must be one of want.
+func checkFaultyOutcome(t *testing.T, w *testNet, name string, want ...string) string {
+	t.Helper()
+	w.deliver()
+	for range 20 * lapTicks(w.nodes[w.ids[0]]) {
+		if c, _, ok := w.agreed(); ok {
+			if w.nodes[w.ids[0]].cfg.Mode == View && !slices.Contains(want, c) {
+				t.Fatalf("%s: coordinator %s, want %v\n%s", name, c, want, w.dump())
+			}
+			return c
+		}
+		w.tick()
+	}
+	t.Fatalf("%s: no agreement\n%s", name, w.dump())
+	return ""
+}
+
+// Non-voters forward the lap but are never chosen, however high their rating.
+func TestRingNonVoterNeverChosen(t *testing.T) {
+	ms := members(5, func(i int) int64 { return int64(i) })
+	ms[4].NonVoter = true // the highest rating
+	ms[2].NonVoter = true
+	w := newTestNet(t, testCfg(Ring, Textbook), ms)
+	w.detect("1")
+	if c, _ := w.settle(200); c != "4" {
+		t.Fatalf("coordinator %s, want 4 (the highest voter)", c)
+	}
+}
+
+// A member crashes holding the ELECTION (it acknowledged it, so its
+// predecessor does not skip it): the lap never returns, the election times
+// out (lapTicks) and restarts in a new term.
+func TestRingCrashMidElectionRestarts(t *testing.T) {
+	w := newTestNet(t, testCfg(Ring, Textbook), members(6, func(i int) int64 { return int64(i) }))
+	w.bootstrap("6")
+	w.crash("6")
+	w.detect("1")
+	// Deliver hops until the lap has reached node 3, then crash 3 before
+	// it acknowledges or forwards.
+	w.deliverUntil(func(m Message) bool { return m.Type == MsgElection && m.To == "3" })
+	// 3 receives and acknowledges the lap, then crashes before passing it on.
+	w.nodes["3"].Step(w.pop())
+	for _, m := range w.nodes["3"].Ready() {
+		if m.Type == MsgAck {
+			w.queue = append(w.queue, m)
+		}
+	}
+	w.crash("3")
+	c, _ := w.settle(3 * lapTicks(w.nodes["1"]))
+	if c != "5" {
+		t.Fatalf("coordinator %s, want 5", c)
+	}
+	if w.counter(func(c *Counters) uint64 { return c.ElectionsRestarted }) == 0 {
+		t.Fatal("no election was restarted")
+	}
+}
+
+// View mode: the successor that holds the lap dies; the view tells its
+// predecessor, which restarts at once instead of waiting for the timeout.
+func TestRingViewSuccessorDownRestarts(t *testing.T) {
+	w := newTestNet(t, testCfg(Ring, View), members(6, func(i int) int64 { return int64(i) }))
+	w.bootstrap("6")
+	w.crash("6")
+	w.detect("1")
+	w.deliverUntil(func(m Message) bool { return m.Type == MsgElection && m.To == "4" })
+	w.crash("4")
+	if got := w.nodes["3"].Counters().ElectionsRestarted; got != 1 {
+		t.Fatalf("node 3 restarted %d elections, want 1", got)
+	}
+	if c, _ := w.settle(10); c != "5" {
+		t.Fatalf("coordinator %s, want 5", c)
+	}
+}
+
+// View mode: a member dies after the lap listed it. If it would have been
+// chosen it is passed over; if the COORDINATOR lap already names it, the
+// first node that knows it is dead elects again.
+func TestRingViewDeadCoordinatorNotFollowed(t *testing.T) {
+	t.Run("passed over", func(t *testing.T) {
+		w := newTestNet(t, testCfg(Ring, View), members(5, func(i int) int64 { return int64(i) }))
+		w.detect("1")
+		w.deliverUntil(func(m Message) bool { return m.Type == MsgElection && m.To == "1" })
+		w.crash("5")
+		if c, _ := w.settle(10); c != "4" {
+			t.Fatalf("coordinator %s, want 4", c)
+		}
+	})
+	t.Run("named", func(t *testing.T) {
+		w := newTestNet(t, testCfg(Ring, View), members(5, func(i int) int64 { return int64(i) }))
+		w.detect("1")
+		w.deliverUntil(func(m Message) bool { return m.Type == MsgCoordinator })
+		w.crash("5")
+		if c, _ := w.settle(10); c != "4" {
+			t.Fatalf("coordinator %s, want 4", c)
+		}
+		if w.counter(func(c *Counters) uint64 { return c.ElectionsRestarted }) == 0 {
+			t.Fatal("no election was restarted")
+		}
+	})
+}
+
+// Resign: the coordinator hands off at once to the next voter by rating and
+// does not displace it afterwards.
+func TestRingResignHandsOff(t *testing.T) {
+	for _, alg := range []Algorithm{Ring, Peterson} {
+		for _, mode := range []Mode{Textbook, View} {
+			t.Run(alg.String()+"/"+mode.String(), func(t *testing.T) {
+				w := newTestNet(t, testCfg(alg, mode), members(6, func(i int) int64 { return int64((i * 7) % 6) }))
+				top := w.roster.ByRank(5).ID
+				w.bootstrap(top)
+				w.nodes[top].Resign()
+				w.flush(top)
+				c, term := w.settle(200)
+				if want := w.roster.ByRank(4).ID; c != want {
+					t.Fatalf("coordinator %s, want %s (next by rating)", c, want)
+				}
+				if term <= MakeTerm(1, Tag(top)) {
+					t.Fatalf("term %s is not newer than the resigned coordinator's", term)
+				}
+				for i := 0; i < 50; i++ {
+					w.tick()
+				}
+				if c2, _, ok := w.agreed(); !ok || c2 != c {
+					t.Fatalf("after resign the cluster moved on to %q (ok=%v)", c2, ok)
+				}
+			})
+		}
+	}
+}
+
+// A node alone in its ring elects itself without sending anything.
+func TestRingAlone(t *testing.T) {
+	for _, alg := range []Algorithm{Ring, Peterson} {
+		for _, mode := range []Mode{Textbook, View} {
+			w := newTestNet(t, testCfg(alg, mode), members(3, func(i int) int64 { return int64(i) }))
+			w.crash("2", "3")
+			w.detect("1")
+			if c, _ := w.settle(100); c != "1" {
+				t.Fatalf("%s/%s: coordinator %s, want 1", alg, mode, c)
+			}
+		}
+	}
+}
+
+// The lap timeout grows with the ring, so a 10,000-member ring is not
+// timed out mid-lap by its own size.
+func TestLapTicksScalesWithRing(t *testing.T) {
+	small := newTestNet(t, testCfg(Ring, View), members(10, func(i int) int64 { return int64(i) }))
+	big := newTestNet(t, testCfg(Ring, View), members(1000, func(i int) int64 { return int64(i) }))
+	s, b := lapTicks(small.nodes["1"]), lapTicks(big.nodes["1"])
+	if b < 1000*DefaultConfig().RoundTrip || b <= s {
+		t.Fatalf("lapTicks: 10 members %d, 1000 members %d: want it to grow with the ring", s, b)
+	}
+}
+
+func BenchmarkRingElection(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
+			ms := members(n, func(i int) int64 { return int64(i) })
+			var msgs int
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				w := newTestNet(b, testCfg(Ring, View), ms)
+				b.StartTimer()
+				w.detect("1")
+				w.deliver()
+				msgs = w.sent[MsgElection] + w.sent[MsgCoordinator]
+			}
+			b.ReportMetric(float64(msgs), "msgs/op")
+		})
+	}
+}

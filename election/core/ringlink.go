@@ -1,0 +1,248 @@
+package core
+
+// route says how a ring message picks its next hop.
+type route uint8
+
+const (
+	// clockwise: the members after the sender in ring order.
+	clockwise route = iota
+	// listed: the members of m.List after the sender, ending at
+	// m.Initiator (the ring's COORDINATOR lap, which visits only the
+	// working participants that the ELECTION lap collected).
+	listed
+)
+
+// hop is a ring message on its way to the next working member.
+type hop struct {
+	m     Message // m.To: the member it was last sent to (else "" or this node)
+	route route
+	at    int // position of the sender, then of m.To: ring index or List index
+	timer int // ticks left for m.To to acknowledge
+}
+
+// link carries the ring algorithms' messages one hop clockwise to the next
+// working member (ALGORITHMS.md §2: "if the successor does not respond, it
+// sends to the one after, and so on, until a working participant is found").
+//
+// View mode: members the view holds dead are skipped; nothing is
+// acknowledged (a lost message is covered by the election's timeout).
+//
+// Textbook mode has no view, so every hop is acknowledged with MsgAck. A
+// member that does not acknowledge within HopTimeout ticks is marked failed
+// for the rest of the election and the message goes to the one after; the
+// failed attempt was a sent message and is counted as one. Hops leave one at
+// a time (stop and wait): the next message is addressed only once the one
+// before has been acknowledged or passed on, so per-link order is kept
+// across skips and a dead member costs one failed attempt per election, not
+// one per message.
+type link struct {
+	n      *Node
+	out    []hop               // Textbook: out[0] is in flight when busy
+	busy   bool                // out[0] has been sent and awaits its Ack
+	failed map[string]struct{} // Textbook: members that did not acknowledge
+	// exhausted receives a queued message that found no member left to
+	// try (every other member is dead): the caller decides what it means.
+	exhausted func(Message)
+}
+
+// send hands m to the first working member after position from (this
+// node's ring index, or its index in m.List) and returns that member, or ""
+// if m had to wait behind other hops (Textbook mode). It reports false when
+// no other member works at all (this node is alone); nothing was sent then.
+func (l *link) send(m Message, rt route, from int) (string, bool) {
+	l.release()
+	if l.n.cfg.Mode == Textbook && (l.busy || len(l.out) > 0) {
+		l.out = append(l.out, hop{m: m, route: rt, at: from})
+		return "", true
+	}
+	at, ok := l.next(m, rt, from)
+	if !ok {
+		return "", false
+	}
+	if l.n.cfg.Mode == View {
+		return l.transmit(&hop{m: m, route: rt, at: at}), true
+	}
+	l.out = append(l.out, hop{m: m, route: rt, at: at})
+	l.busy = true
+	return l.transmit(&l.out[0]), true
+}
+
+// transmit sends h.m to the member at h.at and returns its ID.
+func (l *link) transmit(h *hop) string {
+	if h.route == listed {
+		h.m.To = h.m.List[h.at].ID
+		h.m.Phase = uint32(h.at) // the receiver's place in the list
+	} else {
+		h.m.To = l.n.view.r.At(h.at).ID
+	}
+	h.timer = l.n.cfg.HopTimeout
+	l.n.send(h.m)
+	return h.m.To
+}
+
+// next finds the first usable member after position from on rt.
+func (l *link) next(m Message, rt route, from int) (int, bool) {
+	self := l.n.self.ID
+	if rt == listed {
+		for k := 1; k < len(m.List); k++ {
+			j := (from + k) % len(m.List)
+			switch id := m.List[j].ID; {
+			case id == self:
+				return 0, false
+			case l.usable(id):
+				return j, true
+			case id == m.Initiator:
+				return 0, false // the lap would pass its end
+			}
+		}
+		return 0, false
+	}
+	r := l.n.view.r
+	for k := 1; k < r.Len(); k++ {
+		i := (from + k) % r.Len()
+		switch id := r.At(i).ID; {
+		case id == self:
+			return 0, false
+		case l.usable(id):
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func (l *link) usable(id string) bool {
+	if !l.n.view.alive(id) {
+		return false
+	}
+	_, f := l.failed[id]
+	return !f
+}
+
+// ack acknowledges a ring message in Textbook mode. The Ack echoes what
+// identifies the message on its link; its term is this node's, so that a
+// sender that is behind learns the newer term.
+func (l *link) ack(m Message) {
+	if l.n.cfg.Mode != Textbook || m.From == "" || m.From == l.n.self.ID {
+		return
+	}
+	l.n.send(Message{Type: MsgAck, To: m.From, Initiator: m.Initiator, Phase: m.Phase,
+		Value: m.Value, Coordinator: m.Coordinator})
+}
+
+// acked handles an Ack; it reports whether it matched the hop in flight.
+func (l *link) acked(a Message) bool {
+	if !l.busy || len(l.out) == 0 {
+		return false
+	}
+	h := &l.out[0]
+	if h.m.To != a.From || h.m.Initiator != a.Initiator || h.m.Phase != a.Phase ||
+		h.m.Value != a.Value || h.m.Coordinator != a.Coordinator {
+		return false
+	}
+	l.pop()
+	l.pump()
+	return true
+}
+
+// heard notes that id is working: a member that sent us something is no
+// longer skipped.
+func (l *link) heard(id string) {
+	if l.failed != nil {
+		delete(l.failed, id)
+	}
+}
+
+// forget ends the election's memory of failed members.
+func (l *link) forget() { clear(l.failed) }
+
+// release abandons a hop in flight whose term this node has left behind
+// (the message no longer matters, and its Ack, stamped with the older term
+// of its receiver, would be dropped as stale), without holding its receiver
+// failed, and sends what waits behind it.
+func (l *link) release() {
+	if l.busy && l.out[0].m.Term < l.n.term {
+		l.pop()
+		l.pump()
+	}
+}
+
+// tick runs the hop timer of the message in flight.
+func (l *link) tick() {
+	l.release()
+	if !l.busy {
+		return
+	}
+	if l.out[0].timer--; l.out[0].timer > 0 {
+		return
+	}
+	h := &l.out[0]
+	if l.failed == nil {
+		l.failed = make(map[string]struct{})
+	}
+	l.failed[h.m.To] = struct{}{}
+	l.busy = false
+	h.m = h.m.Clone() // the list must not share memory with a copy that arrived
+	l.pump()
+}
+
+// pump sends the first queued message that has somewhere to go, handing
+// the others to exhausted.
+func (l *link) pump() {
+	for !l.busy && len(l.out) > 0 {
+		h := &l.out[0]
+		if h.m.Term < l.n.term {
+			l.pop() // outdated: this node has seen a newer term since
+			continue
+		}
+		at, ok := l.next(h.m, h.route, l.origin(h))
+		if !ok {
+			m := h.m
+			l.pop()
+			if l.exhausted != nil {
+				l.exhausted(m) // may queue more; the loop picks it up
+			}
+			continue
+		}
+		h.at = at
+		l.busy = true
+		l.transmit(h)
+	}
+}
+
+// origin is the position to go on from: the member h was last sent to,
+// or this node for a hop not sent yet. Ring positions are looked up by ID,
+// since a roster that grows by membership events shifts them.
+func (l *link) origin(h *hop) int {
+	if h.route == listed {
+		return h.at
+	}
+	id := h.m.To
+	if id == "" {
+		id = l.n.self.ID
+	}
+	if i := l.n.view.r.Index(id); i >= 0 {
+		return i
+	}
+	return h.at
+}
+
+func (l *link) pop() {
+	l.busy = false
+	l.out[0] = hop{}
+	l.out = l.out[1:]
+	if len(l.out) == 0 {
+		l.out = nil
+	}
+}
+
+// lapTicks bounds one lap of the ring: every member may cost a one-way trip
+// (at most RoundTrip) and, in Textbook mode, a hop timeout if it is dead;
+// CoordinatorTimeout is slack. It grows with the ring, so that a 10,000
+// member ring is not timed out mid-lap.
+func lapTicks(n *Node) int {
+	per := n.cfg.RoundTrip
+	if n.cfg.Mode == Textbook {
+		per += n.cfg.HopTimeout
+	}
+	return n.view.r.Len()*per + n.cfg.CoordinatorTimeout
+}
