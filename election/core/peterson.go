@@ -135,7 +135,7 @@ func (p *peterson) join(t Term, stand bool) {
 	n := p.n
 	n.observeTerm(t) // an initiator leaves the coordinator of an older term
 	p.reset()
-	p.link.forget() // a member that failed last election may be back
+	p.link.begin()
 	p.term = t
 	n.electing = true
 	p.timer = p.idleTicks()
@@ -297,13 +297,14 @@ func (p *peterson) finish() {
 func (p *peterson) record(c string, t Term, phases uint32) {
 	n := p.n
 	p.phases = int(phases)
+	defer p.link.noteLeader()
 	if n.coordinator == c && n.term == t {
 		return
 	}
 	if c == n.self.ID {
 		n.becomeCoordinator(t)
 		if n.cfg.QuorumSize > 0 {
-			n.heartbeat()
+			n.heartbeat() // collect the acks that confirm us
 		}
 		return
 	}

@@ -93,7 +93,7 @@ func (r *ring) open() {
 // join marks this node as taking part in an election.
 func (r *ring) join() {
 	if !r.n.electing {
-		r.link.forget() // a member that failed last time may be back
+		r.link.begin()
 	}
 	r.n.electing = true
 	r.n.setState(StateCandidate)
@@ -247,11 +247,13 @@ func (r *ring) record(c string, t Term) {
 				n.heartbeat() // collect the acks that confirm us
 			}
 		}
+		r.link.noteLeader()
 		return
 	}
 	if n.coordinator != c || n.term != t {
 		n.follow(c, t, false)
 	}
+	r.link.noteLeader()
 }
 
 // announce sends the COORDINATOR lap on from list position at.

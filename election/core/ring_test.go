@@ -592,6 +592,37 @@ func TestRingViewSuccessorDownRestarts(t *testing.T) {
 	}
 }
 
+// View mode, coordinator crashed but membership has not said so yet (the
+// heartbeat detector noticed): the hop to the suspected old coordinator is
+// acknowledged, so the silent one is skipped after HopTimeout instead of
+// swallowing the election; a live one acknowledges and stays in it.
+func TestViewSuspectedCoordinator(t *testing.T) {
+	for _, alg := range []Algorithm{Ring, Peterson} {
+		for _, crashed := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/crashed=%v", alg, crashed), func(t *testing.T) {
+				w := newTestNet(t, testCfg(alg, View), members(6, func(i int) int64 { return int64(i) }))
+				w.bootstrap("6")
+				w.tick()
+				if crashed {
+					w.down["6"] = true // silently: the views still hold it alive
+				}
+				w.sent = [NumMsgTypes]int{}
+				w.detect("2", "4")
+				c, _ := w.settle(4 * w.nodes["1"].cfg.HopTimeout)
+				if want := w.highestLive(); c != want {
+					t.Fatalf("coordinator %s, want %s", c, want)
+				}
+				if got, want := w.sent[MsgAck], 1; !crashed && got != want {
+					t.Errorf("%d Acks, want %d (the live old coordinator's)", got, want)
+				}
+				if got := w.counter(func(c *Counters) uint64 { return c.ElectionsRestarted }); got != 0 {
+					t.Errorf("%d elections restarted, want 0", got)
+				}
+			})
+		}
+	}
+}
+
 // View mode: a member dies after the lap listed it. If it would have been
 // chosen it is passed over; if the COORDINATOR lap already names it, the
 // first node that knows it is dead elects again.

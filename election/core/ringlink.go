@@ -24,22 +24,32 @@ type hop struct {
 // working member (ALGORITHMS.md §2: "if the successor does not respond, it
 // sends to the one after, and so on, until a working participant is found").
 //
-// View mode: members the view holds dead are skipped; nothing is
-// acknowledged (a lost message is covered by the election's timeout).
-//
 // Textbook mode has no view, so every hop is acknowledged with MsgAck. A
 // member that does not acknowledge within HopTimeout ticks is marked failed
 // for the rest of the election and the message goes to the one after; the
-// failed attempt was a sent message and is counted as one. Hops leave one at
-// a time (stop and wait): the next message is addressed only once the one
-// before has been acknowledged or passed on, so per-link order is kept
-// across skips and a dead member costs one failed attempt per election, not
-// one per message.
+// failed attempt was a sent message and is counted as one. A hop awaiting
+// its Ack holds back the messages behind it (stop and wait), so per-link
+// order is kept across skips and a dead member costs one failed attempt per
+// election, not one per message.
+//
+// View mode skips members the view holds dead and acknowledges nothing (a
+// lost message is covered by the election's timeout), with one exception:
+// the coordinator this node followed when the election began is the one
+// member likely to be dead before membership says so (its silence is what
+// usually starts an election). An ELECTION sent to it names it in
+// Coordinator ("the coordinator I suspect"); the receiver so named
+// acknowledges it, and a silent one is skipped as in Textbook mode. A live
+// old coordinator thus stays in the election, a dead one costs HopTimeout
+// instead of the election, and the price is one Ack per election.
 type link struct {
 	n      *Node
-	out    []hop               // Textbook: out[0] is in flight when busy
+	out    []hop               // hops held back; out[0] is in flight when busy
 	busy   bool                // out[0] has been sent and awaits its Ack
-	failed map[string]struct{} // Textbook: members that did not acknowledge
+	failed map[string]struct{} // members that did not acknowledge
+	// leader is the last coordinator this node knew (itself included);
+	// suspect is the one that must acknowledge, in View mode, for this
+	// election.
+	leader, suspect string
 	// exhausted receives a queued message that found no member left to
 	// try (every other member is dead): the caller decides what it means.
 	exhausted func(Message)
@@ -47,11 +57,11 @@ type link struct {
 
 // send hands m to the first working member after position from (this
 // node's ring index, or its index in m.List) and returns that member, or ""
-// if m had to wait behind other hops (Textbook mode). It reports false when
-// no other member works at all (this node is alone); nothing was sent then.
+// if m has to wait behind a hop awaiting its Ack. It reports false when no
+// other member works at all (this node is alone); nothing was sent then.
 func (l *link) send(m Message, rt route, from int) (string, bool) {
 	l.release()
-	if l.n.cfg.Mode == Textbook && (l.busy || len(l.out) > 0) {
+	if l.busy || len(l.out) > 0 {
 		l.out = append(l.out, hop{m: m, route: rt, at: from})
 		return "", true
 	}
@@ -59,21 +69,42 @@ func (l *link) send(m Message, rt route, from int) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if l.n.cfg.Mode == View {
-		return l.transmit(&hop{m: m, route: rt, at: at}), true
+	h := hop{m: m, route: rt, at: at}
+	if !l.needsAck(&h) {
+		return l.transmit(&h), true
 	}
-	l.out = append(l.out, hop{m: m, route: rt, at: at})
+	l.out = append(l.out, h)
 	l.busy = true
 	return l.transmit(&l.out[0]), true
 }
 
+// needsAck reports whether the hop to position h.at must be acknowledged.
+func (l *link) needsAck(h *hop) bool {
+	if l.n.cfg.Mode == Textbook {
+		return true
+	}
+	return l.suspect != "" && l.target(h) == l.suspect
+}
+
+// target is the ID of the member at h.at.
+func (l *link) target(h *hop) string {
+	if h.route == listed {
+		return h.m.List[h.at].ID
+	}
+	return l.n.view.r.At(h.at).ID
+}
+
 // transmit sends h.m to the member at h.at and returns its ID.
 func (l *link) transmit(h *hop) string {
-	if h.route == listed {
-		h.m.To = h.m.List[h.at].ID
+	h.m.To = l.target(h)
+	switch {
+	case h.route == listed:
 		h.m.Phase = uint32(h.at) // the receiver's place in the list
-	} else {
-		h.m.To = l.n.view.r.At(h.at).ID
+	case h.m.Type == MsgElection:
+		h.m.Coordinator = "" // an ELECTION names only a suspect it goes to
+		if l.n.cfg.Mode == View && h.m.To == l.suspect {
+			h.m.Coordinator = l.suspect
+		}
 	}
 	h.timer = l.n.cfg.HopTimeout
 	l.n.send(h.m)
@@ -118,11 +149,13 @@ func (l *link) usable(id string) bool {
 	return !f
 }
 
-// ack acknowledges a ring message in Textbook mode. The Ack echoes what
-// identifies the message on its link; its term is this node's, so that a
-// sender that is behind learns the newer term.
+// ack acknowledges a ring message: always in Textbook mode; in View mode
+// an ELECTION whose sender suspects this node (it names it). The Ack echoes
+// what identifies the message on its link; its term is this node's, so
+// that a sender that is behind learns the newer term.
 func (l *link) ack(m Message) {
-	if l.n.cfg.Mode != Textbook || m.From == "" || m.From == l.n.self.ID {
+	suspected := m.Type == MsgElection && m.Coordinator == l.n.self.ID
+	if l.n.cfg.Mode != Textbook && !suspected || m.From == "" || m.From == l.n.self.ID {
 		return
 	}
 	l.n.send(Message{Type: MsgAck, To: m.From, Initiator: m.Initiator, Phase: m.Phase,
@@ -145,15 +178,32 @@ func (l *link) acked(a Message) bool {
 }
 
 // heard notes that id is working: a member that sent us something is no
-// longer skipped.
+// longer skipped nor suspected.
 func (l *link) heard(id string) {
 	if l.failed != nil {
 		delete(l.failed, id)
 	}
+	if id == l.suspect {
+		l.suspect = ""
+	}
 }
 
-// forget ends the election's memory of failed members.
-func (l *link) forget() { clear(l.failed) }
+// noteLeader records the coordinator this node knows now, if any.
+func (l *link) noteLeader() {
+	if c := l.n.coordinator; c != "" {
+		l.leader = c
+	}
+}
+
+// begin starts a new election's memory: no member failed yet (one that
+// failed last time may be back), and the last coordinator suspected.
+func (l *link) begin() {
+	clear(l.failed)
+	l.suspect = ""
+	if l.leader != l.n.self.ID {
+		l.suspect = l.leader
+	}
+}
 
 // release abandons a hop in flight whose term this node has left behind
 // (the message no longer matters, and its Ack, stamped with the older term
@@ -168,6 +218,7 @@ func (l *link) release() {
 
 // tick runs the hop timer of the message in flight.
 func (l *link) tick() {
+	l.noteLeader()
 	l.release()
 	if !l.busy {
 		return
@@ -204,6 +255,12 @@ func (l *link) pump() {
 			continue
 		}
 		h.at = at
+		if !l.needsAck(h) {
+			sent := *h
+			l.pop()
+			l.transmit(&sent)
+			continue
+		}
 		l.busy = true
 		l.transmit(h)
 	}
