@@ -81,6 +81,7 @@ func (c *testCluster) crash(id string) {
 		c.t.Fatalf("%s: Run after crash = %v, want ErrTransportClosed", id, err)
 	}
 	n.cancel()
+	n.rec.Unregister()
 	delete(c.nodes, id)
 	c.ids = slices.DeleteFunc(c.ids, func(s string) bool { return s == id })
 }
@@ -92,6 +93,7 @@ func (c *testCluster) stop() {
 		if err := <-n.runErr; err != nil {
 			c.t.Errorf("%s: Run = %v after Close", id, err)
 		}
+		n.rec.Unregister()
 	}
 	c.nodes = nil
 	c.net.Close()
