@@ -65,8 +65,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.wg.Add(1)
-	go n.disp.run(n.stop)
+	n.goFunc(func() { n.disp.run(n.stop) })
 	if n.ml, err = memberlist.Create(mc); err != nil {
 		close(n.stop)
 		n.wg.Wait()
@@ -243,7 +242,7 @@ func (n *Node) rejoin() {
 // Members lists this node and the other members it knows, sorted by name,
 // including those that left or died recently (Alive false) and those it
 // refuses (Refused set).
-func (n *Node) Members() []Member { return n.table.members() }
+func (n *Node) Members() []Member { return n.table.members(time.Now()) }
 
 // Stats returns the node's cumulative counts.
 func (n *Node) Stats() Stats { return n.stats.snapshot() }

@@ -259,13 +259,17 @@ func (t *table) setSelfMeta(m meta) {
 	t.mu.Unlock()
 }
 
-// members lists this node and every member the table holds, by name.
-func (t *table) members() []Member {
+// members lists this node and the members the table holds, by name,
+// leaving out those departed more than forget before now (prune deletes
+// them when the dispatcher next runs).
+func (t *table) members(now time.Time) []Member {
 	t.mu.RLock()
 	out := make([]Member, 0, len(t.peers)+1)
 	out = append(out, t.self.member(true))
 	for _, e := range t.peers {
-		out = append(out, e.member(false))
+		if e.alive || now.Sub(e.since) <= t.forget {
+			out = append(out, e.member(false))
+		}
 	}
 	t.mu.RUnlock()
 	slices.SortFunc(out, func(a, b Member) int { return core.CompareID(a.Name, b.Name) })

@@ -90,7 +90,7 @@ func TestTableRefusesBadMeta(t *testing.T) {
 	if got := render(tb.alive(bad, now)); got != "down:x" {
 		t.Fatalf("meta broken again: %q", got)
 	}
-	if m := tb.members(); m[1].Name != "x" || m[1].Refused != RefusedMeta || !m[1].Alive {
+	if m := tb.members(now); m[1].Name != "x" || m[1].Refused != RefusedMeta || !m[1].Alive {
 		t.Fatalf("members: %+v", m)
 	}
 }
@@ -137,11 +137,14 @@ func TestTablePruneAndMembers(t *testing.T) {
 	tb.alive(info("a", meta{Boot: 6, NonVoter: true}), t0)
 	tb.leave("a", t0)
 	var names []string
-	for _, m := range tb.members() {
+	for _, m := range tb.members(t0) {
 		names = append(names, fmt.Sprintf("%s:%v:%v:%v", m.Name, m.Alive, m.Voter, m.Self))
 	}
 	if want := []string{"a:false:false:false", "b:true:true:false", "self:true:true:true"}; !slices.Equal(names, want) {
 		t.Fatalf("members %v, want %v", names, want)
+	}
+	if n := len(tb.members(t0.Add(time.Minute + 1))); n != 2 {
+		t.Fatalf("members lists a member departed longer than forget: %d", n)
 	}
 	if gone := tb.prune(t0.Add(time.Minute)); len(gone) != 0 {
 		t.Fatalf("pruned too early: %v", gone)
@@ -149,7 +152,7 @@ func TestTablePruneAndMembers(t *testing.T) {
 	if gone := tb.prune(t0.Add(time.Minute + 1)); !slices.Equal(gone, []string{"a"}) {
 		t.Fatalf("pruned %v, want [a]", gone)
 	}
-	if b := tb.members()[0]; b.Addr != "127.0.0.1:7946" || b.Algorithm != "ring" || b.BootID != 5 {
+	if b := tb.members(t0)[0]; b.Addr != "127.0.0.1:7946" || b.Algorithm != "ring" || b.BootID != 5 {
 		t.Fatalf("member b: %+v", b)
 	}
 }
