@@ -206,7 +206,7 @@ type FaultTransport struct {
 
 	mu     sync.Mutex
 	closed bool
-	timers map[*time.Timer]struct{}   // delayed sends not yet run
+	timers map[*time.Timer]struct{}  // delayed sends not yet run
 	conns  map[*delayedConn]struct{} // streams not yet released
 	wg     sync.WaitGroup            // delayed sends running or pending
 }
