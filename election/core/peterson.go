@@ -30,12 +30,13 @@ package core
 // the coordinator of t, whose heartbeats are stale to them from then on,
 // and the leader's term (one epoch further, the leader's tag) beats them.
 //
-// Joining. A node that receives an election's first message before taking part wakes
-// up: if it is the first message of phase 1 it becomes active and sends its
-// own d before treating the message as its e (so a single initiator costs
-// exactly what all starting at once costs: every voter ends up active in
-// phase 1). Any later message finds it too late to compete: it becomes a
-// relay. Non-voters are relays from the start and never initiate.
+// Joining. A node that receives a message of an election it does not take
+// part in yet wakes up: if it is the first message of phase 1 it becomes
+// active and sends its own d before treating the message as its e (so a
+// single initiator costs exactly what all starting at once costs: every
+// voter ends up active in phase 1). Any later message finds it too late to
+// compete: it becomes a relay. Non-voters are relays from the start and
+// never initiate.
 //
 // Faults. A message of a higher term makes a node leave its election and
 // join the newer one; messages of an older election are dropped. A node that

@@ -347,7 +347,7 @@ func (r *ring) peerDown(id string) {
 	}
 	if id == r.coordTo && r.coord.Term == n.term {
 		r.coordTo = ""
-		r.announce(r.coord, listIndex(r.coord.List, id, int(r.coord.Phase)))
+		r.announce(r.coord, listIndex(r.coord.List, id, int(r.coord.Phase)+1))
 	}
 }
 
