@@ -81,8 +81,11 @@ func (s *MemberlistSink) Install() error {
 }
 
 // Attach registers the coordelect_memberlist_* collectors of node on reg
-// and routes node's samples to them. detach unregisters them and stops the
-// routing; it is idempotent. A node can be attached once at a time.
+// and routes node's samples to them. If node is already attached, the new
+// collectors take over its samples (a node restarted in the same process
+// whose old Recorder was not unregistered). detach unregisters the
+// collectors and, unless a later Attach took over, stops the routing; it
+// is idempotent.
 func (s *MemberlistSink) Attach(node string, reg prometheus.Registerer) (detach func(), err error) {
 	if node == "" {
 		return nil, fmt.Errorf("metrics: MemberlistSink.Attach: empty node name")
@@ -90,9 +93,6 @@ func (s *MemberlistSink) Attach(node string, reg prometheus.Registerer) (detach 
 	m := newMemberlistMetrics()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.nodes[node]; ok {
-		return nil, fmt.Errorf("metrics: MemberlistSink.Attach(%q): node already attached", node)
-	}
 	if err := m.register(reg); err != nil {
 		return nil, fmt.Errorf("metrics: MemberlistSink.Attach(%q): %w", node, err)
 	}

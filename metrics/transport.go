@@ -80,9 +80,9 @@ func (c *droppedCollector) Collect(ch chan<- prometheus.Metric) {
 // transportCollector exports the rest of membership.Stats, read at each
 // scrape.
 type transportCollector struct {
-	src                                     TransportStats
-	sent, received, reordered, gapsSkipped  *prometheus.Desc
-	sendFailures, refused, rejoins, rejoinF *prometheus.Desc
+	src                                         TransportStats
+	sent, received, reordered, gapsSkipped      *prometheus.Desc
+	sendFailures, refused, rejoins, rejoinFails *prometheus.Desc
 }
 
 func newTransportCollector(src TransportStats) *transportCollector {
@@ -105,14 +105,14 @@ func newTransportCollector(src TransportStats) *transportCollector {
 		refused: d("refused_members_total",
 			"Members refused, by reason: tag_collision (core.Tag of the name equals a live member's), "+
 				"bad_meta (metadata not from this coordelect version).", "reason"),
-		rejoins: d("rejoins_total", "Periodic re-joins of the seeds."),
-		rejoinF: d("rejoin_failures_total", "Periodic re-joins that reached no seed."),
+		rejoins:     d("rejoins_total", "Periodic re-joins of the seeds."),
+		rejoinFails: d("rejoin_failures_total", "Periodic re-joins that reached no seed."),
 	}
 }
 
 func (c *transportCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.sent, c.received, c.reordered, c.gapsSkipped,
-		c.sendFailures, c.refused, c.rejoins, c.rejoinF} {
+		c.sendFailures, c.refused, c.rejoins, c.rejoinFails} {
 		ch <- d
 	}
 }
@@ -132,5 +132,5 @@ func (c *transportCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.refused, s.RefusedTagCollision, "tag_collision")
 	counter(c.refused, s.RefusedBadMeta, "bad_meta")
 	counter(c.rejoins, s.Rejoins)
-	counter(c.rejoinF, s.RejoinFailures)
+	counter(c.rejoinFails, s.RejoinFailures)
 }
