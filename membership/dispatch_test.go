@@ -1,0 +1,213 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+)
+
+const selfBoot = 100
+
+// newTestDispatcher builds a dispatcher for "self" without memberlist; the
+// tests call handle directly, or run it.
+func newTestDispatcher(maxMsgs int) *dispatcher {
+	c := &counters{}
+	log := hclog.NewNullLogger()
+	tb := newTable("self", meta{Boot: selfBoot}, time.Minute, log, c)
+	out := &sender{table: tb, stats: c, log: log, wg: &sync.WaitGroup{}, links: make(map[string]*outLink)}
+	return &dispatcher{
+		inbox: newInbox(maxMsgs, c), table: tb, out: out, events: make(chan election.Event, 4),
+		stats: c, log: log, selfBoot: selfBoot, hold: time.Second, maxMsgs: maxMsgs,
+		links: make(map[string]*inLink),
+	}
+}
+
+func join(name string, boot uint64) inboxItem {
+	return inboxItem{kind: itemJoin, node: info(name, meta{Rating: 1, Boot: boot})}
+}
+
+func msgItem(t *testing.T, h Header, m core.Message) inboxItem {
+	t.Helper()
+	b, err := AppendFrame(nil, h, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inboxItem{kind: itemMessage, msg: b}
+}
+
+// pendingPhases lists the Phase of each pending message.
+func pendingPhases(d *dispatcher) []uint32 {
+	var out []uint32
+	for _, ev := range d.pending {
+		if ev.Kind == election.EventMessage {
+			out = append(out, ev.Message.Phase)
+		}
+	}
+	return out
+}
+
+func TestDispatcherDropsByReason(t *testing.T) {
+	d := newTestDispatcher(100)
+	now := time.Unix(0, 0)
+	m := func(from string, phase uint32) core.Message {
+		return core.Message{Type: core.MsgElection, From: from, To: "self", Phase: phase}
+	}
+	ok := Header{Seq: 1, FromBoot: 7, ToBoot: selfBoot}
+	good, _ := AppendFrame(nil, ok, m("a", 1))
+	badVersion := append([]byte{frameMagic, 2}, good[2:]...)
+	d.handle([]inboxItem{
+		join("a", 7),
+		msgItem(t, ok, m("stranger", 0)), // not a member
+		msgItem(t, Header{Seq: 1, FromBoot: 8, ToBoot: selfBoot}, m("a", 0)), // another incarnation of a
+		msgItem(t, Header{Seq: 1, FromBoot: 7, ToBoot: 99}, m("a", 0)),       // for another incarnation of self
+		{kind: itemMessage, msg: good[:len(good)-1]},
+		{kind: itemMessage, msg: badVersion},
+		{kind: itemMessage, msg: good},
+		{kind: itemMessage, msg: good}, // duplicate
+	}, now)
+	s := d.stats.snapshot()
+	want := [NumDropReasons]uint64{DropMalformed: 1, DropVersion: 1, DropUnknownSender: 1, DropStale: 2, DropDuplicate: 1}
+	if s.Dropped != want || s.Received != 1 {
+		t.Fatalf("dropped %v received %d; want %v and 1", s.Dropped, s.Received, want)
+	}
+	if render(d.pending[:1]) != "up:a/1" || len(pendingPhases(d)) != 1 {
+		t.Fatalf("pending: %+v", d.pending)
+	}
+}
+
+func TestDispatcherOrdersAndResets(t *testing.T) {
+	d := newTestDispatcher(100)
+	t0 := time.Unix(0, 0)
+	m := func(seq uint64, boot uint64) inboxItem {
+		return msgItem(t, Header{Seq: seq, FromBoot: boot, ToBoot: selfBoot},
+			core.Message{Type: core.MsgElection, From: "a", To: "self", Phase: uint32(seq)})
+	}
+	hb := msgItem(t, Header{FromBoot: 7, ToBoot: selfBoot}, core.Message{Type: core.MsgHeartbeat, From: "a", To: "self", Phase: 99})
+	d.handle([]inboxItem{join("a", 7), m(2, 7), m(4, 7), hb, m(1, 7)}, t0)
+	if got := pendingPhases(d); !equalU32(got, 99, 1, 2) {
+		t.Fatalf("delivered %v, want heartbeat 99 at once, then 1 2 in order", got)
+	}
+	d.expire(t0.Add(time.Second)) // 3 never came
+	if got := pendingPhases(d); !equalU32(got, 99, 1, 2, 4) || d.stats.gapsSkipped.Load() != 1 {
+		t.Fatalf("after expiry %v, skipped %d", got, d.stats.gapsSkipped.Load())
+	}
+	// a restarts: down, up, and its new incarnation numbers from 1 again.
+	d.pending = nil
+	d.handle([]inboxItem{join("a", 8), m(1, 8)}, t0.Add(2*time.Second))
+	if got := render(d.pending[:2]); got != "down:a up:a/1" || !equalU32(pendingPhases(d), 1) {
+		t.Fatalf("after restart: %q, messages %v", got, pendingPhases(d))
+	}
+}
+
+func equalU32(got []uint32, want ...uint32) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDispatcherBoundsMessagesNotMembership(t *testing.T) {
+	d := newTestDispatcher(2)
+	items := []inboxItem{join("a", 7)}
+	for seq := uint64(1); seq <= 4; seq++ {
+		items = append(items, msgItem(t, Header{Seq: seq, FromBoot: 7, ToBoot: selfBoot},
+			core.Message{Type: core.MsgAck, From: "a", To: "self"}))
+	}
+	items = append(items, inboxItem{kind: itemLeave, node: nodeInfo{Name: "a"}})
+	d.handle(items, time.Unix(0, 0))
+	if got := render(d.pending); got != "up:a/1 down:a" || len(d.pending) != 4 {
+		t.Fatalf("pending %q (%d events)", got, len(d.pending))
+	}
+	if n := d.stats.dropped[DropQueueFull].Load(); n != 2 {
+		t.Fatalf("DropQueueFull = %d, want 2", n)
+	}
+}
+
+func TestInboxNeverDropsMembership(t *testing.T) {
+	c := &counters{}
+	q := newInbox(1, c)
+	q.push(inboxItem{kind: itemMessage})
+	q.push(inboxItem{kind: itemMessage})
+	q.push(inboxItem{kind: itemJoin})
+	if got := q.take(nil); len(got) != 2 || got[1].kind != itemJoin || c.dropped[DropQueueFull].Load() != 1 {
+		t.Fatalf("took %d items, drops %d", len(got), c.dropped[DropQueueFull].Load())
+	}
+	q.push(inboxItem{kind: itemMessage}) // room again after take
+	q.close()
+	q.push(inboxItem{kind: itemJoin})
+	if got := q.take(nil); len(got) != 0 {
+		t.Fatalf("items after close: %d", len(got))
+	}
+}
+
+// TestDispatcherRun drives the goroutine: events flow in order, a gap is
+// skipped by the timer, and stopping closes Events.
+func TestDispatcherRun(t *testing.T) {
+	checkLeaks(t)
+	d := newTestDispatcher(100)
+	d.hold = 20 * time.Millisecond
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); d.run(stop) }()
+	d.inbox.push(join("a", 7))
+	for _, seq := range []uint64{3, 1} {
+		d.inbox.push(msgItem(t, Header{Seq: seq, FromBoot: 7, ToBoot: selfBoot},
+			core.Message{Type: core.MsgAck, From: "a", To: "self", Phase: uint32(seq)}))
+	}
+	var got []string
+	for len(got) < 3 {
+		select {
+		case ev := <-d.events:
+			got = append(got, render([]election.Event{ev})+phaseOf(ev))
+		case <-time.After(waitTimeout):
+			t.Fatalf("events so far: %v", got)
+		}
+	}
+	if want := []string{"up:a/1", "#1", "#3"}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	close(stop)
+	<-done
+	if _, open := <-d.events; open {
+		t.Fatal("Events not closed")
+	}
+}
+
+func phaseOf(ev election.Event) string {
+	if ev.Kind != election.EventMessage {
+		return ""
+	}
+	return fmt.Sprintf("#%d", ev.Message.Phase)
+}
+
+func TestOutLinkQueue(t *testing.T) {
+	c := &counters{}
+	l := &outLink{ready: make(chan struct{}, 1), done: make(chan struct{})}
+	for range 2 {
+		if err := l.enqueue(outItem{}, 2, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.enqueue(outItem{}, 2, c); !errors.Is(err, ErrQueueFull) || c.sendQueueFull.Load() != 1 {
+		t.Fatalf("third enqueue: %v, counted %d", err, c.sendQueueFull.Load())
+	}
+	l.stop()
+	if err := l.enqueue(outItem{}, 2, c); !errors.Is(err, ErrUnknownPeer) {
+		t.Fatalf("enqueue on a stopped link: %v", err)
+	}
+	if n := l.drop(); n != 2 {
+		t.Fatalf("drop = %d", n)
+	}
+}
