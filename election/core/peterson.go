@@ -71,6 +71,9 @@ type peterson struct {
 	// View mode resends it if that receiver dies.
 	coord   Message
 	coordTo string
+	// handingOff: this node resigned and does not stand until a
+	// coordinator is known.
+	handingOff bool
 }
 
 func newPeterson(n *Node) *peterson {
@@ -123,6 +126,7 @@ func (p *peterson) start() {
 	if p.n.electing {
 		return
 	}
+	p.handingOff = false
 	p.join(electionTerm(p.n.term), true)
 }
 
@@ -140,7 +144,7 @@ func (p *peterson) join(t Term, stand bool) {
 	p.term = t
 	n.electing = true
 	p.timer = p.idleTicks()
-	if !stand || n.self.NonVoter || n.yielded && n.coordinator == "" {
+	if !stand || n.self.NonVoter || p.handingOff {
 		p.relay = true
 		n.setState(StateRelay)
 		return
@@ -287,17 +291,17 @@ func (p *peterson) finish() {
 		return
 	}
 	t := MakeTerm(n.term.Epoch()+1, Tag(leader))
-	phases := p.phase
-	p.record(leader, t, phases)
-	p.announce(Message{Type: MsgCoordinator, Term: t, Coordinator: leader, Value: p.d,
-		Phase: phases, Initiator: n.self.ID}, n.view.r.Index(n.self.ID))
+	m := Message{Type: MsgCoordinator, Term: t, Coordinator: leader, Value: p.d,
+		Phase: p.phase, Initiator: n.self.ID}
+	p.record(leader, t, p.phase) // resets the election state: m is built first
+	p.announce(m, n.view.r.Index(n.self.ID))
 }
 
 // record accepts c as coordinator in term t after an election of the given
 // number of phases.
 func (p *peterson) record(c string, t Term, phases uint32) {
 	n := p.n
-	p.phases = int(phases)
+	p.phases, p.handingOff = int(phases), false
 	defer p.link.noteLeader()
 	if n.coordinator == c && n.term == t {
 		return
@@ -335,6 +339,10 @@ func (p *peterson) onCoordinator(m Message) {
 		p.restart()
 		return
 	}
+	if m.Value.ID == m.Coordinator {
+		// d was its rank; a view that never heard from it may not know it.
+		n.learnRating(m.Coordinator, m.Value.Rating)
+	}
 	p.record(m.Coordinator, m.Term, m.Phase)
 	p.announce(m, n.view.r.Index(n.self.ID))
 	n.maybePreempt()
@@ -358,20 +366,15 @@ func (p *peterson) tick() {
 
 // restart abandons the election and starts the next one (a new term),
 // which every other node joins when its first message reaches it; nodes
-// that time out together start the same one.
+// that time out together start the same one. A hand-off that did not come
+// through becomes an ordinary election.
 func (p *peterson) restart() {
-	n := p.n
-	n.electing = false
-	if n.self.NonVoter {
+	p.n.electing = false
+	if p.n.self.NonVoter {
 		p.abandon()
 		return
 	}
-	if n.yielded && n.coordinator == "" {
-		n.counters.ElectionsStarted++
-		p.handOff()
-		return
-	}
-	n.startElection()
+	p.n.startElection()
 }
 
 func (p *peterson) abandon() {
@@ -404,10 +407,7 @@ func (p *peterson) peerDown(id string) {
 // wins. It costs one message more than an election all start.
 func (p *peterson) resign() {
 	p.n.counters.ElectionsStarted++
-	p.handOff()
-}
-
-func (p *peterson) handOff() {
+	p.handingOff = true
 	p.join(electionTerm(p.n.term), false)
 	p.woken = true
 	p.pass(Message{Type: MsgElection, Term: p.term, Phase: wakeUp, Initiator: p.n.self.ID})

@@ -54,6 +54,9 @@ type ring struct {
 	// receiver: View mode resends it if that receiver dies.
 	coord   Message
 	coordTo string
+	// handingOff: this node resigned and does not stand until a
+	// coordinator is known.
+	handingOff bool
 }
 
 type lapID struct {
@@ -74,6 +77,7 @@ func (r *ring) start() {
 	if r.n.electing {
 		return
 	}
+	r.handingOff = false
 	r.open()
 }
 
@@ -101,12 +105,10 @@ func (r *ring) join() {
 }
 
 // entry is this node as it goes into a list. A non-voter, and a coordinator
-// handing off (resigned, not yet following its successor), do not stand.
+// handing off (resigned, no successor known yet), do not stand.
 func (r *ring) entry() Peer {
 	p := r.n.self
-	if r.n.yielded && r.n.coordinator == "" {
-		p.NonVoter = true
-	}
+	p.NonVoter = p.NonVoter || r.handingOff
 	return p
 }
 
@@ -216,7 +218,8 @@ func (r *ring) complete(m Message) {
 	}
 	t := MakeTerm(n.term.Epoch()+1, Tag(c.ID))
 	r.record(c.ID, t)
-	cm := Message{Type: MsgCoordinator, Term: t, Initiator: n.self.ID, Coordinator: c.ID, List: m.List}
+	cm := Message{Type: MsgCoordinator, Term: t, Initiator: n.self.ID, Coordinator: c.ID,
+		Value: c.Rank(), List: m.List}
 	r.announce(cm, listIndex(m.List, n.self.ID, 0))
 }
 
@@ -240,6 +243,7 @@ func (r *ring) choose(list []Peer) (Peer, bool) {
 // record accepts c as coordinator in term t.
 func (r *ring) record(c string, t Term) {
 	n := r.n
+	r.handingOff = false
 	if c == n.self.ID {
 		if n.coordinator != c || n.term != t {
 			n.becomeCoordinator(t)
@@ -280,6 +284,10 @@ func (r *ring) onCoordinator(m Message) {
 		r.restart()
 		return
 	}
+	if m.Value.ID == m.Coordinator {
+		// The list rated it; a view that never heard from it may not have.
+		n.learnRating(m.Coordinator, m.Value.Rating)
+	}
 	r.record(m.Coordinator, m.Term)
 	r.announce(m, listIndex(m.List, n.self.ID, int(m.Phase)))
 	n.maybePreempt()
@@ -308,20 +316,15 @@ func (r *ring) tick() {
 	r.restart()
 }
 
-// restart abandons the election and opens a new lap in a new term.
+// restart abandons the election and opens a new lap in a new term. A
+// hand-off that did not come through becomes an ordinary election.
 func (r *ring) restart() {
-	n := r.n
-	n.electing = false
-	if n.self.NonVoter {
+	r.n.electing = false
+	if r.n.self.NonVoter {
 		r.abandon()
 		return
 	}
-	if n.yielded && n.coordinator == "" {
-		n.counters.ElectionsStarted++
-		r.open() // still handing off: do not stand
-		return
-	}
-	n.startElection()
+	r.n.startElection()
 }
 
 // abandon stops taking part without a result; the node's idle timer will
@@ -355,5 +358,6 @@ func (r *ring) peerDown(id string) {
 // not stand (entry marks it NonVoter), so the next voter by rating wins.
 func (r *ring) resign() {
 	r.n.counters.ElectionsStarted++
+	r.handingOff = true
 	r.open()
 }

@@ -480,3 +480,51 @@ func TestRingsQuorumGuard(t *testing.T) {
 		}
 	}
 }
+
+// Regression (found by the simulator's explorer): the COORDINATOR carries
+// the coordinator's rank, so a node whose view has an old, lower rating for
+// it does not displace it at once (which restarted the election forever).
+func TestRingsAnnounceCoordinatorRating(t *testing.T) {
+	for _, alg := range []Algorithm{Ring, Peterson} {
+		for _, mode := range []Mode{Textbook, View} {
+			w := newTestNet(t, testCfg(alg, mode), members(5, func(i int) int64 { return int64(i) }))
+			w.nodes["1"].SetRating(100) // nobody has heard of it yet
+			w.observe = func(m Message) {
+				if m.Type == MsgCoordinator && m.Value != (Rank{100, "1"}) {
+					t.Fatalf("%s/%s: COORDINATOR carries %v, want the coordinator's rank {100 1}", alg, mode, m.Value)
+				}
+			}
+			w.detect("3")
+			if c, _ := w.settle(50); c != "1" {
+				t.Fatalf("%s/%s: coordinator %s, want 1", alg, mode, c)
+			}
+			if got := w.counter(func(c *Counters) uint64 { return c.ElectionsStarted }); got != 1 {
+				t.Fatalf("%s/%s: %d elections started, want 1", alg, mode, got)
+			}
+		}
+	}
+}
+
+// Regression (found by the simulator's explorer): a node that resigned
+// earlier stands again once a successor took over; two resigns in a row
+// in a cluster of two live voters hand the role back and forth.
+func TestRingsResignTwice(t *testing.T) {
+	for _, alg := range []Algorithm{Ring, Peterson} {
+		for _, mode := range []Mode{Textbook, View} {
+			w := newTestNet(t, testCfg(alg, mode), members(3, func(i int) int64 { return int64(i) }))
+			w.bootstrap("3")
+			w.crash("2")
+			for _, want := range []string{"1", "3", "1"} {
+				c, _, _ := w.agreed()
+				w.nodes[c].Resign()
+				w.flush(c)
+				if got, _ := w.settle(200); got != want {
+					t.Fatalf("%s/%s: %s resigned, coordinator %s, want %s", alg, mode, c, got, want)
+				}
+			}
+			if got := w.counter(func(c *Counters) uint64 { return c.ElectionsRestarted }); got != 0 {
+				t.Fatalf("%s/%s: %d elections restarted, want 0 (the hand-offs go through at once)", alg, mode, got)
+			}
+		}
+	}
+}
