@@ -37,6 +37,13 @@ func newRingAlgorithm(n *Node, a Algorithm) algorithm {
 //
 // A lap that does not return is caught by a timeout that grows with the
 // ring (lapTicks); the member then opens a new lap in a new term.
+//
+// On the wire, an ELECTION carries the lap's term, its initiator and epoch
+// (Initiator and Phase: the lap's identity) and the list; a COORDINATOR
+// carries the coordinator's term, name and rank (Coordinator, Value), the
+// list, the node that turned the lap (Initiator: where it ends) and, in
+// Phase, the receiver's place in the list. Both are acknowledged as the
+// link says (ringlink.go).
 type ring struct {
 	n    *Node
 	link link
