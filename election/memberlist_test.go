@@ -1,0 +1,286 @@
+package election_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/membership"
+)
+
+// These tests run the Elector over real memberlist nodes on 127.0.0.1 (a
+// FaultNetwork wraps memberlist's own transport, for partitions). Real
+// networks have real clocks, so they wait by polling with a deadline.
+
+type realNode struct {
+	name   string
+	rating int64
+	mem    *membership.Node
+	el     *election.Elector
+	cancel context.CancelFunc
+	done   chan error
+}
+
+type realCluster struct {
+	t     *testing.T
+	net   *membership.FaultNetwork
+	nodes map[string]*realNode
+	seeds []string
+	key   []byte
+	mut   func(*election.Config)
+}
+
+func newRealCluster(t *testing.T, mut func(*election.Config)) *realCluster {
+	c := &realCluster{t: t, net: membership.NewFaultNetwork(1, nil), nodes: map[string]*realNode{}, mut: mut}
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			c.stop(n, false)
+		}
+		// memberlist's Shutdown does not wait for probes in flight; give them
+		// a bounded while to end, then report any goroutine left behind.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for deadline := time.Now().Add(5 * time.Second); ; <-tick.C {
+			err := goleak.Find(ignore)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("goroutines left behind: %v", err)
+				return
+			}
+		}
+	})
+	return c
+}
+
+func (c *realCluster) start(name string, rating int64, nonVoter bool) *realNode {
+	return c.startOn(name, rating, nonVoter, 0)
+}
+
+func (c *realCluster) startOn(name string, rating int64, nonVoter bool, port int) *realNode {
+	c.t.Helper()
+	tr, err := c.net.Listen(name, "127.0.0.1", port)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	mcfg := membership.DefaultConfig()
+	mcfg.NodeName, mcfg.Rating, mcfg.NonVoter = name, rating, nonVoter
+	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
+	mcfg.Seeds, mcfg.RejoinInterval, mcfg.SecretKey = c.seeds, time.Second, c.key
+	mem, err := membership.New(mcfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cfg := election.DefaultConfig()
+	cfg.Transport, cfg.Rating, cfg.NonVoter = mem, rating, nonVoter
+	if c.mut != nil {
+		c.mut(&cfg)
+	}
+	el, err := election.New(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &realNode{name: name, rating: rating, mem: mem, el: el, cancel: cancel, done: make(chan error, 1)}
+	go func() { n.done <- el.Run(ctx) }()
+	c.nodes[name] = n
+	c.seeds = append(c.seeds, mem.Addr())
+	return n
+}
+
+// stop ends a node: gracefully (cancel Run: hand-off, then leave) or as a
+// crash (no hand-off, no leave: memberlist shut down under the others).
+func (c *realCluster) stop(n *realNode, graceful bool) {
+	if graceful {
+		n.cancel()
+		<-n.done
+		n.mem.Leave(time.Second)
+	} else {
+		n.el.Close()
+		n.cancel()
+		<-n.done
+	}
+	n.mem.Close()
+	delete(c.nodes, n.name)
+}
+
+// await polls until every listed node reports coordinator want (with a
+// term above minTerm; want "" means: none reports a coordinator) and
+// returns how long that took.
+func (c *realCluster) await(names []string, want string, minTerm uint64, within time.Duration) (time.Duration, uint64) {
+	c.t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(within)
+	for {
+		term, ok := c.agree(names, want, minTerm)
+		if ok {
+			return time.Since(start), term
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			c.t.Fatalf("after %v: %s do not agree on %q above term %d: %s", within, names, want, minTerm, c.describe(names))
+		}
+	}
+}
+
+func (c *realCluster) agree(names []string, want string, minTerm uint64) (uint64, bool) {
+	var term uint64
+	for i, name := range names {
+		id, tm, ok := c.nodes[name].el.Leader()
+		switch {
+		case want == "" && ok:
+			return 0, false
+		case want == "":
+			continue
+		case !ok || id != want || tm <= minTerm || (i > 0 && tm != term):
+			return 0, false
+		}
+		term = tm
+	}
+	return term, true
+}
+
+func (c *realCluster) describe(names []string) string {
+	out := ""
+	for _, name := range names {
+		id, tm, ok := c.nodes[name].el.Leader()
+		out += fmt.Sprintf("%s->%s/%d/%v ", name, id, tm, ok)
+	}
+	return out
+}
+
+func names(prefix string, from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprintf("%s%d", prefix, i))
+	}
+	return out
+}
+
+func (c *realCluster) startN(n int) []string {
+	for i := 1; i <= n; i++ {
+		c.start(fmt.Sprintf("n%d", i), int64(i), false)
+	}
+	return names("n", 1, n)
+}
+
+func TestMemberlistCrashFailover(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			c := newRealCluster(t, nil)
+			all := c.startN(n)
+			top := fmt.Sprintf("n%d", n)
+			_, term := c.await(all, top, 0, 15*time.Second)
+			c.stop(c.nodes[top], false)
+			took, _ := c.await(all[:n-1], fmt.Sprintf("n%d", n-1), term, 10*time.Second)
+			t.Logf("n=%d: crash failover: every survivor agreed on n%d %v after the crash", n, n-1, took)
+		})
+	}
+}
+
+func TestMemberlistResignAndCancel(t *testing.T) {
+	c := newRealCluster(t, nil)
+	all := c.startN(4)
+	_, term := c.await(all, "n4", 0, 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := c.nodes["n4"].el.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, term = c.await(all, "n3", term, 5*time.Second)
+	t.Logf("resign: every node agreed on n3 %v after Resign was called", time.Since(start))
+	start = time.Now()
+	c.stop(c.nodes["n3"], true) // cancelling Run hands off (to n4, next by rating), then leaves
+	c.await([]string{"n1", "n2", "n4"}, "n4", term, 5*time.Second)
+	t.Logf("Run ctx cancelled: hand-off to n4 agreed %v later", time.Since(start))
+}
+
+func TestMemberlistRestartDisplaces(t *testing.T) {
+	c := newRealCluster(t, nil)
+	all := c.startN(3)
+	_, term := c.await(all, "n3", 0, 15*time.Second)
+	_, portStr, _ := strings.Cut(c.nodes["n3"].mem.Addr(), ":")
+	port, _ := strconv.Atoi(portStr)
+	c.stop(c.nodes["n3"], false)
+	_, term = c.await(all[:2], "n2", term, 10*time.Second)
+	// Same name and address, new boot ID. (memberlist lets a new address
+	// reclaim a dead member's name only after DeadNodeReclaimTime.)
+	c.startOn("n3", 3, false, port)
+	took, _ := c.await(all, "n3", term, 15*time.Second)
+	t.Logf("restart displacement: n3 back in charge %v after its restart", took)
+}
+
+func TestMemberlistRatingAndNonVoter(t *testing.T) {
+	c := newRealCluster(t, nil)
+	c.start("n1", 1, false)
+	c.start("n2", 2, false)
+	c.start("n9", 9, true) // rates highest but never stands
+	all := []string{"n1", "n2", "n9"}
+	_, term := c.await(all, "n2", 0, 15*time.Second)
+	if err := c.nodes["n1"].el.SetRating(5); err != nil {
+		t.Fatal(err)
+	}
+	c.await(all, "n1", term, 10*time.Second)
+}
+
+func TestMemberlistPartition(t *testing.T) {
+	t.Run("without quorum guard", func(t *testing.T) {
+		c := newRealCluster(t, nil)
+		all := c.startN(5)
+		_, term := c.await(all, "n5", 0, 15*time.Second)
+		c.net.Partition(names("n", 1, 2), names("n", 3, 5))
+		_, minority := c.await(names("n", 1, 2), "n2", term, 10*time.Second)
+		c.await(names("n", 3, 5), "n5", term-1, time.Second)
+		c.net.Heal()
+		took, healed := c.await(all, "n5", term, 20*time.Second)
+		if healed <= minority {
+			t.Fatalf("after heal n5 leads in term %d, not above the minority's %d", healed, minority)
+		}
+		t.Logf("partition healed: one coordinator in a higher term %v after the heal", took)
+	})
+	t.Run("with quorum guard", func(t *testing.T) {
+		c := newRealCluster(t, func(cfg *election.Config) { cfg.QuorumSize = 5 })
+		all := c.startN(5)
+		_, term := c.await(all, "n5", 0, 15*time.Second)
+		c.net.Partition(names("n", 1, 2), names("n", 3, 5))
+		c.await(names("n", 1, 2), "", 0, 10*time.Second)
+		// The minority never reports a coordinator while cut off.
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, ok := c.agree(names("n", 1, 2), "", 0); !ok {
+				t.Fatalf("a minority node reports a coordinator: %s", c.describe(names("n", 1, 2)))
+			}
+			c.await(names("n", 3, 5), "n5", term-1, time.Second)
+		}
+		c.net.Heal()
+		c.await(all, "n5", term-1, 20*time.Second)
+	})
+}
+
+func TestMemberlistWrongKeyCannotJoin(t *testing.T) {
+	c := newRealCluster(t, nil)
+	c.key = []byte("0123456789abcdef")
+	all := c.startN(2)
+	_, term := c.await(all, "n2", 0, 15*time.Second)
+	c.key = []byte("fedcba9876543210") // another cluster's key, highest rating
+	intruder := c.start("n9", 99, false)
+	_, _ = c.await([]string{"n9"}, "n9", 0, 15*time.Second) // alone, it leads itself
+	c.await(all, "n2", term-1, time.Second)
+	for _, m := range c.nodes["n1"].mem.Members() {
+		if m.Name == intruder.name {
+			t.Fatalf("a node with the wrong key joined: %+v", m)
+		}
+	}
+}
