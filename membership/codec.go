@@ -66,8 +66,9 @@ var (
 	ErrMalformed = errors.New("membership: malformed frame")
 	// ErrTooLarge: the frame is over MaxFrameSize.
 	ErrTooLarge = errors.New("membership: frame too large")
-	// ErrInvalid: Encode was given a message it cannot represent.
-	ErrInvalid = errors.New("membership: message not encodable")
+	// ErrInvalid: Encode was given a message it cannot represent (or Send
+	// one that is not from this node).
+	ErrInvalid = errors.New("membership: invalid message")
 )
 
 // Header is the per-link part of a frame, which the Node fills in: the

@@ -81,13 +81,14 @@ type Config struct {
 	// Default 256.
 	SendQueueSize int
 	// Transport, when set, replaces memberlist's own UDP/TCP transport (see
-	// FaultNetwork for fault injection in tests). memberlist shuts it down
-	// on Close. Default nil: a memberlist.NetTransport on BindAddr:BindPort.
+	// FaultNetwork for fault injection in tests). The Node owns it: it is
+	// shut down by Close, or by New if New fails. Default nil: a
+	// memberlist.NetTransport on BindAddr:BindPort.
 	Transport memberlist.NodeAwareTransport
 	// Memberlist, when set, is called with the memberlist configuration
 	// after this Config has been applied, to tune what Config does not
-	// expose (probe timings, DeadNodeReclaimTime, CIDRsAllowed, ...). It
-	// must not replace Delegate, Events or Logger.
+	// expose (probe timings, DeadNodeReclaimTime, CIDRsAllowed, ...).
+	// Delegate, Events, Logger and LogOutput are set after it returns.
 	Memberlist func(*memberlist.Config)
 	// Logger receives the node's logs and, through a "memberlist" sub-logger,
 	// memberlist's. Default nil: discard.

@@ -80,13 +80,17 @@ func (d *dispatcher) handle(items []inboxItem, now time.Time) {
 	}
 }
 
-// membership queues the table's events. A member that is down gets no
-// more sends: its sender stops (its sequence numbers carry over if it
-// comes back with the same boot ID).
+// membership queues the table's events. Before a PeerDown, the messages
+// still held back for order from that member are delivered (skipping the
+// gaps), so that none arrives after it; its sender stops. Sequence numbers
+// carry over if the member comes back with the same boot ID.
 func (d *dispatcher) membership(evs []election.Event) {
 	for _, ev := range evs {
 		if ev.Kind == election.EventPeerDown {
 			d.out.stop(ev.Peer.ID)
+			if l := d.links[ev.Peer.ID]; l != nil {
+				d.deliverAll(l.flush(d.scratch[:0]))
+			}
 		}
 		d.log.Debug("member", "event", kindName(ev.Kind), "peer", ev.Peer.ID, "rating", ev.Peer.Rating)
 		d.pending = append(d.pending, ev)

@@ -106,6 +106,21 @@ func TestDispatcherOrdersAndResets(t *testing.T) {
 	}
 }
 
+// TestDispatcherFlushesBeforeDown: messages held back for order are
+// delivered before their sender's PeerDown, never after.
+func TestDispatcherFlushesBeforeDown(t *testing.T) {
+	d := newTestDispatcher(100)
+	m := msgItem(t, Header{Seq: 3, FromBoot: 7, ToBoot: selfBoot},
+		core.Message{Type: core.MsgAck, From: "a", To: "self", Phase: 3})
+	d.handle([]inboxItem{join("a", 7), m, {kind: itemLeave, node: nodeInfo{Name: "a"}}}, time.Unix(0, 0))
+	if len(d.pending) != 3 || d.pending[1].Message.Phase != 3 || render(d.pending) != "up:a/1 down:a" {
+		t.Fatalf("pending %+v", d.pending)
+	}
+	if d.stats.gapsSkipped.Load() != 2 {
+		t.Fatalf("gapsSkipped = %d, want 2", d.stats.gapsSkipped.Load())
+	}
+}
+
 func equalU32(got []uint32, want ...uint32) bool {
 	if len(got) != len(want) {
 		return false

@@ -22,8 +22,9 @@ type endpoint struct {
 }
 
 // openEndpoints opens one endpoint per name. At cleanup all transports shut
-// down first, which closes streams still held back by a delay, so that no
-// reader waits on a peer that is not yet shut down.
+// down while the drains still run (a stream accepted during shutdown must
+// be taken), which also closes streams still held back by a delay, so that
+// no reader waits on a peer that is not yet shut down.
 func openEndpoints(t *testing.T, fn *FaultNetwork, names ...string) []*endpoint {
 	t.Helper()
 	var es []*endpoint
@@ -35,15 +36,13 @@ func openEndpoints(t *testing.T, fn *FaultNetwork, names ...string) []*endpoint 
 	}
 	t.Cleanup(func() {
 		for _, e := range es {
-			close(e.stop)
-			<-e.done
-		}
-		for _, e := range es {
 			if err := e.Shutdown(); err != nil {
 				t.Error(err)
 			}
 		}
 		for _, e := range es {
+			close(e.stop)
+			<-e.done
 			e.readers.Wait()
 		}
 	})
@@ -55,7 +54,7 @@ func (e *endpoint) drain() {
 	for {
 		select {
 		case p := <-e.PacketCh():
-			e.got <- string(p.Buf)
+			e.deliver(string(p.Buf))
 		case c := <-e.StreamCh():
 			e.readers.Add(1)
 			go e.read(c)
@@ -71,7 +70,14 @@ func (e *endpoint) read(c net.Conn) {
 	b, _ := io.ReadAll(c)
 	_ = c.Close()
 	if len(b) > 0 {
-		e.got <- string(b)
+		e.deliver(string(b))
+	}
+}
+
+func (e *endpoint) deliver(s string) {
+	select {
+	case e.got <- s:
+	case <-e.stop:
 	}
 }
 

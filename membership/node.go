@@ -69,6 +69,9 @@ func New(cfg Config) (*Node, error) {
 	if n.ml, err = memberlist.Create(mc); err != nil {
 		close(n.stop)
 		n.wg.Wait()
+		if cfg.Transport != nil {
+			_ = cfg.Transport.Shutdown() // memberlist does on some paths only
+		}
 		return nil, fmt.Errorf("membership: starting memberlist: %w", err)
 	}
 	n.out.ml = n.ml
@@ -154,10 +157,15 @@ func (n *Node) Events() <-chan election.Event { return n.disp.events }
 // Heartbeats go best effort (one UDP datagram); everything else reliably
 // (TCP) and, per link, in order. An error means m was not queued:
 // ErrClosed, ErrUnknownPeer (m.To is not an admitted live member),
-// ErrQueueFull, or an encoding error (ErrInvalid, ErrTooLarge).
+// ErrQueueFull, ErrInvalid (m.From is not this node, or m cannot be
+// encoded) or ErrTooLarge.
 func (n *Node) Send(m core.Message) error {
 	if n.closed.Load() {
 		return ErrClosed
+	}
+	if m.From != n.cfg.NodeName {
+		// The receiver would drop it: the boot ID would not be From's.
+		return fmt.Errorf("%w: From %q is not this node", ErrInvalid, m.From)
 	}
 	return n.out.send(m)
 }

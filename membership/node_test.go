@@ -79,6 +79,7 @@ func TestSendErrors(t *testing.T) {
 		{core.Message{Type: core.MsgElection, From: "solo", To: "nobody"}, ErrUnknownPeer},
 		{core.Message{Type: core.MsgElection, From: "solo", To: "solo"}, ErrUnknownPeer},
 		{core.Message{From: "solo", To: "nobody"}, ErrInvalid},
+		{core.Message{Type: core.MsgElection, From: "other", To: "nobody"}, ErrInvalid},
 	}
 	for _, tt := range tests {
 		if err := n.Send(tt.m); !errors.Is(err, tt.want) {
@@ -144,6 +145,9 @@ func TestCrashAndLeaveSeenAsDown(t *testing.T) {
 	ms[3].stop(t) // crash: no Leave
 	for _, m := range ms[:3] {
 		m.waitPeerEvents(t, "n4", "down:n4")
+	}
+	if err := ms[0].Send(core.Message{Type: core.MsgElection, From: "n1", To: "n4"}); !errors.Is(err, ErrUnknownPeer) {
+		t.Fatalf("Send to a dead member: %v", err)
 	}
 	if err := ms[2].Leave(time.Second); err != nil {
 		t.Fatal(err)

@@ -70,6 +70,14 @@ func (l *inLink) expire(now time.Time, out []core.Message) []core.Message {
 	return l.skip(out, now)
 }
 
+// flush delivers every held message, skipping all gaps: the sender is gone.
+func (l *inLink) flush(out []core.Message) []core.Message {
+	for len(l.held) > 0 {
+		out = l.skip(out, time.Time{})
+	}
+	return out
+}
+
 // skip gives up on the sequence numbers below the lowest held message.
 func (l *inLink) skip(out []core.Message, now time.Time) []core.Message {
 	lowest := uint64(0)
