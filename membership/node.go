@@ -56,7 +56,8 @@ var _ election.Transport = (*Node)(nil)
 // starts the Node. Failing to reach any seed is logged, not returned: the
 // first members of a cluster start before their seeds, and the re-joiner
 // tries again every RejoinInterval (call Join to see the error instead).
-// The events for members already present are in Events when New returns.
+// The events for the members already present are queued for Events when
+// New returns.
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -1,0 +1,55 @@
+// Package membership runs a hashicorp/memberlist (v0.7.0) member and adapts
+// it to election.Transport: memberlist's SWIM gossip says who is alive, the
+// node metadata carries each member's rating, and memberlist's user
+// messages carry the core.Messages of the election.
+//
+// # Events
+//
+// memberlist calls its delegates from its own goroutines, the membership
+// ones under its node lock. The Node's callbacks only copy what they are
+// given into an inbox and return; one dispatcher goroutine turns the inbox
+// into Events, in order:
+//
+//   - EventPeerUp when a member joins or comes back (also for every member
+//     already present when the node starts), EventPeerDown when it leaves
+//     or is declared dead, EventPeerRating when it publishes a new rating.
+//     This node itself never appears.
+//   - A restart under the same name is a new boot ID in the metadata and is
+//     reported as EventPeerDown then EventPeerUp, even when memberlist saw
+//     only a metadata update.
+//   - A member whose core.Tag equals another live member's (terms embed the
+//     tag) is refused: among colliding members the lowest ID is admitted,
+//     the others are logged as errors, counted and kept from the elector.
+//   - EventMessage for each message received from an admitted member.
+//
+// Membership events are never dropped. Messages are dropped, and counted by
+// DropReason in Stats, when they do not decode, come from a non-member or
+// another incarnation of one, or when Config.QueueSize of them already wait.
+//
+// # Sending
+//
+// Send never waits on the network: each peer has a FIFO queue and a sender
+// goroutine, started on the first Send and stopped when the peer leaves.
+// Heartbeats go as one UDP datagram (SendBestEffort); everything else over
+// TCP (SendReliable). memberlist opens a connection per reliable message,
+// so two of them can arrive swapped: the sender numbers them per link and
+// the receiver restores the order, holding an early message up to
+// Config.ReorderTimeout for the one before it.
+//
+// # Wire format
+//
+// Frames are versioned and strictly decoded; see Encode, DecodeFrame and
+// the layout in codec.go.
+//
+// # Partitions and shutdown
+//
+// Every Config.RejoinInterval the node joins its seeds again, so that the
+// two sides of a healed partition find each other after memberlist has
+// forgotten its dead. Leave announces a graceful exit; Close alone looks
+// like a crash to the others.
+//
+// # Tests
+//
+// FaultNetwork gives each member of a test cluster a real transport whose
+// traffic can be blocked, partitioned, lost or delayed.
+package membership
