@@ -185,3 +185,24 @@ func TestHeartbeatFitsDatagram(t *testing.T) {
 		t.Fatalf("heartbeat with 64-byte IDs is %d bytes, over the %d datagram budget", len(b), maxDatagram)
 	}
 }
+
+func BenchmarkAppendFrame(b *testing.B) {
+	m := sampleMessage()
+	h := Header{Seq: 1000, FromBoot: 1, ToBoot: 2}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = AppendFrame(buf[:0], h, m)
+	}
+}
+
+func BenchmarkDecodeFrame(b *testing.B) {
+	buf, _ := AppendFrame(nil, Header{Seq: 1000, FromBoot: 1, ToBoot: 2}, sampleMessage())
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		if _, _, err := DecodeFrame(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -37,7 +37,8 @@ type Config struct {
 	BindPort int
 	// AdvertiseAddr and AdvertisePort are the IP and port other members
 	// reach this node at, when not the bound ones (NAT, containers).
-	// Default "" and 0: advertise what was bound.
+	// Default "" and 0: advertise what was bound. AdvertisePort 0 with an
+	// AdvertiseAddr means BindPort.
 	AdvertiseAddr string
 	AdvertisePort int
 	// Seeds are "host:port" addresses of members to join; New joins them
@@ -153,6 +154,9 @@ func (c *Config) validateAddrs() error {
 	}
 	if c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
 		return fieldError("AdvertisePort", c.AdvertisePort, "want 0 (the bound port) to 65535")
+	}
+	if c.Transport != nil && c.AdvertiseAddr != "" && c.AdvertisePort == 0 {
+		return fieldError("AdvertisePort", c.AdvertisePort, "required with AdvertiseAddr and a Transport (BindPort is not used)")
 	}
 	return nil
 }

@@ -46,6 +46,11 @@ type sender struct {
 // ID) of one peer, sent in FIFO order by one goroutine. Reliable frames are
 // numbered from 1 (Header.Seq) so that the receiver can restore the order
 // that memberlist's connection-per-message SendReliable loses.
+//
+// Sends are one at a time, so a peer that does not answer TCP holds its
+// own link (not the others) for up to memberlist's TCPTimeout per frame;
+// frames queue behind, up to Config.SendQueueSize, until failure detection
+// declares the peer dead and the link stops.
 type outLink struct {
 	to   target
 	prev *outLink // the link this one replaced: its goroutine ends first
