@@ -76,7 +76,9 @@ type Config struct {
 	// members. Default 250 ms.
 	ReorderTimeout time.Duration
 	// QueueSize caps received messages waiting for the elector to read
-	// Events (membership events are never dropped). Default 4096.
+	// Events: at most QueueSize wait to be checked and QueueSize more to be
+	// read; beyond, messages are dropped and counted (membership events are
+	// never dropped). Default 4096.
 	QueueSize int
 	// SendQueueSize caps frames queued for one peer; Send fails beyond it.
 	// Default 256.
@@ -88,7 +90,10 @@ type Config struct {
 	Transport memberlist.NodeAwareTransport
 	// Memberlist, when set, is called with the memberlist configuration
 	// after this Config has been applied, to tune what Config does not
-	// expose (probe timings, DeadNodeReclaimTime, CIDRsAllowed, ...).
+	// expose: probe timings, CIDRsAllowed, DeadNodeReclaimTime (without
+	// it, a member restarted at another address under the same name is
+	// refused until memberlist forgets the dead one, GossipToTheDeadTime:
+	// 30 s with the LAN profile), ...
 	// Delegate, Events, Logger and LogOutput are set after it returns.
 	Memberlist func(*memberlist.Config)
 	// Logger receives the node's logs and, through a "memberlist" sub-logger,

@@ -58,7 +58,8 @@ func decodeDropReason(err error) DropReason {
 // Stats are a Node's cumulative counts since New. The metrics package
 // exports their changes; all fields only grow.
 type Stats struct {
-	// Received counts messages delivered to Events.
+	// Received counts messages that passed every check and were queued,
+	// in order, for Events.
 	Received uint64
 	// Dropped counts received frames discarded, by reason.
 	Dropped [NumDropReasons]uint64
