@@ -50,10 +50,6 @@ func TestEveryAlgorithm(t *testing.T) {
 func TestHeartbeatFailover(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
-			if alg != core.Bully {
-				t.Skip("core: in View mode the ring algorithms do not skip a successor that the view " +
-					"holds alive but that is silent, so they wait for membership's verdict")
-			}
 			synctest.Test(t, func(t *testing.T) {
 				c := newCluster(t, voters(5), func(cfg *election.Config) { cfg.Algorithm = alg })
 				first, _ := c.waitAgreed(time.Second, "e", 0)

@@ -57,7 +57,9 @@ type Message struct {
 	Term Term
 	// Rating is the sender's rating, so that receivers learn rating changes.
 	Rating int64
-	// Coordinator names the coordinator (Coordinator, Heartbeat).
+	// Coordinator names the coordinator (Coordinator, Heartbeat). On a ring
+	// ELECTION in View mode it names the suspected old coordinator the
+	// message is sent to, which must acknowledge the hop.
 	Coordinator string
 	// Initiator is the node that started a ring election or lap.
 	Initiator string
@@ -65,10 +67,14 @@ type Message struct {
 	// may append to it in place when forwarding: a transport that delivers a
 	// message twice must Clone it first.
 	List []Peer
-	// Value is the active/relay ring's value d (a rank); for Coordinator
-	// messages of that algorithm, the leader's rank.
+	// Value is the active/relay ring's value d (a rank); on Coordinator
+	// messages of either ring, the coordinator's rank.
 	Value Rank
-	// Phase is the active/relay phase, or the ring's attempt counter.
+	// Phase: on a ring ELECTION the lap's epoch; on a ring COORDINATOR the
+	// receiver's index in List; on an active/relay ELECTION the packed
+	// phase (2p-1 or 2p for the first or second message of phase p, 0 for
+	// a resign's wake-up); on an active/relay COORDINATOR the number of
+	// phases the election took.
 	Phase uint32
 	// Confirmed is set on heartbeats of a coordinator that holds a quorum
 	// lease (only meaningful when the quorum guard is on).

@@ -91,6 +91,9 @@ func (c *Checker) checkQuorum(sn *simNode) {
 // requires that no node reports one.
 func (c *Checker) CheckLiveness(boundMs int64, wantHighest bool) bool {
 	c.s.triggers = nil // faults have stopped: disarm what never fired
+	if c.s.live() == 0 {
+		return true // nobody is left to agree
+	}
 	if q := c.s.cfg.Core.QuorumSize; q > 0 && c.s.live() < q/2+1 {
 		c.s.RunFor(boundMs)
 		sts, up := c.s.Statuses()

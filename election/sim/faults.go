@@ -94,10 +94,21 @@ func (s *Sim) Restart(id string) error {
 			}
 		}
 	}
-	p, _ := s.roster.Get(id)
-	s.gossip(id, evUp, p)
+	s.gossip(id, evUp, s.current(id))
 	s.flush(sn)
 	return nil
+}
+
+// current is a member as its own node knows itself now (its rating may have
+// changed since the cluster was built).
+func (s *Sim) current(id string) core.Peer {
+	if sn := s.byID[id]; sn.up {
+		if p, ok := sn.node.Roster().Get(id); ok {
+			return p
+		}
+	}
+	p, _ := s.roster.Get(id)
+	return p
 }
 
 // gossip delivers a view change about id to every other live node after
@@ -155,8 +166,7 @@ func (s *Sim) viewSweep() {
 			if s.cut(a.id, b.id) {
 				kind = evDown
 			}
-			p, _ := s.roster.Get(b.id)
-			s.schedule(event{at: s.now + s.cfg.ViewDelayMs, kind: kind, node: a.idx, peer: p})
+			s.schedule(event{at: s.now + s.cfg.ViewDelayMs, kind: kind, node: a.idx, peer: s.current(b.id)})
 		}
 	}
 }
