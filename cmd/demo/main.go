@@ -1,16 +1,26 @@
 // Command demo shows coordelect at work.
 //
-//	demo                 runs the default scenario in the simulator and prints its trace
+//	demo [flags]         runs a live cluster of 5 nodes in this process, with a web page (see demo -h)
+//	demo node [flags]    runs one node, for clusters across processes and hosts (see demo node -h)
 //	demo sim [flags]     runs one simulated election (see demo sim -h)
 //
-// Bad flags print one line naming the flag and exit with status 2.
+// Bad flags print one line naming the flag and exit with status 2, before
+// anything starts. SIGINT or SIGTERM stops the live modes gracefully: a
+// coordinator hands off, every node leaves the cluster. A second signal
+// kills the process.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/coordelect/coordelect/metrics"
 )
 
 // usageError is a bad flag or argument: one line, exit status 2.
@@ -21,64 +31,59 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // the next signal takes its default action and kills the process
+	}()
+	// memberlist reports its own metrics to go-metrics' process-wide sink:
+	// route them to each node's registry.
+	sink := metrics.NewMemberlistSink()
+	if err := sink.Install(); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: without memberlist's metrics: %v\n", err)
+		sink = nil
+	}
+	rc := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr, sink)
+	stop()
+	os.Exit(rc)
 }
 
+// run runs the demo with args until it finishes (the live modes: forever)
+// and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr, nil)
+}
+
+// runContext runs the demo with args; the live modes stop gracefully when
+// ctx ends. sink, if not nil, is the installed go-metrics sink that carries
+// memberlist's metrics.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, sink *metrics.MemberlistSink) int {
 	cmd, rest := "", args
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, rest = args[0], args[1:]
 	}
+	prefix := strings.TrimSpace("demo " + cmd)
 	var err error
 	switch cmd {
 	case "":
-		err = runDefault(rest, stdout)
+		err = runCluster(ctx, rest, stdout, stderr, sink, nil)
+	case "node":
+		err = runNode(ctx, rest, stdout, stderr, sink)
 	case "sim":
 		err = runSim(rest, stdout)
 	default:
-		err = usagef("unknown command %q (want sim, or no command for the default demo)", cmd)
+		prefix = "demo"
+		err = usagef("unknown command %q (want node, sim, or no command for the live local cluster)", cmd)
 	}
 	var ue usageError
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "demo %s: %s\n", cmd, ue.msg)
+		fmt.Fprintf(stderr, "%s: %s\n", prefix, ue.msg)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "demo %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
 		return 1
 	}
 }
-
-// runDefault runs the seed 000 fig. 29 walk-through in the simulator with a
-// readable trace. (The live local cluster with a web page replaces this
-// once the runtime lands.)
-func runDefault(args []string, stdout io.Writer) error {
-	if len(args) > 0 {
-		return usagef("unexpected argument %q", args[0])
-	}
-	fmt.Fprintln(stdout, "coordelect demo: the bully algorithm, seed 000 fig. 29, in the deterministic simulator")
-	fmt.Fprintln(stdout, "(nodes 1 < 2 < 3 < 4; 4 is down; 1 notices; 3 crashes just before announcing itself)")
-	return runScript(defaultScript, stdout)
-}
-
-const defaultScript = `
-cluster algorithm=bully ids=(1,2,3,4) delay=1-3
-----
-
-crash 4
-----
-
-crash 3 on=coordinator
-----
-
-detect 1
-----
-
-stabilize
-----
-
-messages
-----
-`

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// errHelp reports that -h printed the usage: exit status 0.
+var errHelp = errors.New("help printed")
+
+// parseFlags parses args into fs. -h prints the flags to stdout and
+// returns errHelp; any other problem is a one-line usageError. No
+// positional arguments are accepted.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, synopsis string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintln(stdout, synopsis)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return errHelp
+	case err != nil:
+		return usagef("%v", err)
+	case fs.NArg() > 0:
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// algorithmFlag is a -algorithm flag: bully, ring or peterson.
+type algorithmFlag struct{ a core.Algorithm }
+
+func (f *algorithmFlag) String() string { return f.a.String() }
+
+func (f *algorithmFlag) Set(s string) error {
+	a, err := core.ParseAlgorithm(s)
+	if err != nil {
+		return errors.New("want bully, ring or peterson")
+	}
+	f.a = a
+	return nil
+}
+
+// levelFlag is a -log-level flag.
+type levelFlag struct{ l hclog.Level }
+
+func (f *levelFlag) String() string { return strings.ToLower(f.l.String()) }
+
+func (f *levelFlag) Set(s string) error {
+	l := hclog.LevelFromString(s)
+	if l == hclog.NoLevel {
+		return errors.New("want trace, debug, info, warn, error or off")
+	}
+	f.l = l
+	return nil
+}
+
+// decodeKey decodes the -key flag: base64 of a 16, 24 or 32-byte AES key.
+// The error never repeats the key.
+func decodeKey(s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	key, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, usagef("-key: not base64 (want 16, 24 or 32 random bytes in base64, e.g. from: head -c 32 /dev/urandom | base64)")
+	}
+	switch len(key) {
+	case 16, 24, 32:
+		return key, nil
+	}
+	return nil, usagef("-key: decodes to %d bytes (want 16, 24 or 32, e.g. from: head -c 32 /dev/urandom | base64)", len(key))
+}
+
+// checkHostPort checks a HOST:PORT flag value. With ipOnly the host must be
+// an IP address; the port must lie in [minPort, 65535].
+func checkHostPort(flagName, v string, ipOnly bool, minPort int) (host string, port int, err error) {
+	want := fmt.Sprintf("want HOST:PORT with a port from %d to 65535", minPort)
+	if ipOnly {
+		want = fmt.Sprintf("want IP:PORT with a port from %d to 65535", minPort)
+	}
+	h, p, err := net.SplitHostPort(v)
+	if err != nil || h == "" {
+		return "", 0, usagef("-%s %q: %s", flagName, v, want)
+	}
+	port, err = strconv.Atoi(p)
+	if err != nil || port < minPort || port > 65535 || ipOnly && net.ParseIP(h) == nil {
+		return "", 0, usagef("-%s %q: %s", flagName, v, want)
+	}
+	return h, port, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"strings"
+	"testing"
+)
+
+// Every bad flag of the live modes prints one line that names the flag and
+// exits 2 before anything starts.
+func TestLiveBadFlags(t *testing.T) {
+	long := strings.Repeat("x", 600)
+	for _, tc := range []struct{ args, mention string }{
+		{"-n 0", "-n"}, {"-n 17", "-n"}, {"-n x", "-n"},
+		{"-algorithm raft", "-algorithm"}, {"-quorum 6", "-quorum"}, {"-quorum -1", "-quorum"},
+		{"-http nohost", "-http"}, {"-http 127.0.0.1:99999", "-http"},
+		{"-key !!!", "-key"}, {"-key c2hvcnQ=", "-key"}, {"-log-level loud", "-log-level"},
+		{"-nosuchflag", "-nosuchflag"}, {"extra", "extra"},
+		{"node", "-name"}, {"node -name " + long, "-name"},
+		{"node -name a -bind localhost:7946", "-bind"}, {"node -name a -bind 127.0.0.1:70000", "-bind"},
+		{"node -name a -advertise 10.0.0.1", "-advertise"}, {"node -name a -advertise 10.0.0.1:0", "-advertise"},
+		{"node -name a -join 127.0.0.1", "-join"}, {"node -name a -join 127.0.0.1:7946,127.0.0.1:0", "-join"},
+		{"node -name a -rating x", "-rating"}, {"node -name a -algorithm raft", "-algorithm"},
+		{"node -name a -quorum -1", "-quorum"}, {"node -name a -profile fast", "-profile"},
+		{"node -name a -key abc", "-key"}, {"node -name a -http :x", "-http"},
+		{"node -name a -log-level loud", "-log-level"}, {"node -name a extra", "extra"},
+	} {
+		var out, errb bytes.Buffer
+		rc := run(strings.Fields(tc.args), &out, &errb)
+		msg := strings.TrimSpace(errb.String())
+		if rc != 2 || strings.Count(msg, "\n") != 0 || out.Len() != 0 {
+			t.Errorf("%.40q: rc=%d, stderr %q, stdout %q; want rc 2, one line, no output", tc.args, rc, msg, out.String())
+		}
+		if !strings.Contains(msg, tc.mention) {
+			t.Errorf("%.40q: %q does not name %s", tc.args, msg, tc.mention)
+		}
+	}
+}
+
+// A key is never echoed in an error.
+func TestBadKeyNotEchoed(t *testing.T) {
+	const key = "c2hvcnQta2V5" // 9 bytes: too short for AES
+	var out, errb bytes.Buffer
+	if rc := run([]string{"-key", key}, &out, &errb); rc != 2 || strings.Contains(errb.String(), key) {
+		t.Fatalf("rc=%d stderr %q: want rc 2 without the key", rc, errb.String())
+	}
+}
+
+// Flags are checked before anything listens: with the -http port taken, a
+// bad flag still gives the usage error, not "address in use".
+func TestBadFlagsBeforeListening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	for _, args := range [][]string{
+		{"-http", addr, "-algorithm", "raft"},
+		{"node", "-name", "a", "-http", addr, "-bind", "127.0.0.1:0", "-quorum", "-2"},
+	} {
+		var out, errb bytes.Buffer
+		if rc := run(args, &out, &errb); rc != 2 || strings.Contains(errb.String(), "in use") {
+			t.Errorf("%q: rc=%d stderr %q; want the usage error", args, rc, errb.String())
+		}
+	}
+	// With good flags, the taken port is a runtime error (1), and nothing
+	// else was started.
+	var out, errb bytes.Buffer
+	if rc := run([]string{"node", "-name", "a", "-http", addr, "-bind", "127.0.0.1:0"}, &out, &errb); rc != 1 ||
+		!strings.Contains(errb.String(), "-http") || out.Len() != 0 {
+		t.Errorf("port taken: rc=%d stderr %q stdout %q; want rc 1 naming -http", rc, errb.String(), out.String())
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"node", "-h"}} {
+		var out, errb bytes.Buffer
+		if rc := run(args, &out, &errb); rc != 0 || !strings.Contains(out.String(), "-algorithm") || errb.Len() != 0 {
+			t.Errorf("%q: rc=%d stdout %q stderr %q; want the flags on stdout", args, rc, out.String(), errb.String())
+		}
+	}
+}

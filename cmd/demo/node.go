@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/metrics"
+)
+
+const nodeSynopsis = `usage: demo node -name NAME [flags]
+
+Runs one coordelect node in this process: a memberlist member and an elector,
+with /status (JSON), /metrics (Prometheus) and /healthz over HTTP. Start one
+per process or host and point them at each other with -join. SIGINT or
+SIGTERM resigns (a coordinator hands off) and leaves the cluster.`
+
+// leaveTimeout bounds how long a stopping node waits for its leave message
+// to go out.
+const leaveTimeout = 2 * time.Second
+
+// nodeOptions is a validated `demo node` command line.
+type nodeOptions struct {
+	mem   membership.Config
+	el    election.Config
+	http  string
+	level hclog.Level
+}
+
+// parseNodeFlags parses and checks every flag of `demo node`, so that
+// nothing starts unless all of them are good.
+func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
+	var (
+		name, bind, advertise, join, key string
+		alg                              algorithmFlag
+		level                            = levelFlag{hclog.Info}
+		o                                = &nodeOptions{mem: membership.DefaultConfig()}
+	)
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.StringVar(&name, "name", "", "this node's name, unique in the cluster (required)")
+	fs.StringVar(&bind, "bind", "127.0.0.1:7946", "IP:PORT for gossip and election traffic (UDP and TCP); port 0 picks one")
+	fs.StringVar(&advertise, "advertise", "", "IP:PORT the others reach this node at, when not -bind (NAT, containers)")
+	fs.StringVar(&o.http, "http", "127.0.0.1:8080", "HOST:PORT for /status, /metrics and /healthz; port 0 picks one")
+	fs.StringVar(&join, "join", "", "HOST:PORT[,HOST:PORT...] of members to join (and re-join every 10 s)")
+	fs.Int64Var(&o.el.Rating, "rating", 0, "this node's rating: the live node with the highest rating leads (ties: the name)")
+	fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson (the same on every node)")
+	fs.StringVar(&key, "key", "", "gossip encryption key, base64 of 16, 24 or 32 bytes (the same on every node)")
+	fs.IntVar(&o.el.QuorumSize, "quorum", 0, "quorum guard: the cluster size S (the same on every node); 0 turns it off")
+	fs.StringVar(&o.mem.Profile, "profile", membership.ProfileLAN, "memberlist timings: lan, local (one host) or wan")
+	fs.Var(&level, "log-level", "log level: trace, debug, info, warn, error or off")
+	if err := parseFlags(fs, args, stdout, nodeSynopsis); err != nil {
+		return nil, err
+	}
+	o.el.Algorithm, o.level = alg.a, level.l
+	if err := o.setMembership(name, bind, advertise, join, key); err != nil {
+		return nil, err
+	}
+	return o, o.check()
+}
+
+// setMembership fills in the membership configuration from the flags.
+func (o *nodeOptions) setMembership(name, bind, advertise, join, key string) error {
+	switch {
+	case name == "":
+		return usagef("-name is required: this node's name, unique in the cluster")
+	case len(name) > membership.MaxStringLen:
+		return usagef("-name: %d bytes; want at most %d", len(name), membership.MaxStringLen)
+	}
+	o.mem.NodeName = name
+	var err error
+	if o.mem.BindAddr, o.mem.BindPort, err = checkHostPort("bind", bind, true, 0); err != nil {
+		return err
+	}
+	if advertise != "" {
+		if o.mem.AdvertiseAddr, o.mem.AdvertisePort, err = checkHostPort("advertise", advertise, true, 1); err != nil {
+			return err
+		}
+	}
+	o.mem.Seeds = splitList(join)
+	for _, s := range o.mem.Seeds {
+		if _, _, err := checkHostPort("join", s, false, 1); err != nil {
+			return err
+		}
+	}
+	o.mem.SecretKey, err = decodeKey(key)
+	o.mem.Rating, o.mem.Algorithm = o.el.Rating, o.el.Algorithm.String()
+	return err
+}
+
+// check checks what the flags alone did not.
+func (o *nodeOptions) check() error {
+	if _, _, err := checkHostPort("http", o.http, false, 0); err != nil {
+		return err
+	}
+	switch o.mem.Profile {
+	case membership.ProfileLAN, membership.ProfileLocal, membership.ProfileWAN:
+	default:
+		return usagef("-profile %q: want lan, local or wan", o.mem.Profile)
+	}
+	if o.el.QuorumSize < 0 {
+		return usagef("-quorum %d: want 0 (off) or the cluster size", o.el.QuorumSize)
+	}
+	if err := o.mem.Validate(); err != nil {
+		return usagef("%v", err) // e.g. a -name longer than membership allows
+	}
+	return nil
+}
+
+// runNode runs `demo node` until ctx ends, then stops gracefully.
+func runNode(ctx context.Context, args []string, stdout, stderr io.Writer, sink *metrics.MemberlistSink) error {
+	o, err := parseNodeFlags(args, stdout)
+	if err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "demo", Level: o.level, Output: stderr})
+	ln, err := net.Listen("tcp", o.http)
+	if err != nil {
+		return fmt.Errorf("-http: %w", err)
+	}
+	o.mem.Logger, o.el.Logger = logger, logger
+	p, err := startPeer(peerConfig{mem: o.mem, el: o.el, sink: sink})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := serveNode(p, ln, logger)
+	fmt.Fprintf(stdout, "node %s: gossip %s, http://%s/status\n", p.name, p.mem.Addr(), ln.Addr())
+	select {
+	case <-ctx.Done():
+		logger.Info("stopping: resigning and leaving the cluster")
+	case <-p.done:
+		logger.Error("elector stopped", "error", p.runErr)
+	}
+	err = p.stop(leaveTimeout)
+	shutdown(srv, logger)
+	return err
+}
+
+// serveNode serves the node's endpoints on ln.
+func serveNode(p *peer, ln net.Listener, logger hclog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	handlePeer(mux, "", func(*http.Request) (*peer, error) { return p, nil })
+	srv := newServer(mux, logger)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("http server stopped", "error", err)
+		}
+	}()
+	return srv
+}
+
+// newServer returns an HTTP server for handler with sane timeouts for a
+// local tool (no WriteTimeout: the event stream is long-lived).
+func newServer(handler http.Handler, logger hclog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       time.Minute,
+		ErrorLog:          logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+}
+
+// shutdown stops srv, waiting a little for requests in flight.
+func shutdown(srv *http.Server, logger hclog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		logger.Warn("http server did not stop cleanly", "error", err)
+		_ = srv.Close()
+	}
+}

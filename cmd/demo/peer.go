@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/metrics"
+)
+
+// peer is one live member, as a service embedding coordelect runs it: a
+// membership.Node, the election.Elector on top of it, and a Prometheus
+// registry of its own for its metrics.
+type peer struct {
+	name   string
+	mem    *membership.Node
+	el     *election.Elector
+	reg    *prometheus.Registry
+	rec    *metrics.Recorder
+	cancel context.CancelFunc // ends Run's context: the graceful hand-off
+	done   chan struct{}      // closed when Run has returned
+	runErr error              // Run's result, set before done is closed
+}
+
+// peerConfig is what startPeer needs.
+type peerConfig struct {
+	mem membership.Config
+	el  election.Config // Transport and Recorder are set by startPeer
+	// sink, when not nil, is the process's go-metrics sink: memberlist's
+	// own metrics join the node's (coordelect_memberlist_*).
+	sink *metrics.MemberlistSink
+	// labelNode adds node="name" to every series, for several nodes
+	// behind one HTTP server.
+	labelNode bool
+	// extra, when not nil, receives every Recorder call after the
+	// Prometheus recorder.
+	extra election.Recorder
+}
+
+// startPeer starts a member (it listens and joins its seeds at once), its
+// metrics on a registry of its own, and an elector on it. On error nothing
+// is left running.
+func startPeer(pc peerConfig) (*peer, error) {
+	name := pc.mem.NodeName
+	if pc.sink != nil {
+		pc.mem.Memberlist = chainMemberlist(pc.mem.Memberlist, metrics.ConfigureMemberlist(name))
+	}
+	mem, err := membership.New(pc.mem)
+	if err != nil {
+		return nil, err
+	}
+	p := &peer{name: name, mem: mem, reg: prometheus.NewRegistry(), done: make(chan struct{})}
+	opts := []metrics.Option{metrics.WithTransportStats(mem)}
+	if pc.sink != nil {
+		opts = append(opts, metrics.WithMemberlist(pc.sink, name))
+	}
+	if pc.labelNode {
+		opts = append(opts, metrics.WithNode(name))
+	}
+	if p.rec, err = metrics.New(p.reg, opts...); err != nil {
+		_ = mem.Close()
+		return nil, err
+	}
+	pc.el.Transport, pc.el.Recorder = mem, p.rec
+	if pc.extra != nil {
+		pc.el.Recorder = fanout{p.rec, pc.extra}
+	}
+	if p.el, err = election.New(pc.el); err != nil {
+		p.rec.Unregister()
+		_ = mem.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() {
+		defer close(p.done)
+		p.runErr = p.el.Run(ctx)
+	}()
+	return p, nil
+}
+
+// crash stops the member the way a crash looks to the others: the elector
+// stops without a hand-off and memberlist shuts down without leaving.
+func (p *peer) crash() error {
+	_ = p.el.Close() // before cancel, which would hand off
+	p.cancel()
+	<-p.done
+	defer p.rec.Unregister()
+	return p.mem.Close()
+}
+
+// stop stops the member gracefully: a coordinator resigns and waits for its
+// successor (election.Config.HandoffTimeout), then the member tells the
+// cluster it leaves, waiting up to leaveTimeout for the news to go out.
+func (p *peer) stop(leaveTimeout time.Duration) error {
+	p.cancel()
+	<-p.done
+	var errs []error
+	if p.runErr != nil {
+		errs = append(errs, fmt.Errorf("elector %s: %w", p.name, p.runErr))
+	}
+	if err := p.mem.Leave(leaveTimeout); err != nil {
+		errs = append(errs, fmt.Errorf("leaving the cluster: %w", err))
+	}
+	if err := p.mem.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing member %s: %w", p.name, err))
+	}
+	p.rec.Unregister()
+	return errors.Join(errs...)
+}
+
+// chainMemberlist returns a function that applies f (may be nil), then g.
+func chainMemberlist(f, g func(*memberlist.Config)) func(*memberlist.Config) {
+	if f == nil {
+		return g
+	}
+	return func(c *memberlist.Config) {
+		f(c)
+		g(c)
+	}
+}
+
+// running reports whether the elector still runs.
+func (p *peer) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// nodeStatus is the /status document of one node.
+type nodeStatus struct {
+	Name string `json:"name"`
+	// State is the node's state: sleep, cand, lost, coordinator, active or relay.
+	State string `json:"state"`
+	// Coordinator is the name of the coordinator the node reports, "" when none.
+	Coordinator string `json:"coordinator"`
+	// Term is the coordinator's term (epoch<<32 | winner's tag) when there
+	// is one, else the highest term seen.
+	Term      uint64         `json:"term"`
+	Rating    int64          `json:"rating"`
+	Algorithm string         `json:"algorithm"`
+	Members   []memberStatus `json:"members"`
+}
+
+// memberStatus is one member in /status: itself and every member its
+// memberlist knows, including those that left or died recently.
+type memberStatus struct {
+	Name   string `json:"name"`
+	Addr   string `json:"addr"`
+	Rating int64  `json:"rating"`
+	Alive  bool   `json:"alive"`
+}
+
+// status returns the node's /status document.
+func (p *peer) status() nodeStatus {
+	st := p.el.Status()
+	coord, _, _ := p.el.Leader()
+	out := nodeStatus{
+		Name:        p.name,
+		State:       st.State.String(),
+		Coordinator: coord,
+		Term:        st.Term,
+		Rating:      st.Rating,
+		Algorithm:   st.Algorithm.String(),
+		Members:     []memberStatus{},
+	}
+	for _, m := range p.mem.Members() {
+		out.Members = append(out.Members, memberStatus{Name: m.Name, Addr: m.Addr, Rating: m.Rating, Alive: m.Alive})
+	}
+	return out
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// errNodeDown is served for a node of the local cluster that is crashed.
+var errNodeDown = errors.New("node is down")
+
+// peerLookup finds the peer a request is about: errNodeDown when it is not
+// running, another error when there is no such node.
+type peerLookup func(r *http.Request) (*peer, error)
+
+// handlePeer registers a node's endpoints under prefix ("" or
+// "/nodes/{name}"):
+//
+//	GET prefix/status   the node's nodeStatus as JSON
+//	GET prefix/metrics  the node's Prometheus registry
+//	GET prefix/healthz  200 "ok" while the node's elector runs, else 503
+func handlePeer(mux *http.ServeMux, prefix string, lookup peerLookup) {
+	mux.HandleFunc("GET "+prefix+"/status", func(w http.ResponseWriter, r *http.Request) {
+		if p := findPeer(w, r, lookup); p != nil {
+			writeJSON(w, http.StatusOK, p.status())
+		}
+	})
+	mux.HandleFunc("GET "+prefix+"/metrics", func(w http.ResponseWriter, r *http.Request) {
+		if p := findPeer(w, r, lookup); p != nil {
+			promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+		}
+	})
+	mux.HandleFunc("GET "+prefix+"/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if p := findPeer(w, r, lookup); p != nil {
+			if !p.running() {
+				http.Error(w, "elector stopped", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("ok\n"))
+		}
+	})
+}
+
+// findPeer looks the peer up, answering 503 for a node that is down and
+// 404 for an unknown one.
+func findPeer(w http.ResponseWriter, r *http.Request, lookup peerLookup) *peer {
+	p, err := lookup(r)
+	switch {
+	case errors.Is(err, errNodeDown):
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusNotFound)
+	}
+	return p
+}
+
+// writeJSON writes v as indented JSON with the given status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
