@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/coordelect/coordelect/election/core"
 )
 
 func TestSimJSONBullyTextbook(t *testing.T) {
@@ -40,12 +45,37 @@ func TestSimBadFlags(t *testing.T) {
 	}
 }
 
+// The default command is the live local cluster: 5 nodes, bully, the page
+// on 127.0.0.1:8080. (The fig. 29 walk-through it used to run is
+// `demo sim -script election/testdata/bully_fig29.txt`.)
 func TestDefaultDemoRuns(t *testing.T) {
-	var out, errb bytes.Buffer
-	if rc := run(nil, &out, &errb); rc != 0 {
-		t.Fatalf("rc=%d stderr=%s", rc, errb.String())
+	o, err := parseClusterFlags(nil, io.Discard)
+	if err != nil || o.n != 5 || o.alg != core.Bully || o.http != "127.0.0.1:8080" || o.quorum != 0 || o.key != nil {
+		t.Fatalf("defaults %+v, %v; want 5 nodes, bully, 127.0.0.1:8080, no quorum, no key", o, err)
 	}
-	if !strings.Contains(out.String(), "2: coordinator coordinator=2") {
-		t.Fatalf("default demo did not end with 2 as coordinator:\n%s", out.String())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- runContext(ctx, []string{"-http", "127.0.0.1:0"}, &out, &errb, nil) }()
+	waitFor(t, waitTimeout, "coordinator 5 agreed", func() bool {
+		return strings.Contains(errb.String(), "coordinator agreed: coordinator=5")
+	})
+	if !strings.Contains(out.String(), "5 nodes (bully) on 127.0.0.1; open http://127.0.0.1:") {
+		t.Errorf("no URL printed: %q", out.String())
+	}
+	cancel()
+	select {
+	case rc := <-done:
+		if rc != 0 {
+			t.Errorf("rc=%d after the context ended; stderr:\n%s", rc, errb.String())
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the demo did not stop when its context ended")
+	}
+	var wout, werr bytes.Buffer
+	if rc := run([]string{"sim", "-script", "../../election/testdata/bully_fig29.txt"}, &wout, &werr); rc != 0 ||
+		!strings.Contains(wout.String(), "2: coordinator coordinator=2") {
+		t.Fatalf("fig. 29 walk-through: rc=%d stderr=%s\n%s", rc, werr.String(), wout.String())
 	}
 }

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/metrics"
+)
+
+const clusterSynopsis = `usage: demo [flags]
+
+Runs a live coordelect cluster in this process: N nodes named 1..N with
+ratings 1..N, each a real memberlist member on its own 127.0.0.1 port with an
+elector on top, and a web page to watch them and break them (crash, restart,
+partition, heal, resign, change a rating). Per node, /nodes/NAME/status,
+/nodes/NAME/metrics and /nodes/NAME/healthz serve what 'demo node' serves.`
+
+// maxClusterSize bounds -n: the page draws every node on one ring.
+const maxClusterSize = 16
+
+// clusterOptions is a validated command line of the local cluster.
+type clusterOptions struct {
+	n      int
+	alg    core.Algorithm
+	http   string
+	key    []byte
+	quorum int
+	level  hclog.Level
+}
+
+// parseClusterFlags parses and checks every flag, so that nothing starts
+// unless all of them are good.
+func parseClusterFlags(args []string, stdout io.Writer) (*clusterOptions, error) {
+	var (
+		o     = &clusterOptions{}
+		alg   algorithmFlag
+		key   string
+		level = levelFlag{hclog.Error}
+	)
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.IntVar(&o.n, "n", 5, fmt.Sprintf("number of nodes, 1 to %d", maxClusterSize))
+	fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson")
+	fs.StringVar(&o.http, "http", "127.0.0.1:8080", "HOST:PORT of the web page; port 0 picks one")
+	fs.StringVar(&key, "key", "", "gossip encryption key, base64 of 16, 24 or 32 bytes")
+	fs.IntVar(&o.quorum, "quorum", 0, "quorum guard: S = the cluster size; 0 turns it off (a partition then elects one coordinator per side)")
+	fs.Var(&level, "log-level", "level of the nodes' own logs (elector, membership, memberlist): trace, debug, info, warn, error or off")
+	if err := parseFlags(fs, args, stdout, clusterSynopsis); err != nil {
+		return nil, err
+	}
+	o.alg, o.level = alg.a, level.l
+	var err error
+	switch {
+	case o.n < 1 || o.n > maxClusterSize:
+		return nil, usagef("-n %d: want 1 to %d nodes", o.n, maxClusterSize)
+	case o.quorum < 0 || o.quorum > o.n:
+		return nil, usagef("-quorum %d: want 0 (off) to -n = %d", o.quorum, o.n)
+	}
+	if _, _, err = checkHostPort("http", o.http, false, 0); err != nil {
+		return nil, err
+	}
+	o.key, err = decodeKey(key)
+	return o, err
+}
+
+// localCluster is the demo's cluster: every node a real membership.Node
+// on 127.0.0.1, all over one membership.FaultNetwork so that the page can
+// partition them. Actions (crash, restart, ...) run one at a time.
+type localCluster struct {
+	opts    *clusterOptions
+	log     hclog.Logger // the demo's own lines
+	nodeLog hclog.Logger // the nodes' logs
+	net     *membership.FaultNetwork
+	sink    *metrics.MemberlistSink // nil: no memberlist metrics
+	events  *hub
+	slots   []*slot
+	// wake (capacity 1) tells the watcher that a node published a new
+	// leadership; observers tracks the goroutines that do.
+	wake      chan struct{}
+	observers sync.WaitGroup
+
+	mu     sync.Mutex                 // serialises actions
+	groups atomic.Pointer[[][]string] // the partition, nil when healed
+
+	// lostAt is when the cluster lost its agreed coordinator (zero while it
+	// has one); actions set it so that failover times count from them.
+	lostAt atomic.Pointer[time.Time]
+}
+
+// slot is one node of the local cluster across its restarts.
+type slot struct {
+	name   string
+	port   int                    // the memberlist port, kept across restarts
+	addr   atomic.Pointer[string] // see address
+	tally  *tally
+	rating atomic.Int64         // the last rating set, used at restart
+	peer   atomic.Pointer[peer] // nil while crashed
+}
+
+// address is the node's advertised "127.0.0.1:port".
+func (s *slot) address() string { return *s.addr.Load() }
+
+// setAddr records the node's address; s.port is only used under
+// localCluster.mu or before the cluster starts.
+func (s *slot) setAddr(addr string) {
+	_, port, _ := net.SplitHostPort(addr)
+	s.addr.Store(&addr)
+	s.port, _ = strconv.Atoi(port)
+}
+
+// demoTimings tunes memberlist's "local" profile for loopback: a crashed
+// member is declared dead within about a second (probe every 200 ms, 100 ms
+// timeout, then 400 ms of suspicion), which the ring algorithms wait for.
+// Bully does not: its coordinator heartbeat finds a crash in ~200-300 ms.
+func demoTimings(mc *memberlist.Config) {
+	mc.ProbeInterval = 200 * time.Millisecond
+	mc.ProbeTimeout = 100 * time.Millisecond
+	mc.SuspicionMult = 2
+	mc.GossipInterval = 50 * time.Millisecond
+	mc.PushPullInterval = 5 * time.Second
+	mc.GossipToTheDeadTime = 5 * time.Second
+	mc.DeadNodeReclaimTime = time.Second // a restart on a new port
+}
+
+// newLocalCluster prepares the cluster; start starts its nodes.
+func newLocalCluster(o *clusterOptions, logger, nodeLog hclog.Logger, sink *metrics.MemberlistSink) *localCluster {
+	c := &localCluster{opts: o, log: logger, nodeLog: nodeLog, sink: sink, events: newHub(), wake: make(chan struct{}, 1)}
+	c.net = membership.NewFaultNetwork(1, nodeLog)
+	for i := range o.n {
+		s := &slot{name: strconv.Itoa(i + 1)}
+		s.rating.Store(int64(i + 1))
+		s.tally = &tally{onEvent: func(e nodeEvent) { c.nodeEvent(s.name, e) }}
+		c.slots = append(c.slots, s)
+	}
+	return c
+}
+
+// start starts every node at once: each joins all the others, so they
+// must all be up for the joins to finish.
+func (c *localCluster) start() error {
+	trs := make([]*membership.FaultTransport, len(c.slots))
+	for i, s := range c.slots {
+		tr, err := c.net.Listen(s.name, "127.0.0.1", 0)
+		if err != nil {
+			closeAll(trs)
+			return fmt.Errorf("node %s: %w", s.name, err)
+		}
+		trs[i] = tr
+		s.setAddr(tr.Addr())
+	}
+	errs := make([]error, len(c.slots))
+	var wg sync.WaitGroup
+	for i, s := range c.slots {
+		wg.Go(func() { errs[i] = c.startSlot(s, trs[i]) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.stop()
+		return err
+	}
+	return nil
+}
+
+func closeAll(trs []*membership.FaultTransport) {
+	for _, tr := range trs {
+		if tr != nil {
+			_ = tr.Shutdown()
+		}
+	}
+}
+
+// startSlot starts s's node on tr.
+func (c *localCluster) startSlot(s *slot, tr *membership.FaultTransport) error {
+	p, err := startPeer(peerConfig{
+		mem: c.memberConfig(s, tr), el: c.electorConfig(s),
+		sink: c.sink, labelNode: true, extra: s.tally,
+	})
+	if err != nil {
+		_ = tr.Shutdown()
+		return fmt.Errorf("node %s: %w", s.name, err)
+	}
+	s.peer.Store(p)
+	leadership := p.el.Observe() // closed when the elector stops
+	c.observers.Go(func() {
+		for range leadership {
+			select {
+			case c.wake <- struct{}{}:
+			default: // the watcher is due to look already
+			}
+		}
+	})
+	return nil
+}
+
+func (c *localCluster) memberConfig(s *slot, tr *membership.FaultTransport) membership.Config {
+	m := membership.DefaultConfig()
+	m.NodeName = s.name
+	m.Transport = tr
+	for _, o := range c.slots {
+		if o != s {
+			m.Seeds = append(m.Seeds, o.address())
+		}
+	}
+	m.Rating = s.rating.Load()
+	m.Algorithm = c.opts.alg.String()
+	m.Profile = membership.ProfileLocal
+	m.Memberlist = demoTimings
+	m.RejoinInterval = time.Second // a healed partition merges within about a second
+	m.SecretKey = c.opts.key
+	m.Logger = c.nodeLog.With("node", s.name)
+	return m
+}
+
+func (c *localCluster) electorConfig(s *slot) election.Config {
+	return election.Config{
+		Algorithm:  c.opts.alg,
+		Rating:     s.rating.Load(),
+		QuorumSize: c.opts.quorum,
+		Logger:     c.nodeLog,
+	}
+}
+
+// stop stops every running node gracefully, at the same time.
+func (c *localCluster) stop() {
+	var wg sync.WaitGroup
+	for _, s := range c.slots {
+		if p := s.peer.Swap(nil); p != nil {
+			wg.Go(func() {
+				if err := p.stop(time.Second); err != nil {
+					c.log.Warn("node did not stop cleanly", "node", s.name, "error", err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	c.observers.Wait()
+}
+
+// errNoNode is a node name the cluster does not have.
+var errNoNode = errors.New("no node")
+
+// slot returns the node called name.
+func (c *localCluster) slot(name string) (*slot, error) {
+	for _, s := range c.slots {
+		if s.name == name {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q", errNoNode, name)
+}
+
+// running returns the node's peer, or errNodeDown.
+func (c *localCluster) running(name string) (*peer, error) {
+	s, err := c.slot(name)
+	if err != nil {
+		return nil, err
+	}
+	if p := s.peer.Load(); p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("node %s: %w", name, errNodeDown)
+}
+
+// names lists the node names in ring order.
+func (c *localCluster) names() []string {
+	out := make([]string, len(c.slots))
+	for i, s := range c.slots {
+		out[i] = s.name
+	}
+	slices.SortFunc(out, core.CompareID)
+	return out
+}
+
+// waitCtx bounds an action that waits on a node.
+func waitCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Second)
+}

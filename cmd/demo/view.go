@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// nodeView is one node as the page shows it.
+type nodeView struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+	Up   bool   `json:"up"`
+	// State is the elector's state, or "down" while crashed.
+	State  string `json:"state"`
+	Rating int64  `json:"rating"`
+	// Term is the coordinator's term (else the highest seen) as epoch.tag;
+	// with the local cluster's numeric names the tag is the winner's name.
+	Term        string `json:"term"`
+	Coordinator string `json:"coordinator"` // who the node says leads, "" for none
+	Leading     bool   `json:"leading"`     // the node says it leads
+	Electing    bool   `json:"electing"`
+	Alive       int    `json:"alive"` // members the node holds alive, itself included
+	Known       int    `json:"known"`
+	Group       int    `json:"group"` // partition side, 1 or 2; 0 when healed
+	Sent        uint64 `json:"sent"`  // messages sent since the demo started
+	// leaderTerm is the term of Coordinator, as the node reports it.
+	leaderTerm uint64
+}
+
+// clusterView is the page's state: one event of the event stream.
+type clusterView struct {
+	Algorithm string     `json:"algorithm"`
+	Quorum    int        `json:"quorum"`
+	Nodes     []nodeView `json:"nodes"` // in ring order
+	// Agreed: every running node names the same coordinator and term, and
+	// that coordinator runs and leads.
+	Agreed      bool   `json:"agreed"`
+	Coordinator string `json:"coordinator"` // the agreed one, else ""
+	Term        string `json:"term"`
+	// Leaders lists the running nodes that say they lead: more than one
+	// is a split brain (a partition without the quorum guard).
+	Leaders   []string   `json:"leaders"`
+	Partition [][]string `json:"partition"`
+	Messages  []msgCount `json:"messages"` // by type, every node since the demo started
+	Dropped   uint64     `json:"dropped"`
+	Now       int64      `json:"now"` // server time in ms since the Unix epoch, for rates
+}
+
+// view builds the page's state from every node's Status.
+func (c *localCluster) view() clusterView {
+	v := clusterView{Algorithm: c.opts.alg.String(), Quorum: c.opts.quorum, Leaders: []string{}, Now: time.Now().UnixMilli()}
+	if g := c.groups.Load(); g != nil {
+		v.Partition = *g
+	}
+	for _, name := range c.names() {
+		s, _ := c.slot(name)
+		n := s.view(v.Partition)
+		if n.Leading {
+			v.Leaders = append(v.Leaders, n.Name)
+		}
+		v.Nodes = append(v.Nodes, n)
+	}
+	v.agree()
+	v.Messages, v.Dropped = c.totals()
+	return v
+}
+
+func (s *slot) view(partition [][]string) nodeView {
+	n := nodeView{Name: s.name, Addr: s.address(), State: "down", Rating: s.rating.Load(), Sent: s.tally.sentTotal()}
+	for i, g := range partition {
+		if slices.Contains(g, s.name) {
+			n.Group = i + 1
+		}
+	}
+	p := s.peer.Load()
+	if p == nil {
+		return n
+	}
+	// Leader and IsLeader change together when the elector publishes a
+	// leadership, which is when the watcher is woken.
+	coord, term, _ := p.el.Leader()
+	n.Coordinator, n.leaderTerm, n.Leading = coord, term, p.el.IsLeader()
+	st := p.el.Status()
+	n.Up, n.State, n.Rating = true, st.State.String(), st.Rating
+	n.Term, n.Electing = core.Term(st.Term).String(), st.Electing
+	n.Alive, n.Known = st.AliveMembers(), len(st.Members)
+	return n
+}
+
+// agree sets Agreed, Coordinator and Term from the leadership every
+// running node reports.
+func (v *clusterView) agree() {
+	var first *nodeView
+	for i := range v.Nodes {
+		n := &v.Nodes[i]
+		if !n.Up {
+			continue
+		}
+		if first == nil {
+			first = n
+		}
+		if n.Coordinator == "" || n.Coordinator != first.Coordinator || n.leaderTerm != first.leaderTerm {
+			return
+		}
+	}
+	if first == nil || !slices.Equal(v.Leaders, []string{first.Coordinator}) {
+		return
+	}
+	v.Agreed, v.Coordinator, v.Term = true, first.Coordinator, core.Term(first.leaderTerm).String()
+}
+
+// up counts the running nodes.
+func (v *clusterView) up() int {
+	n := 0
+	for _, x := range v.Nodes {
+		if x.Up {
+			n++
+		}
+	}
+	return n
+}
+
+// totals sums the message counts of every node.
+func (c *localCluster) totals() ([]msgCount, uint64) {
+	var sum []msgCount
+	var dropped uint64
+	for _, s := range c.slots {
+		counts := s.tally.counts()
+		if sum == nil {
+			sum = counts
+		} else {
+			for i := range sum {
+				sum[i].Sent += counts[i].Sent
+				sum[i].Received += counts[i].Received
+			}
+		}
+		dropped += s.tally.dropped.Load()
+	}
+	return sum, dropped
+}
+
+// watcher publishes the cluster's state to the page whenever it changes
+// (and every publishEvery for the counters), and reports each change of
+// the agreed coordinator and each split brain, once.
+type watcher struct {
+	c          *localCluster
+	lastKey    string
+	lastSent   time.Time
+	lastAgreed string // coordinator@term
+	lastSplit  []string
+	splitSince time.Time // when more than one node began to lead
+}
+
+const (
+	watchEvery   = 25 * time.Millisecond
+	publishEvery = 500 * time.Millisecond
+	splitAfter   = 300 * time.Millisecond
+)
+
+// run samples the cluster every watchEvery, and at once when a node
+// publishes a new leadership (localCluster.wake).
+func (w *watcher) run(ctx context.Context) {
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-w.c.wake:
+		}
+		w.step()
+	}
+}
+
+func (w *watcher) step() {
+	v := w.c.view()
+	w.track(v)
+	key := stateKey(v)
+	if key == w.lastKey && time.Since(w.lastSent) < publishEvery {
+		return
+	}
+	w.lastKey, w.lastSent = key, time.Now()
+	w.c.events.publishState(v)
+}
+
+// stateKey is v without its counters: the page is updated at once when
+// it changes.
+func stateKey(v clusterView) string {
+	v.Messages, v.Dropped, v.Now = nil, 0, 0
+	nodes := slices.Clone(v.Nodes)
+	for i := range nodes {
+		nodes[i].Sent = 0
+	}
+	v.Nodes = nodes
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// track logs a newly agreed coordinator, with the time since the cluster
+// lost the previous one, and a split brain.
+func (w *watcher) track(v clusterView) {
+	c := w.c
+	if !v.Agreed {
+		now := time.Now()
+		c.lostAt.CompareAndSwap(nil, &now)
+	} else if cur := v.Coordinator + "@" + v.Term; cur != w.lastAgreed {
+		w.lastAgreed = cur
+		after := time.Duration(0)
+		if t := c.lostAt.Load(); t != nil {
+			after = time.Since(*t).Round(time.Millisecond)
+		}
+		c.log.Info("coordinator agreed", "coordinator", v.Coordinator, "term", v.Term,
+			"nodes", fmt.Sprintf("%d/%d", v.up(), len(v.Nodes)), "after", after)
+		c.events.addLog(logEntry{Kind: "agreed", Node: v.Coordinator, Text: fmt.Sprintf(
+			"coordinator %s (term %s) agreed by all %d running nodes, after %v", v.Coordinator, v.Term, v.up(), after)})
+	}
+	if v.Agreed {
+		c.lostAt.Store(nil)
+	}
+	w.trackSplit(v)
+}
+
+func (w *watcher) trackSplit(v clusterView) {
+	if len(v.Leaders) < 2 {
+		w.splitSince, w.lastSplit = time.Time{}, nil
+		return
+	}
+	if w.splitSince.IsZero() {
+		w.splitSince = time.Now()
+	}
+	// A takeover (bully's step 5) has two leaders for a round trip; report
+	// only a split that lasts.
+	if time.Since(w.splitSince) < splitAfter || slices.Equal(v.Leaders, w.lastSplit) {
+		return
+	}
+	w.lastSplit = v.Leaders
+	text := "split brain: " + strings.Join(v.Leaders, " and ") + " both lead (no quorum guard); terms order them"
+	w.c.log.Warn(text)
+	w.c.events.addLog(logEntry{Kind: "split", Text: text})
+}
+
+// nodeEvent puts one node's election event in the page's log.
+func (c *localCluster) nodeEvent(name string, e nodeEvent) {
+	var text string
+	switch e.Kind {
+	case "won":
+		text = fmt.Sprintf("%s leads, term %s", name, core.Term(e.Leader.Term))
+	case "follows":
+		text = fmt.Sprintf("%s follows %s (term %s)", name, e.Leader.Coordinator, core.Term(e.Leader.Term))
+	case "no coordinator":
+		if s, _ := c.slot(name); s != nil && s.peer.Load() == nil {
+			return // the node stopped: its crash is already in the log
+		}
+		text = name + " knows no coordinator"
+	default:
+		text = name + ": " + e.Kind
+	}
+	c.events.addLog(logEntry{Kind: "node", Node: name, Text: text})
+}
