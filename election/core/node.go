@@ -172,6 +172,10 @@ func (n *Node) Ready() []Message {
 	return out
 }
 
+// Pending returns the messages queued since the last Ready, without
+// draining them.
+func (n *Node) Pending() []Message { return n.out }
+
 // Roster returns the node's current member list.
 func (n *Node) Roster() *Roster { return n.view.r }
 

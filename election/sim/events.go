@@ -50,14 +50,13 @@ func (s *Sim) Step() bool {
 	}
 	e := heap.Pop(&s.queue).(event)
 	s.now = e.at
+	if e.kind == evTick {
+		s.schedule(event{at: e.at + s.cfg.TickMs, kind: evTick, node: e.node})
+		s.tickPhase(s.phases[e.node])
+		return true
+	}
 	sn := s.nodes[e.node]
 	switch e.kind {
-	case evTick:
-		s.schedule(event{at: e.at + s.cfg.TickMs, kind: evTick, node: e.node})
-		if !sn.up {
-			return true
-		}
-		sn.node.Tick()
 	case evDeliver:
 		s.inFlight[e.msg.Type]--
 		if !sn.up || sn.inc != e.inc || s.cut(e.msg.From, e.msg.To) {
@@ -81,6 +80,22 @@ func (s *Sim) Step() bool {
 	}
 	s.flush(sn)
 	return true
+}
+
+// tickPhase ticks every live node of one phase offset. A tick that sends
+// nothing and changes nothing needs no checking.
+func (s *Sim) tickPhase(idx []int) {
+	for _, i := range idx {
+		sn := s.nodes[i]
+		if !sn.up {
+			continue
+		}
+		sn.node.Tick()
+		if len(sn.node.Pending()) == 0 && sn.node.Status() == sn.last {
+			continue
+		}
+		s.flush(sn)
+	}
 }
 
 // flush hands a node's outbox to the network, fires triggers, traces state
