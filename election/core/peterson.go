@@ -74,6 +74,31 @@ type peterson struct {
 	// handingOff: this node resigned and does not stand until a
 	// coordinator is known.
 	handingOff bool
+	// decisions not yet taken by Node.Decisions.
+	decisions []PhaseDecision
+}
+
+// PhaseDecision is what an active process decided at the end of a phase of
+// the active/relay ring, with the values it decided on (seed 001 draws
+// them as the triple d, e, f). F is zero when e == d ended the election.
+type PhaseDecision struct {
+	Phase   uint32
+	D, E, F Rank
+	// Outcome: "active" (d := e, on to the next phase), "relay", or
+	// "leader" (e == d: the only active left; d is the leader's rank).
+	Outcome string
+}
+
+// Decisions returns the phase decisions this node made since the last
+// call (active/relay ring only; nil otherwise). The simulator traces them.
+func (n *Node) Decisions() []PhaseDecision {
+	p, ok := n.alg.(*peterson)
+	if !ok || len(p.decisions) == 0 {
+		return nil
+	}
+	out := p.decisions
+	p.decisions = nil
+	return out
 }
 
 func newPeterson(n *Node) *peterson {
@@ -263,6 +288,7 @@ func (p *peterson) forward(m Message) {
 // onE: the phase's first message, the d of the nearest active neighbour.
 func (p *peterson) onE(e Rank) {
 	if e == p.d {
+		p.decisions = append(p.decisions, PhaseDecision{Phase: p.phase, D: p.d, E: e, Outcome: "leader"})
 		p.finish()
 		return
 	}
@@ -272,11 +298,15 @@ func (p *peterson) onE(e Rank) {
 
 // onF: the phase's second message, the d of the second-nearest active.
 func (p *peterson) onF(f Rank) {
+	dec := PhaseDecision{Phase: p.phase, D: p.d, E: p.e, F: f, Outcome: "relay"}
 	if p.e.Compare(p.d) > 0 && p.e.Compare(f) > 0 {
+		dec.Outcome = "active"
+		p.decisions = append(p.decisions, dec)
 		p.d, p.phase, p.second = p.e, p.phase+1, false
 		p.emit(p.d, false)
 		return
 	}
+	p.decisions = append(p.decisions, dec)
 	p.relay = true
 	p.n.setState(StateRelay)
 }

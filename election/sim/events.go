@@ -102,6 +102,13 @@ func (s *Sim) tickPhase(idx []int) {
 // changes and runs the checker.
 func (s *Sim) flush(sn *simNode) {
 	msgs := sn.node.Ready()
+	for _, d := range sn.node.Decisions() {
+		f := "-"
+		if d.F.ID != "" {
+			f = d.F.ID
+		}
+		s.tracef("%s: phase %d d=%s e=%s f=%s -> %s", sn.id, d.Phase, d.D.ID, d.E.ID, f, d.Outcome)
+	}
 	if s.fire(sn, msgs) {
 		return // crashed before sending
 	}
@@ -136,7 +143,7 @@ func (s *Sim) traceMsg(m core.Message) {
 	if len(m.List) > 0 {
 		extra += " list=" + listString(m.List)
 	}
-	if m.Value.ID != "" {
+	if m.Value.ID != "" && m.Type == core.MsgElection {
 		extra += " d=" + m.Value.ID
 	}
 	s.tracef("%s -> %s %s term=%s%s", m.From, m.To, m.Type, m.Term, extra)
