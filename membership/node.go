@@ -96,6 +96,7 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
+	logger = logger.Named("membership").With("node", cfg.NodeName)
 	boot, err := newBootID()
 	if err != nil {
 		return nil, nil, err
