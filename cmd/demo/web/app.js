@@ -6,7 +6,7 @@
 const SVG = "http://www.w3.org/2000/svg";
 const $ = (sel) => document.querySelector(sel);
 
-const ring = { cx: 210, cy: 200, r: 140, node: 27 };
+const ring = { cx: 230, cy: 215, r: 140, node: 27 };
 const rows = new Map();   // node name -> table row parts
 const shapes = new Map(); // node name -> svg parts
 const msgRows = new Map(); // message type -> row parts
@@ -74,6 +74,7 @@ function nodeShape(name) {
     crown: el("text", { class: "crown", y: -ring.node - 8 }, g),
     label: el("text", { class: "label" }, g),
   };
+  s.lines = [el("tspan", {}, s.label), el("tspan", {}, s.label)];
   s.name.textContent = name;
   const title = el("title", {}, g);
   s.title = title;
@@ -92,16 +93,28 @@ function renderRing(v) {
     s.g.setAttribute("transform", `translate(${p.x.toFixed(1)},${p.y.toFixed(1)})`);
     s.g.setAttribute("class", `node ${node.state}${node.electing ? " electing" : ""}${node.group ? " group" + node.group : ""}`);
     s.crown.textContent = node.state === "coordinator" ? "♛" : "";
-    // Labels sit outside the ring, away from the centre.
-    const out = ring.node + 16;
-    s.label.setAttribute("x", (Math.cos(p.a) * out).toFixed(1));
-    s.label.setAttribute("y", (Math.sin(p.a) * out + (Math.sin(p.a) > 0.3 ? 8 : Math.sin(p.a) < -0.3 ? -2 : 4)).toFixed(1));
-    s.label.setAttribute("text-anchor", Math.cos(p.a) > 0.3 ? "start" : Math.cos(p.a) < -0.3 ? "end" : "middle");
-    s.label.textContent = node.up ? `rating ${node.rating} · term ${node.term}` : "down";
+    placeLabel(s, p, node.up ? [`rating ${node.rating}`, `term ${node.term}`] : ["down"]);
     s.title.textContent = `node ${node.name} (${node.addr}): ${node.state}`;
   });
   renderFollows(L.follow, v, pos);
   renderCut(L.cut, v, pos);
+}
+
+// placeLabel writes a node's label outside the ring, away from the centre,
+// one line per entry of lines (at most two).
+function placeLabel(s, p, lines) {
+  const out = ring.node + 12;
+  const cos = Math.cos(p.a), sin = Math.sin(p.a);
+  const x = cos * out;
+  const lineHeight = 13;
+  // Above the node the lines grow upwards, below it downwards.
+  let y = sin * out + (sin > 0.3 ? 10 : sin < -0.3 ? -lineHeight * (lines.length - 1) : 4 - (lineHeight * (lines.length - 1)) / 2);
+  s.label.style.textAnchor = cos > 0.3 ? "start" : cos < -0.3 ? "end" : "middle";
+  s.lines.forEach((t, i) => {
+    t.textContent = lines[i] || "";
+    t.setAttribute("x", x.toFixed(1));
+    t.setAttribute("y", (y + i * lineHeight).toFixed(1));
+  });
 }
 
 // renderFollows draws an arrow from every running node to the coordinator
