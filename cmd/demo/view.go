@@ -82,10 +82,10 @@ func (s *slot) view(partition [][]string) nodeView {
 	if p == nil {
 		return n
 	}
-	// Leader and IsLeader change together when the elector publishes a
-	// leadership, which is when the watcher is woken.
+	// One read of the leadership the elector publishes (which wakes the
+	// watcher): it names this node only while the node leads.
 	coord, term, _ := p.el.Leader()
-	n.Coordinator, n.leaderTerm, n.Leading = coord, term, p.el.IsLeader()
+	n.Coordinator, n.leaderTerm, n.Leading = coord, term, coord == s.name
 	st := p.el.Status()
 	n.Up, n.State, n.Rating = true, st.State.String(), st.Rating
 	n.Term, n.Electing = core.Term(st.Term).String(), st.Electing

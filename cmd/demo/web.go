@@ -48,15 +48,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer,
 		_ = ln.Close()
 		return err
 	}
-	wctx, stopWatch := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { (&watcher{c: c}).run(wctx) })
-	srv := newServer(c.handler(), logger)
-	wg.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("http server stopped", "error", err)
-		}
-	})
+	stopServing := c.serve(ln)
 	url := pageURL(ln.Addr())
 	fmt.Fprintf(stdout, "coordelect demo: %d nodes (%s) on 127.0.0.1; open %s\n", o.n, o.alg, url)
 	if ready != nil {
@@ -64,15 +56,32 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer,
 	}
 	<-ctx.Done()
 	logger.Info("stopping: the coordinator hands off, every node leaves")
-	c.events.close()
-	shutdown(srv, logger)
-	stopWatch()
-	wg.Wait()
+	stopServing()
 	if o.level > hclog.Info {
 		nodeLog.SetLevel(hclog.Off) // memberlist's errors while its peers shut down are noise
 	}
 	c.stop()
 	return nil
+}
+
+// serve runs the watcher and the web page on ln. The function it returns
+// ends every event stream, stops the server and the watcher, and waits.
+func (c *localCluster) serve(ln net.Listener) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { (&watcher{c: c}).run(ctx) })
+	srv := newServer(c.handler(), c.log)
+	wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			c.log.Error("http server stopped", "error", err)
+		}
+	})
+	return func() {
+		c.events.close()
+		shutdown(srv, c.log)
+		cancel()
+		wg.Wait()
+	}
 }
 
 // pageURL is the URL to print for the listener: a wildcard address is

@@ -224,7 +224,7 @@ function renderNodes(v) {
     r.crash.textContent = node.up ? "Crash" : "Restart";
     r.crash.className = node.up ? "small danger" : "small";
     r.crash.dataset.action = node.up ? "crash" : "restart";
-    r.resign.disabled = node.state !== "coordinator";
+    r.resign.disabled = !node.leading;
   }
 }
 
