@@ -155,16 +155,30 @@ func (c *localCluster) resign(name string) error {
 func (c *localCluster) setRating(name string, rating int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.rate(name, func(int64) int64 { return rating })
+}
+
+// moveRating adds delta to node name's rating.
+func (c *localCluster) moveRating(name string, delta int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rate(name, func(old int64) int64 { return old + delta })
+}
+
+// rate changes node name's rating to next(old); c.mu is held.
+func (c *localCluster) rate(name string, next func(old int64) int64) error {
 	p, err := c.running(name)
 	if err != nil {
 		return err
 	}
 	s, _ := c.slot(name)
-	old := s.rating.Swap(rating)
+	old := s.rating.Load()
+	rating := next(old)
 	c.disrupted()
 	if err := p.el.SetRating(rating); err != nil {
 		return err
 	}
+	s.rating.Store(rating)
 	c.action(name, fmt.Sprintf("rating of %s: %d → %d", name, old, rating))
 	return nil
 }

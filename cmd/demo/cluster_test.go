@@ -110,9 +110,13 @@ func TestClusterResignAndRating(t *testing.T) {
 	tc.mustPost(t, "/api/nodes/3/resign", "")
 	tc.waitAgreed(t, "2")
 	tc.mustPost(t, "/api/nodes/1/rating", `{"rating": 10}`)
-	v := tc.waitAgreed(t, "1")
-	if v.Nodes[0].Rating != 10 {
-		t.Errorf("rating of 1 shown as %d, want 10", v.Nodes[0].Rating)
+	tc.waitAgreed(t, "1")
+	for range 3 { // quick clicks on the page's − button add up
+		tc.mustPost(t, "/api/nodes/1/rating", `{"delta": -3}`)
+	}
+	v := tc.waitAgreed(t, "3")
+	if v.Nodes[0].Rating != 1 {
+		t.Errorf("rating of 1 shown as %d, want 10 - 9 = 1", v.Nodes[0].Rating)
 	}
 }
 
@@ -174,6 +178,7 @@ func TestClusterActionErrors(t *testing.T) {
 		{"/api/nodes/1/resign", "", http.StatusConflict},
 		{"/api/nodes/1/rating", `{"rating": "high"}`, http.StatusBadRequest},
 		{"/api/nodes/1/rating", `{}`, http.StatusBadRequest},
+		{"/api/nodes/1/rating", `{"rating": 1, "delta": 1}`, http.StatusBadRequest},
 		{"/api/partition", `{"minority": ["1", "2"]}`, http.StatusConflict},
 		{"/api/partition", `{"minority": ["7"]}`, http.StatusNotFound},
 		{"/api/heal", "", http.StatusConflict},

@@ -106,7 +106,7 @@ func pageURL(a net.Addr) string {
 //	POST /api/nodes/{name}/crash    stop a node as a crash would (no hand-off, no leave)
 //	POST /api/nodes/{name}/restart  start it again under the same name and port
 //	POST /api/nodes/{name}/resign   the coordinator hands off
-//	POST /api/nodes/{name}/rating   {"rating": N}
+//	POST /api/nodes/{name}/rating   {"rating": N} or {"delta": D}
 //	POST /api/partition             {"minority": [names]} or no body for the default split
 //	POST /api/heal                  end the partition
 //	GET  /nodes/{name}/status       the node's status, as `demo node` serves /status
@@ -191,17 +191,24 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
+// ratingRequest sets a rating, {"rating": N}, or moves it, {"delta": D}
+// (the page's − and + buttons: several quick clicks add up).
 func (c *localCluster) ratingRequest(r *http.Request) error {
 	var body struct {
 		Rating *int64 `json:"rating"`
+		Delta  *int64 `json:"delta"`
 	}
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	if body.Rating == nil {
-		return fmt.Errorf(`%w: want {"rating": N}`, errBadRequest)
+	if (body.Rating == nil) == (body.Delta == nil) {
+		return fmt.Errorf(`%w: want {"rating": N} or {"delta": D}`, errBadRequest)
 	}
-	return c.setRating(r.PathValue("name"), *body.Rating)
+	name := r.PathValue("name")
+	if body.Delta != nil {
+		return c.moveRating(name, *body.Delta)
+	}
+	return c.setRating(name, *body.Rating)
 }
 
 func (c *localCluster) partitionRequest(r *http.Request) error {

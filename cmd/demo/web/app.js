@@ -187,8 +187,8 @@ function nodeRow(name) {
   cell(tr).appendChild(r.state);
   const rating = cell(tr, "num rating");
   r.rating = document.createElement("span");
-  r.minus = button("−", "step", () => nodeAction(name, "rating", { rating: r.value - 1 }));
-  r.plus = button("+", "step", () => nodeAction(name, "rating", { rating: r.value + 1 }));
+  r.minus = button("−", "step", () => nodeAction(name, "rating", { delta: -1 }));
+  r.plus = button("+", "step", () => nodeAction(name, "rating", { delta: 1 }));
   r.minus.title = "lower the rating";
   r.plus.title = "raise the rating";
   rating.append(r.minus, r.rating, r.plus);
@@ -210,7 +210,6 @@ function nodeRow(name) {
 function renderNodes(v) {
   for (const node of v.nodes) {
     const r = nodeRow(node.name);
-    r.value = node.rating;
     r.up = node.up;
     Object.assign(r.tr.dataset, { state: node.state, coordinator: node.coordinator, up: node.up, term: node.term });
     r.tr.className = node.up ? "" : "down";
