@@ -53,8 +53,9 @@ func termOf(t *testing.T, s string) core.Term {
 }
 
 // /nodes/{name}/status has exactly the fields of `demo node`'s /status.
+// (The gossip is encrypted.)
 func TestClusterNodeEndpoints(t *testing.T) {
-	tc := startCluster(t, "-n", "3")
+	tc := startCluster(t, "-n", "3", "-key", "MDEyMzQ1Njc4OWFiY2RlZg==")
 	tc.waitAgreed(t, "3")
 	var doc map[string]any
 	if code, err := getJSON(tc.url+"/nodes/2/status", &doc); code != http.StatusOK || err != nil {
