@@ -31,7 +31,8 @@ type dispatcher struct {
 	links       map[string]*inLink // by sender name
 	pending     []election.Event   // FIFO; pending[0] is offered to events
 	pendingMsgs int                // messages in pending
-	timer       *time.Timer        // fires at the earliest link deadline
+	timer       *time.Timer        // fires at the earliest link or limbo deadline
+	limbo       limbo              // frames from senders not admitted yet
 	scratch     []core.Message
 }
 
@@ -69,9 +70,9 @@ func (d *dispatcher) handle(items []inboxItem, now time.Time) {
 		case itemMessage:
 			d.receive(it.msg, now)
 		case itemJoin, itemUpdate:
-			d.membership(d.table.alive(it.node, now))
+			d.membership(d.table.alive(it.node, now), now)
 		case itemLeave:
-			d.membership(d.table.leave(it.node.Name, now))
+			d.membership(d.table.leave(it.node.Name, now), now)
 		}
 	}
 	for _, name := range d.table.prune(now) {
@@ -84,7 +85,14 @@ func (d *dispatcher) handle(items []inboxItem, now time.Time) {
 // still held back for order from that member are delivered (skipping the
 // gaps), so that none arrives after it; its sender stops. Sequence numbers
 // carry over if the member comes back with the same boot ID.
-func (d *dispatcher) membership(evs []election.Event) {
+// park holds a frame from a sender not (yet) admitted; see limbo.
+func (d *dispatcher) park(sender string, b []byte, now time.Time, reason DropReason) {
+	if !d.limbo.hold(sender, b, now.Add(d.hold), reason) {
+		d.stats.drop(reason)
+	}
+}
+
+func (d *dispatcher) membership(evs []election.Event, now time.Time) {
 	for _, ev := range evs {
 		if ev.Kind == election.EventPeerDown {
 			d.out.stop(ev.Peer.ID)
@@ -94,6 +102,11 @@ func (d *dispatcher) membership(evs []election.Event) {
 		}
 		d.log.Debug("member", "event", kindName(ev.Kind), "peer", ev.Peer.ID, "rating", ev.Peer.Rating)
 		d.pending = append(d.pending, ev)
+		if ev.Kind == election.EventPeerUp {
+			for _, f := range d.limbo.take(ev.Peer.ID) {
+				d.receive(f.b, now) // after the PeerUp, in arrival order
+			}
+		}
 	}
 }
 
@@ -109,11 +122,14 @@ func (d *dispatcher) receive(b []byte, now time.Time) {
 	}
 	t, ok := d.table.target(m.From)
 	switch {
-	case !ok:
-		d.stats.drop(DropUnknownSender)
+	case h.ToBoot != d.selfBoot:
+		d.stats.drop(DropStale) // for an earlier incarnation of this node
 		return
-	case h.FromBoot != t.boot || h.ToBoot != d.selfBoot:
-		d.stats.drop(DropStale)
+	case !ok:
+		d.park(m.From, b, now, DropUnknownSender)
+		return
+	case h.FromBoot != t.boot:
+		d.park(m.From, b, now, DropStale) // maybe a restart not yet gossiped
 		return
 	case h.Seq == 0:
 		d.deliver(m)
@@ -162,6 +178,7 @@ func (d *dispatcher) expire(now time.Time) {
 	for _, l := range d.links {
 		d.deliverAll(l.expire(now, d.scratch[:0]))
 	}
+	d.limbo.expire(now, d.stats.drop)
 }
 
 // armTimer points the timer at the earliest link deadline.
@@ -171,6 +188,9 @@ func (d *dispatcher) armTimer() {
 		if !l.deadline.IsZero() && (first.IsZero() || l.deadline.Before(first)) {
 			first = l.deadline
 		}
+	}
+	if l := d.limbo.next(); !l.IsZero() && (first.IsZero() || l.Before(first)) {
+		first = l
 	}
 	if first.IsZero() {
 		d.timer.Stop()

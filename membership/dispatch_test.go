@@ -72,6 +72,7 @@ func TestDispatcherDropsByReason(t *testing.T) {
 		{kind: itemMessage, msg: good},
 		{kind: itemMessage, msg: good}, // duplicate
 	}, now)
+	d.expire(now.Add(2 * d.hold)) // held frames whose sender never came are dropped now
 	s := d.stats.snapshot()
 	want := [NumDropReasons]uint64{DropMalformed: 1, DropVersion: 1, DropUnknownSender: 1, DropStale: 2, DropDuplicate: 1}
 	if s.Dropped != want || s.Received != 1 {
@@ -224,5 +225,54 @@ func TestOutLinkQueue(t *testing.T) {
 	}
 	if n := l.drop(); n != 2 {
 		t.Fatalf("drop = %d", n)
+	}
+}
+
+// A member's first message can overtake its join: it is held, not
+// dropped, and delivered right after the member's PeerUp, so the link's
+// next message finds no gap to wait for.
+func TestDispatcherHoldsFramesFromSendersNotYetAdmitted(t *testing.T) {
+	d := newTestDispatcher(100)
+	now := time.Unix(0, 0)
+	m := func(seq uint64) inboxItem {
+		return msgItem(t, Header{Seq: seq, FromBoot: 7, ToBoot: selfBoot},
+			core.Message{Type: core.MsgElection, From: "a", To: "self", Phase: uint32(seq)})
+	}
+	d.handle([]inboxItem{m(1)}, now)
+	if len(d.pending) != 0 {
+		t.Fatalf("delivered before the sender was admitted: %+v", d.pending)
+	}
+	d.handle([]inboxItem{join("a", 7), m(2)}, now.Add(time.Millisecond))
+	if got := pendingPhases(d); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("phases %v, want [1 2] delivered at once", got)
+	}
+	if render(d.pending[:1]) != "up:a/1" {
+		t.Fatalf("the PeerUp must come first: %+v", d.pending)
+	}
+	if s := d.stats.snapshot(); s.Dropped != ([NumDropReasons]uint64{}) {
+		t.Fatalf("drops: %v", s.Dropped)
+	}
+}
+
+// The limbo is bounded: a flood of frames claiming unknown names is
+// dropped, not kept.
+func TestDispatcherLimboIsBounded(t *testing.T) {
+	d := newTestDispatcher(10_000)
+	now := time.Unix(0, 0)
+	var items []inboxItem
+	for i := 0; i < 2*limboTotal; i++ {
+		items = append(items, msgItem(t, Header{Seq: 1, FromBoot: 7, ToBoot: selfBoot},
+			core.Message{Type: core.MsgElection, From: fmt.Sprintf("x%d", i), To: "self"}))
+	}
+	d.handle(items, now)
+	if d.limbo.total != limboTotal {
+		t.Fatalf("limbo holds %d frames, want the cap %d", d.limbo.total, limboTotal)
+	}
+	if got := d.stats.snapshot().Dropped[DropUnknownSender]; got != limboTotal {
+		t.Fatalf("dropped %d at once, want %d", got, limboTotal)
+	}
+	d.expire(now.Add(2 * d.hold))
+	if d.limbo.total != 0 || d.stats.snapshot().Dropped[DropUnknownSender] != 2*limboTotal {
+		t.Fatalf("after expiry: limbo %d, dropped %d", d.limbo.total, d.stats.snapshot().Dropped[DropUnknownSender])
 	}
 }
