@@ -273,6 +273,7 @@ func (e *Elector) finish() {
 	}
 	e.last = Leadership{}
 	e.rec.SetLeader(e.last)
+	e.rec.SetState(core.StateSleep) // a stopped node takes no steps: not "coordinator" any more
 	e.obs.close(e.last)
 	s := *e.snap.Load()
 	s.Coordinator, s.Stopped = "", true
