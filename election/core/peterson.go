@@ -398,22 +398,9 @@ func (p *peterson) tick() {
 // which every other node joins when its first message reaches it; nodes
 // that time out together start the same one. A hand-off that did not come
 // through becomes an ordinary election.
-func (p *peterson) restart() {
-	p.n.electing = false
-	if p.n.self.NonVoter {
-		p.abandon()
-		return
-	}
-	p.n.startElection()
-}
+func (p *peterson) restart() { restartLap(p.n, p.reset) }
 
-func (p *peterson) abandon() {
-	p.reset()
-	p.n.electing = false
-	if p.n.coordinator == "" {
-		p.n.setState(StateLost)
-	}
-}
+func (p *peterson) abandon() { abandonLap(p.n, p.reset) }
 
 // peerDown (View mode): our successor died, and an election message may
 // have died with it: restart. A COORDINATOR lap handed to it goes on to the

@@ -325,24 +325,11 @@ func (r *ring) tick() {
 
 // restart abandons the election and opens a new lap in a new term. A
 // hand-off that did not come through becomes an ordinary election.
-func (r *ring) restart() {
-	r.n.electing = false
-	if r.n.self.NonVoter {
-		r.abandon()
-		return
-	}
-	r.n.startElection()
-}
+func (r *ring) restart() { restartLap(r.n, r.reset) }
 
 // abandon stops taking part without a result; the node's idle timer will
 // start an election later if no coordinator turns up.
-func (r *ring) abandon() {
-	r.reset()
-	r.n.electing = false
-	if r.n.coordinator == "" {
-		r.n.setState(StateLost)
-	}
-}
+func (r *ring) abandon() { abandonLap(r.n, r.reset) }
 
 // peerDown (View mode): the member we handed the lap to died, so the lap
 // may be lost with it: restart in a new term (ALGORITHMS.md: a ring whose

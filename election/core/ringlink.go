@@ -303,3 +303,24 @@ func lapTicks(n *Node) int {
 	}
 	return n.view.r.Len()*per + n.cfg.CoordinatorTimeout
 }
+
+// restartLap abandons a ring election and starts the next one, in a new
+// term; a non-voter, which cannot stand, only abandons. Both rings use it.
+func restartLap(n *Node, reset func()) {
+	n.electing = false
+	if n.self.NonVoter {
+		abandonLap(n, reset)
+		return
+	}
+	n.startElection()
+}
+
+// abandonLap stops taking part in a ring election without a result; the
+// node's idle timer starts an election later if no coordinator turns up.
+func abandonLap(n *Node, reset func()) {
+	reset()
+	n.electing = false
+	if n.coordinator == "" {
+		n.setState(StateLost)
+	}
+}
