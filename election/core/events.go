@@ -154,9 +154,7 @@ func (n *Node) Step(m Message) {
 	}
 	n.counters.Received[m.Type]++
 	n.learnRating(m.From, m.Rating)
-	// An ELECTION is a question, not a claim: the algorithm decides what a
-	// stale one deserves (bully answers it so the sender learns the term).
-	if m.Term < n.term && m.Type != MsgElection {
+	if m.Term < n.term && !n.takesStale(m.Type) {
 		n.drop(DropStaleTerm)
 		return
 	}
@@ -169,6 +167,14 @@ func (n *Node) Step(m Message) {
 	default:
 		n.alg.step(m)
 	}
+}
+
+// takesStale says which messages of a lower term the algorithm sees: an
+// ELECTION is a question, not a claim (bully answers it so that the sender
+// learns the term), and a ring acknowledges every hop, stale or not, so
+// that its sender does not skip a live successor.
+func (n *Node) takesStale(t MsgType) bool {
+	return t == MsgElection || n.cfg.Algorithm != Bully && (t == MsgCoordinator || t == MsgAck)
 }
 
 // learnRating keeps the view's rating of a sender current; messages carry

@@ -215,6 +215,10 @@ func (p *peterson) step(m Message) {
 		p.onElection(m)
 	case MsgCoordinator:
 		p.link.ack(m)
+		if m.Term < p.n.term {
+			p.n.drop(DropStaleTerm) // acknowledged, then ignored
+			return
+		}
 		p.onCoordinator(m)
 	case MsgAck:
 		if !p.link.acked(m) {

@@ -138,6 +138,10 @@ func (r *ring) step(m Message) {
 		r.onElection(m)
 	case MsgCoordinator:
 		r.link.ack(m)
+		if m.Term < r.n.term {
+			r.n.drop(DropStaleTerm) // acknowledged, then ignored
+			return
+		}
 		r.onCoordinator(m)
 	case MsgAck:
 		if !r.link.acked(m) {
