@@ -105,8 +105,12 @@ func Schedule(alg core.Algorithm, n int, seed uint64, boundMs int64) string {
 	if rng.IntN(2) == 0 {
 		quorum = " quorum=" + strconv.Itoa(n)
 	}
+	mode := "view"
+	if rng.IntN(4) == 0 {
+		mode = "textbook"
+	}
 	g.b.WriteString(fmt.Sprintf("# explore: algorithm %s, n %d, seed %d\n\n", alg, n, seed))
-	g.line(fmt.Sprintf("cluster algorithm=%s ids=(%s) mode=view detector=on seed=%d%s", alg, g.ids(), seed, quorum))
+	g.line(fmt.Sprintf("cluster algorithm=%s ids=(%s) mode=%s detector=on seed=%d%s", alg, g.ids(), mode, seed, quorum))
 	for k := 3 + rng.IntN(10); k > 0; k-- {
 		g.line(fmt.Sprintf("advance ms=%d", 1+rng.IntN(400)))
 		g.fault()
