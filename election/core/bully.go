@@ -50,7 +50,7 @@ func (b *bully) higher(fn func(Peer) bool) {
 	}
 }
 
-func (b *bully) start() {
+func (b *bully) start() bool {
 	n := b.n
 	b.reset()
 	n.electing = true
@@ -60,7 +60,7 @@ func (b *bully) start() {
 		if b.asked == "" {
 			b.excluded = ""
 			b.declare()
-			return
+			return true
 		}
 		b.stage = 1
 		n.send(Message{Type: MsgElection, To: b.asked})
@@ -74,11 +74,12 @@ func (b *bully) start() {
 		if !sent {
 			b.excluded = ""
 			b.declare()
-			return
+			return true
 		}
 	}
 	b.excluded = ""
 	b.phase, b.timer = bullyWaitAnswer, n.cfg.AnswerTimeout
+	return true
 }
 
 // declare: no higher-rated site answered within T (§1 step 2).

@@ -86,8 +86,9 @@ func (n *Node) startElection() {
 	if n.coordinator != "" && n.coordinator != n.self.ID {
 		n.unfollow() // a candidate does not know the outcome yet
 	}
-	n.counters.ElectionsStarted++
-	n.alg.start()
+	if n.alg.start() {
+		n.counters.ElectionsStarted++
+	}
 }
 
 // Resign hands the coordinator role on at once to the next node by rating

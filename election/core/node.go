@@ -6,8 +6,9 @@ package core
 // call into the Node, so implementations never need locks.
 type algorithm interface {
 	// start begins an election (the coordinator is missing, the node has
-	// started, or a higher-rated node displaces a coordinator).
-	start()
+	// started, or a higher-rated node displaces a coordinator). It reports
+	// false when it carries on with the election already running instead.
+	start() bool
 	// step handles election traffic addressed to this node, after the Node
 	// has checked the term.
 	step(m Message)

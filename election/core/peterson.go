@@ -147,12 +147,13 @@ func (p *peterson) idleTicks() int { return 3 * lapTicks(p.n) }
 
 // start starts (or joins) the election that follows the highest term seen,
 // unless this node takes part in one already: that one will name a leader.
-func (p *peterson) start() {
+func (p *peterson) start() bool {
 	if p.n.electing {
-		return
+		return false
 	}
 	p.handingOff = false
 	p.join(electionTerm(p.n.term), true)
+	return true
 }
 
 // electionTerm is the term of the election started by a node whose highest

@@ -80,12 +80,13 @@ func (r *ring) reset() {
 // start opens a lap, unless this node already takes part in an election:
 // that one will name a coordinator (and a node that detects a failure
 // after the lap passed it does not start a competing one).
-func (r *ring) start() {
+func (r *ring) start() bool {
 	if r.n.electing {
-		return
+		return false
 	}
 	r.handingOff = false
 	r.open()
+	return true
 }
 
 // open starts a lap in a new term.
