@@ -3,6 +3,7 @@
 //	demo [flags]         runs a live cluster of 5 nodes in this process, with a web page (see demo -h)
 //	demo node [flags]    runs one node, for clusters across processes and hosts (see demo node -h)
 //	demo sim [flags]     runs one simulated election (see demo sim -h)
+//	demo bench failover|soak|memory [flags]  measures a real cluster (see demo bench -h)
 //
 // Bad flags print one line naming the flag and exit with status 2, before
 // anything starts. SIGINT or SIGTERM stops the live modes gracefully: a
@@ -71,9 +72,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, si
 		err = runNode(ctx, rest, stdout, stderr, sink)
 	case "sim":
 		err = runSim(rest, stdout)
+	case "bench":
+		err = runBench(ctx, rest, stdout, stderr)
 	default:
 		prefix = "demo"
-		err = usagef("unknown command %q (want node, sim, or no command for the live local cluster)", cmd)
+		err = usagef("unknown command %q (want node, sim, bench, or no command for the live local cluster)", cmd)
 	}
 	var ue usageError
 	switch {

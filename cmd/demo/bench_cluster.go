@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/membership"
+)
+
+// benchCluster is the cluster the benchmarks measure: n members named
+// 1..n with ratings 1..n, each a membership.Node on its own 127.0.0.1 port
+// with an election.Elector on top, as an embedding service runs them
+// (default configurations, no metrics registry, no web page). Its methods
+// are called from one goroutine.
+type benchCluster struct {
+	opts  benchOptions
+	log   hclog.Logger // progress, on stderr
+	nodes []*benchNode
+}
+
+// benchNode is one member across its restarts.
+type benchNode struct {
+	name   string
+	rating int64
+	port   int           // memberlist's port, kept across restarts
+	count  *benchCounter // survives restarts: counts only grow
+	mem    *membership.Node
+	el     *election.Elector
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run has returned
+}
+
+// benchCounter is the Recorder of one node: the counts the benchmarks read,
+// updated by the elector's loop and read by the bench goroutine.
+type benchCounter struct {
+	election.NopRecorder
+	sent    [core.NumMsgTypes]atomic.Uint64 // messages sent, by type
+	started atomic.Uint64                   // ElectionStarted
+	misses  atomic.Uint64                   // heartbeat intervals missed
+}
+
+func (c *benchCounter) MessagesSent(t core.MsgType, n uint64) {
+	if int(t) < len(c.sent) {
+		c.sent[t].Add(n)
+	}
+}
+
+func (c *benchCounter) Elections(e election.ElectionEvent, n uint64) {
+	if e == election.ElectionStarted {
+		c.started.Add(n)
+	}
+}
+
+func (c *benchCounter) HeartbeatMisses(n uint64) { c.misses.Add(n) }
+
+// newBenchCluster names the nodes; start starts them.
+func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
+	c := &benchCluster{opts: o, log: logger}
+	for i := range o.n {
+		c.nodes = append(c.nodes, &benchNode{name: strconv.Itoa(i + 1), rating: int64(i + 1), count: &benchCounter{}})
+	}
+	return c
+}
+
+// start starts the members one after the other, each joining the first,
+// and waits until every one reports the top-rated node as coordinator.
+func (c *benchCluster) start(ctx context.Context) error {
+	for i, b := range c.nodes {
+		if err := c.startNode(b, true); err != nil {
+			c.stop()
+			return err
+		}
+		if (i+1)%10 == 0 && i+1 < len(c.nodes) {
+			c.log.Info("starting", "nodes", i+1, "of", len(c.nodes))
+		}
+	}
+	_, err := c.waitAgreement(ctx, c.top().name, nil)
+	return err
+}
+
+// top is the node with the highest rating: the coordinator of a settled
+// cluster.
+func (c *benchCluster) top() *benchNode { return c.nodes[len(c.nodes)-1] }
+
+// seeds returns up to three running members other than b to join.
+func (c *benchCluster) seeds(b *benchNode) []string {
+	var out []string
+	for _, o := range c.nodes {
+		if o != b && o.mem != nil && len(out) < 3 {
+			out = append(out, o.mem.Addr())
+		}
+	}
+	return out
+}
+
+// startNode starts b's member and elector on b's port (a free one the
+// first time). With elector false only the member runs (memory baseline).
+func (c *benchCluster) startNode(b *benchNode, elector bool) error {
+	mc := membership.DefaultConfig()
+	mc.NodeName, mc.Rating, mc.Algorithm = b.name, b.rating, c.opts.alg.String()
+	mc.BindAddr, mc.BindPort = "127.0.0.1", b.port
+	mc.Profile = c.opts.profile
+	mc.Seeds = c.seeds(b)
+	mem, err := membership.New(mc)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", b.name, err)
+	}
+	b.mem = mem
+	if b.port == 0 {
+		_, port, _ := net.SplitHostPort(mem.Addr())
+		b.port, _ = strconv.Atoi(port)
+	}
+	if !elector {
+		return nil
+	}
+	return c.startElector(b)
+}
+
+// startElector runs an elector with the default configuration on b's member.
+func (c *benchCluster) startElector(b *benchNode) error {
+	el, err := election.New(election.Config{
+		Transport: b.mem, Algorithm: c.opts.alg, Rating: b.rating, Recorder: b.count,
+	})
+	if err != nil {
+		_ = b.mem.Close()
+		b.mem = nil
+		return fmt.Errorf("node %s: %w", b.name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.el, b.cancel, b.done = el, cancel, make(chan struct{})
+	go func() {
+		defer close(b.done)
+		_ = el.Run(ctx)
+	}()
+	return nil
+}
+
+// crash stops b the way a crash looks to the others: the elector stops
+// without a hand-off, memberlist shuts down without leaving.
+func (b *benchNode) crash() error {
+	var err error
+	if b.el != nil {
+		_ = b.el.Close() // before cancel, which would hand off
+		b.cancel()
+		<-b.done
+	}
+	if b.mem != nil {
+		err = b.mem.Close()
+	}
+	b.el, b.mem = nil, nil
+	return err
+}
+
+// leave stops b gracefully: the elector (a follower here) stops, the
+// member tells the cluster it leaves.
+func (b *benchNode) leave() error {
+	b.cancel()
+	<-b.done
+	err := errors.Join(b.mem.Leave(time.Second), b.mem.Close())
+	b.el, b.mem = nil, nil
+	return err
+}
+
+// stop crashes every running node (the cluster is going away).
+func (c *benchCluster) stop() {
+	for _, b := range c.nodes {
+		_ = b.crash()
+	}
+}
+
+// running returns the nodes whose elector runs.
+func (c *benchCluster) running() []*benchNode {
+	var out []*benchNode
+	for _, b := range c.nodes {
+		if b.el != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// agreed reports whether every running node reports the same coordinator
+// and term, and names it.
+func (c *benchCluster) agreed() (string, bool) {
+	var coord string
+	var term uint64
+	for i, b := range c.running() {
+		id, t, ok := b.el.Leader()
+		if !ok || i > 0 && (id != coord || t != term) {
+			return "", false
+		}
+		coord, term = id, t
+	}
+	return coord, coord != ""
+}
+
+// benchPoll is how often the bench looks at the nodes while it waits; it
+// bounds the resolution of the failover times.
+const benchPoll = time.Millisecond
+
+// waitAgreement polls until every running node reports the same
+// coordinator; want, if not empty, must be that coordinator, and not, if
+// not nil, must not be. It returns when that happened, or an error after
+// the -timeout.
+func (c *benchCluster) waitAgreement(ctx context.Context, want string, not *benchNode) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
+	defer cancel()
+	t := time.NewTicker(benchPoll)
+	defer t.Stop()
+	for {
+		coord, ok := c.agreed()
+		if ok && (want == "" || coord == want) && (not == nil || coord != not.name) {
+			return time.Now(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("no agreement (want %q, last %q): %w", want, coord, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// sentCounts is a count of messages by type.
+type sentCounts [core.NumMsgTypes]uint64
+
+// election sums the election traffic (heartbeats excluded).
+func (m sentCounts) election() uint64 {
+	var s uint64
+	for t, k := range m {
+		if core.MsgType(t).ElectionTraffic() {
+			s += k
+		}
+	}
+	return s
+}
+
+// minus returns m - o.
+func (m sentCounts) minus(o sentCounts) sentCounts {
+	for t := range m {
+		m[t] -= o[t]
+	}
+	return m
+}
+
+// String lists the election traffic by type, e.g. "election=4 coordinator=3".
+func (m sentCounts) String() string {
+	var parts []string
+	for t, k := range m {
+		if core.MsgType(t).ElectionTraffic() && k > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", core.MsgType(t), k))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// sent sums the messages every node has sent, by type.
+func (c *benchCluster) sent() sentCounts {
+	var s sentCounts
+	for _, b := range c.nodes {
+		for t := range s {
+			s[t] += b.count.sent[t].Load()
+		}
+	}
+	return s
+}
+
+// electionsStarted sums the elections every node has started.
+func (c *benchCluster) electionsStarted() uint64 {
+	var s uint64
+	for _, b := range c.nodes {
+		s += b.count.started.Load()
+	}
+	return s
+}
+
+// heartbeatMisses sums the heartbeat intervals every follower missed.
+func (c *benchCluster) heartbeatMisses() uint64 {
+	var s uint64
+	for _, b := range c.nodes {
+		s += b.count.misses.Load()
+	}
+	return s
+}

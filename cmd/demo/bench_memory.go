@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+const benchMemorySynopsis = `usage: demo bench memory [flags]
+
+Measures the live heap (runtime.ReadMemStats after two GCs) of -n members
+in this process, in three steps: bare memberlist nodes (memberlist.Create
+with the profile's defaults, joined), then membership.Node members without
+electors, then the same members with an elector each. Prints one JSON
+object; per-node figures are differences from the heap before the step,
+divided by -n.`
+
+// memoryResult is what memory prints, in bytes.
+type memoryResult struct {
+	N       int    `json:"n"`
+	Profile string `json:"profile"`
+	// MemberlistPerNode: a bare memberlist node.
+	MemberlistPerNode int64 `json:"memberlist_bytes_per_node"`
+	// MembershipPerNode: a membership.Node (memberlist and the adapter).
+	MembershipPerNode int64 `json:"membership_bytes_per_node"`
+	// ElectorPerNode: what an elector adds to a membership.Node.
+	ElectorPerNode int64 `json:"elector_bytes_per_node"`
+	// AboveMemberlistPerNode: adapter and elector above bare memberlist.
+	AboveMemberlistPerNode int64 `json:"above_memberlist_bytes_per_node"`
+}
+
+func parseBenchMemory(args []string, stdout io.Writer) (benchOptions, error) {
+	o := benchOptions{}
+	fs, profile := benchFlags("memory", &o, 50)
+	fs.DurationVar(&o.quiet, "settle", 3*time.Second, "how long each step runs before the heap is read")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound of the wait for the electors to agree")
+	if err := parseFlags(fs, args, stdout, benchMemorySynopsis); err != nil {
+		return o, err
+	}
+	if err := checkBenchCommon(&o, *profile); err != nil {
+		return o, err
+	}
+	switch {
+	case o.quiet < 0:
+		return o, usagef("-settle %v: want 0 or more", o.quiet)
+	case o.timeout <= 0:
+		return o, usagef("-timeout %v: want more than 0", o.timeout)
+	}
+	return o, nil
+}
+
+func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseBenchMemory(args, stdout)
+	if err != nil {
+		if err == errHelp {
+			return nil
+		}
+		return err
+	}
+	lg := newBenchLogger(stderr)
+	res := memoryResult{N: o.n, Profile: o.profile}
+	if res.MemberlistPerNode, err = bareMemberlistHeap(o); err != nil {
+		return err
+	}
+	lg.Info("bare memberlist", "bytes_per_node", res.MemberlistPerNode)
+	c := newBenchCluster(o, lg)
+	defer c.stop()
+	base := settledHeap(0)
+	for _, b := range c.nodes {
+		if err := c.startNode(b, false); err != nil {
+			return err
+		}
+	}
+	members := settledHeap(o.quiet)
+	res.MembershipPerNode = (members - base) / int64(o.n)
+	for _, b := range c.nodes {
+		if err := c.startElector(b); err != nil {
+			return err
+		}
+	}
+	if _, err := c.waitAgreement(ctx, c.top().name, nil); err != nil {
+		return err
+	}
+	res.ElectorPerNode = (settledHeap(o.quiet) - members) / int64(o.n)
+	res.AboveMemberlistPerNode = res.MembershipPerNode + res.ElectorPerNode - res.MemberlistPerNode
+	lg.Info("membership and electors", "membership_bytes_per_node", res.MembershipPerNode,
+		"elector_bytes_per_node", res.ElectorPerNode)
+	return printJSON(stdout, res)
+}
+
+// settledHeap waits d, then returns the live heap after two collections.
+func settledHeap(d time.Duration) int64 {
+	time.Sleep(d)
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// bareMemberlistHeap starts o.n bare memberlist nodes on 127.0.0.1 with
+// the profile's defaults, each joining the first, and returns their heap
+// per node; they are shut down before it returns.
+func bareMemberlistHeap(o benchOptions) (int64, error) {
+	base := settledHeap(0)
+	var nodes []*memberlist.Memberlist
+	defer func() {
+		for _, m := range nodes {
+			_ = m.Shutdown()
+		}
+	}()
+	for i := range o.n {
+		mc := memberlistProfile(o.profile)
+		mc.Name, mc.BindAddr, mc.BindPort, mc.AdvertisePort = "m"+strconv.Itoa(i+1), "127.0.0.1", 0, 0
+		mc.Logger = log.New(io.Discard, "", 0)
+		m, err := memberlist.Create(mc)
+		if err != nil {
+			return 0, fmt.Errorf("memberlist %d: %w", i+1, err)
+		}
+		nodes = append(nodes, m)
+		if i > 0 {
+			if _, err := m.Join([]string{nodes[0].LocalNode().FullAddress().Addr}); err != nil {
+				return 0, fmt.Errorf("memberlist %d joining: %w", i+1, err)
+			}
+		}
+	}
+	return (settledHeap(o.quiet) - base) / int64(o.n), nil
+}
+
+// memberlistProfile returns memberlist's default configuration of the
+// profile the membership package calls name.
+func memberlistProfile(name string) *memberlist.Config {
+	switch name {
+	case "local":
+		return memberlist.DefaultLocalConfig()
+	case "wan":
+		return memberlist.DefaultWANConfig()
+	}
+	return memberlist.DefaultLANConfig()
+}
