@@ -46,6 +46,7 @@ type benchOptions struct {
 	timeout time.Duration // bound of each wait
 	dur     time.Duration // soak
 	burners int           // soak
+	verbose bool          // failover: per-round diagnostics on stderr
 }
 
 // maxBenchSize bounds -n: a process of 2 cores runs a few hundred members.
@@ -92,8 +93,15 @@ func checkBenchCommon(o *benchOptions, profile string) error {
 }
 
 // newBenchLogger logs the bench's progress (not the members') on w.
-func newBenchLogger(w io.Writer) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: "bench", Output: w, Level: hclog.Info})
+// With verbose it also logs, for every failover, the node the agreement
+// waited for and the membership counters (frames held for reordering, gaps
+// skipped, drops, failed sends) of the survivors.
+func newBenchLogger(w io.Writer, verbose bool) hclog.Logger {
+	level := hclog.Info
+	if verbose {
+		level = hclog.Debug
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "bench", Output: w, Level: level})
 }
 
 // percentiles of a set of durations, in milliseconds.

@@ -26,6 +26,8 @@ type benchCluster struct {
 	opts  benchOptions
 	log   hclog.Logger // progress, on stderr
 	nodes []*benchNode
+	// changes is the last waitAgreement's record of leadership changes.
+	changes changeLog
 }
 
 // benchNode is one member across its restarts.
@@ -217,10 +219,13 @@ func (c *benchCluster) waitAgreement(ctx context.Context, want string, not *benc
 	defer cancel()
 	t := time.NewTicker(benchPoll)
 	defer t.Stop()
+	c.changes = changeLog{}
 	for {
+		now := time.Now()
+		c.changes.look(c.running(), now)
 		coord, ok := c.agreed()
 		if ok && (want == "" || coord == want) && (not == nil || coord != not.name) {
-			return time.Now(), nil
+			return now, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -228,6 +233,58 @@ func (c *benchCluster) waitAgreement(ctx context.Context, want string, not *benc
 		case <-t.C:
 		}
 	}
+}
+
+// changeLog records, during one waitAgreement, when each node last changed
+// the leadership it reports: the last one to change is the node the
+// agreement waited for.
+type changeLog struct {
+	seen map[string]string // node → "coordinator/term"
+	at   map[string]time.Time
+}
+
+func (l *changeLog) look(nodes []*benchNode, now time.Time) {
+	if l.seen == nil {
+		l.seen, l.at = map[string]string{}, map[string]time.Time{}
+	}
+	for _, b := range nodes {
+		id, term, _ := b.el.Leader()
+		v := id + "/" + strconv.FormatUint(term, 10)
+		if prev, ok := l.seen[b.name]; !ok || prev != v {
+			l.seen[b.name] = v
+			if ok {
+				l.at[b.name] = now
+			}
+		}
+	}
+}
+
+// last names the node that changed last and when.
+func (l *changeLog) last() (string, time.Time) {
+	var name string
+	var at time.Time
+	for n, t := range l.at {
+		if t.After(at) {
+			name, at = n, t
+		}
+	}
+	return name, at
+}
+
+// memberStats sums the membership counters of the running nodes other
+// than except (may be nil) that say where election messages were held up.
+func (c *benchCluster) memberStats(except *benchNode) (reordered, gaps, dropped, sendFailed uint64) {
+	for _, b := range c.running() {
+		if b == except {
+			continue
+		}
+		st := b.mem.Stats()
+		reordered, gaps, sendFailed = reordered+st.Reordered, gaps+st.GapsSkipped, sendFailed+st.SendFailed
+		for _, d := range st.Dropped {
+			dropped += d
+		}
+	}
+	return reordered, gaps, dropped, sendFailed
 }
 
 // sentCounts is a count of messages by type.

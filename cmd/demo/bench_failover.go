@@ -44,6 +44,7 @@ func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 	fs.StringVar(&o.samples, "samples", "", "file to write every failover time to, in ms, one per line")
 	fs.DurationVar(&o.quiet, "quiet", time.Second, "settled window before each round in which elections are spurious")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of each wait for agreement")
+	fs.BoolVar(&o.verbose, "v", false, "log, per round, the node the agreement waited for and the survivors' membership counters")
 	if err := parseFlags(fs, args, stdout, benchFailoverSynopsis); err != nil {
 		return o, err
 	}
@@ -72,7 +73,7 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 		return err
 	}
-	log := newBenchLogger(stderr)
+	log := newBenchLogger(stderr, o.verbose)
 	c := newBenchCluster(o, log)
 	log.Info("starting cluster", "n", o.n, "algorithm", o.alg, "profile", o.profile)
 	if err := c.start(ctx); err != nil {
@@ -149,6 +150,7 @@ const messageTail = 250 * time.Millisecond
 func (c *benchCluster) failoverRound(ctx context.Context) (time.Duration, sentCounts, error) {
 	old := c.top()
 	msgs0 := c.sent()
+	r0, g0, d0, f0 := c.memberStats(old)
 	t0 := time.Now()
 	if err := c.takeOut(ctx, old); err != nil {
 		return 0, sentCounts{}, err
@@ -157,6 +159,10 @@ func (c *benchCluster) failoverRound(ctx context.Context) (time.Duration, sentCo
 	if err != nil {
 		return 0, sentCounts{}, err
 	}
+	last, lastAt := c.changes.last()
+	r1, g1, d1, f1 := c.memberStats(old)
+	c.log.Debug("agreement", "last_node", last, "last_change", lastAt.Sub(t0).Round(time.Millisecond),
+		"reordered", r1-r0, "gaps_skipped", g1-g0, "dropped", d1-d0, "send_failed", f1-f0)
 	time.Sleep(messageTail)
 	msgs := c.sent().minus(msgs0)
 	if err := c.bringBack(old); err != nil {

@@ -63,7 +63,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		return err
 	}
-	lg := newBenchLogger(stderr)
+	lg := newBenchLogger(stderr, false)
 	res := memoryResult{N: o.n, Profile: o.profile}
 	if res.MemberlistPerNode, err = bareMemberlistHeap(o); err != nil {
 		return err

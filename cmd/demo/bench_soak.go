@@ -65,7 +65,7 @@ func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return err
 	}
-	log := newBenchLogger(stderr)
+	log := newBenchLogger(stderr, false)
 	c := newBenchCluster(o, log)
 	if err := c.start(ctx); err != nil {
 		return err
