@@ -108,8 +108,36 @@ func (c *chaosCluster) killAndRestart(t *testing.T, victim string) (down, up tim
 	}
 	restarted := time.Now()
 	c.procs[victim] = startNode(t, c.bin, victim, args...)
+	if !poll(2*time.Second, func() bool { _, _, ok := agreed(c.all()); return ok }) {
+		t.Logf("no agreement 2 s after restarting %s:\n%s", victim, c.describe())
+	}
 	c.waitAgreed(t, c.names, "")
 	return down, time.Since(restarted)
+}
+
+func (c *chaosCluster) all() []*proc {
+	procs := make([]*proc, len(c.names))
+	for i, n := range c.names {
+		procs[i] = c.procs[n]
+	}
+	return procs
+}
+
+// describe is each node's view, one line each: state, coordinator, term,
+// and the members it sees alive.
+func (c *chaosCluster) describe() string {
+	var b strings.Builder
+	for _, n := range c.names {
+		st, err := c.procs[n].status()
+		var alive []string
+		for _, m := range st.Members {
+			if m.Alive {
+				alive = append(alive, m.Name)
+			}
+		}
+		fmt.Fprintf(&b, "  %s: %s coordinator=%q term=%d alive=%v err=%v\n", n, st.State, st.Coordinator, st.Term, alive, err)
+	}
+	return b.String()
 }
 
 // waitAgreed waits until every named node reports the same coordinator in
