@@ -209,9 +209,13 @@ func (l *claimLog) record(st nodeStatus) {
 
 func (l *claimLog) stop() { close(l.done); l.stopped.Wait() }
 
-func (l *claimLog) violations() []string { l.mu.Lock(); defer l.mu.Unlock(); return slices.Clone(l.bad) }
-func (l *claimLog) polls() int           { l.mu.Lock(); defer l.mu.Unlock(); return l.n }
-func (l *claimLog) terms() int           { l.mu.Lock(); defer l.mu.Unlock(); return len(l.byTerm) }
+func (l *claimLog) violations() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.bad)
+}
+func (l *claimLog) polls() int { l.mu.Lock(); defer l.mu.Unlock(); return l.n }
+func (l *claimLog) terms() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.byTerm) }
 
 // spread formats p50, p99 and max of ds.
 func spread(ds []time.Duration) string {
