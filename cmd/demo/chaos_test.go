@@ -47,7 +47,8 @@ func TestChaosKillRestart(t *testing.T) {
 	}
 	t.Logf("%d rounds (seed %d), %d polls, %d terms with a coordinator, 0 violations", rounds, seed, c.claims.polls(), c.claims.terms())
 	t.Logf("survivors agreed after the coordinator's kill: %s", spread(failover))
-	t.Logf("all agreed after the victim's restart: %s", spread(rejoin))
+	slow := len(slices.DeleteFunc(slices.Clone(rejoin), func(d time.Duration) bool { return d <= 2*time.Second }))
+	t.Logf("all agreed after the victim's restart: %s; %d rounds over 2 s", spread(rejoin), slow)
 }
 
 // chaosCluster is the processes of the chaos test by name, and the
