@@ -33,6 +33,7 @@ type realCluster struct {
 	nodes map[string]*realNode
 	seeds []string
 	key   []byte
+	label string
 	mut   func(*election.Config)
 }
 
@@ -74,7 +75,7 @@ func (c *realCluster) startOn(name string, rating int64, nonVoter bool, port int
 	mcfg := membership.DefaultConfig()
 	mcfg.NodeName, mcfg.Rating, mcfg.NonVoter = name, rating, nonVoter
 	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
-	mcfg.Seeds, mcfg.RejoinInterval, mcfg.SecretKey = c.seeds, time.Second, c.key
+	mcfg.Seeds, mcfg.RejoinInterval, mcfg.SecretKey, mcfg.Label = c.seeds, time.Second, c.key, c.label
 	mem, err := membership.New(mcfg)
 	if err != nil {
 		c.t.Fatal(err)
