@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -74,10 +75,14 @@ func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
 	return c
 }
 
-// start starts the members one after the other, each joining the first,
-// and waits until every one reports the top-rated node as coordinator.
+// start starts the members one after the other, highest rating first,
+// each joining up to three started ones, and waits until every one reports
+// the top-rated node as coordinator. In this order a starting member finds
+// the coordinator in place and follows it: no election (started the other
+// way round, each member would displace the one before it).
 func (c *benchCluster) start(ctx context.Context) error {
-	for i, b := range c.nodes {
+	for i, b := range slices.Backward(c.nodes) {
+		i = len(c.nodes) - 1 - i
 		if err := c.startNode(b, true); err != nil {
 			c.stop()
 			return err
@@ -206,6 +211,36 @@ func (c *benchCluster) agreed() (string, bool) {
 	return coord, coord != ""
 }
 
+// reports summarises who the running nodes report as coordinator, e.g.
+// "50: 37 nodes (cand 0, lost 37), none: 13 nodes (cand 13, lost 0)".
+func (c *benchCluster) reports() string {
+	type tally struct{ nodes, cand, lost int }
+	by := map[string]*tally{}
+	for _, b := range c.running() {
+		id, _, _ := b.el.Leader()
+		if id == "" {
+			id = "none"
+		}
+		if by[id] == nil {
+			by[id] = &tally{}
+		}
+		t := by[id]
+		t.nodes++
+		switch b.el.Status().State {
+		case core.StateCandidate:
+			t.cand++
+		case core.StateLost:
+			t.lost++
+		}
+	}
+	var parts []string
+	for id, t := range by {
+		parts = append(parts, fmt.Sprintf("%s: %d nodes (cand %d, lost %d)", id, t.nodes, t.cand, t.lost))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
 // benchPoll is how often the bench looks at the nodes while it waits; it
 // bounds the resolution of the failover times.
 const benchPoll = time.Millisecond
@@ -229,7 +264,7 @@ func (c *benchCluster) waitAgreement(ctx context.Context, want string, not *benc
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("no agreement (want %q, last %q): %w", want, coord, ctx.Err())
+			return time.Time{}, fmt.Errorf("no agreement (want %q; %s): %w", want, c.reports(), ctx.Err())
 		case <-t.C:
 		}
 	}
