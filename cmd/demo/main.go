@@ -29,7 +29,11 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+// usagef builds a usage error; it is always one line, even when it quotes
+// user input with line breaks in it.
+func usagef(format string, args ...any) error {
+	return usageError{oneLine(fmt.Sprintf(format, args...))}
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -83,10 +87,16 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, si
 	case err == nil:
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: %s\n", prefix, ue.msg)
+		fmt.Fprintf(stderr, "%s: %s\n", prefix, oneLine(ue.msg))
 		return 2
 	default:
-		fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
+		fmt.Fprintf(stderr, "%s: %s\n", prefix, oneLine(err.Error()))
 		return 1
 	}
+}
+
+// oneLine keeps an error on one line even when it quotes user input with
+// line breaks in it (a flag name, a file name).
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\r`).Replace(s)
 }

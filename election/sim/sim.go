@@ -13,6 +13,10 @@ import (
 	"github.com/coordelect/coordelect/election/core"
 )
 
+// maxMs bounds a tick and a message delay (an hour of virtual time), so
+// that no arithmetic on them can overflow.
+const maxMs = 3_600_000
+
 // Config describes a simulated cluster. Times are virtual milliseconds.
 type Config struct {
 	// Members in ring (clockwise) order, with ratings. Required.
@@ -124,9 +128,9 @@ func (c *Config) fill() error {
 	if c.DelayMin == 0 && c.DelayMax == 0 {
 		c.DelayMin, c.DelayMax = 1, 5
 	}
-	if c.TickMs < 1 || c.DelayMin < 0 || c.DelayMax < c.DelayMin {
-		return fmt.Errorf("sim: TickMs = %d, delay = %d-%d: want TickMs >= 1 and 0 <= min <= max",
-			c.TickMs, c.DelayMin, c.DelayMax)
+	if c.TickMs < 1 || c.TickMs > maxMs || c.DelayMin < 0 || c.DelayMax < c.DelayMin || c.DelayMax > maxMs {
+		return fmt.Errorf("sim: TickMs = %d, delay = %d-%d: want 1 <= TickMs <= %d and 0 <= min <= max <= %d",
+			c.TickMs, c.DelayMin, c.DelayMax, maxMs, maxMs)
 	}
 	for _, p := range []struct {
 		name string
