@@ -25,6 +25,9 @@ func runExplore(f *simFlags, stdout io.Writer) error {
 	if f.explore < 0 || n < 1 || n > 1000 || f.ids != "" {
 		return usagef("-explore %d -n %d: want K >= 1 and -n from 1 to 1000 (no -ids)", f.explore, f.n)
 	}
+	if st, err := os.Stat(f.exploreOut); err != nil || !st.IsDir() {
+		return usagef("-explore-out %q: want an existing directory for the replay files", f.exploreOut)
+	}
 	res, err := sim.Explore(sim.ExploreConfig{Algorithm: alg, N: n, Runs: f.explore, Seed: f.seed})
 	if err != nil {
 		return err

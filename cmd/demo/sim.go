@@ -50,6 +50,9 @@ func parseSimFlags(args []string) (*simFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if f.maxMs <= 0 {
+		return nil, usagef("-max-ms %d: want a positive number of virtual ms", f.maxMs)
+	}
 	return f, nil
 }
 
@@ -142,7 +145,7 @@ func (f *simFlags) setup() (*simSetup, error) {
 		return nil, usagef("-delay: %v", err)
 	}
 	for name, p := range map[string]float64{"-loss": f.loss, "-dup": f.dup} {
-		if p < 0 || p > 1 {
+		if !(p >= 0 && p <= 1) { // NaN too
 			return nil, usagef("%s %v: want a probability in [0, 1]", name, p)
 		}
 	}
