@@ -47,6 +47,7 @@ type benchOptions struct {
 	dur     time.Duration // soak
 	burners int           // soak
 	verbose bool          // failover: per-round diagnostics on stderr
+	stagger time.Duration // pause between member starts
 }
 
 // maxBenchSize bounds -n: a process of 2 cores runs a few hundred members.
@@ -77,6 +78,7 @@ func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *str
 	fs.IntVar(&o.n, "n", nDefault, fmt.Sprintf("number of members, 2 to %d", maxBenchSize))
 	profile := fs.String("profile", membership.ProfileLAN,
 		"memberlist profile: lan (the library's default), local or wan")
+	fs.DurationVar(&o.stagger, "stagger", 0, "pause between member starts, e.g. 100ms")
 	return fs, profile
 }
 
@@ -85,6 +87,8 @@ func checkBenchCommon(o *benchOptions, profile string) error {
 	switch {
 	case o.n < 2 || o.n > maxBenchSize:
 		return usagef("-n %d: want 2 to %d members", o.n, maxBenchSize)
+	case o.stagger < 0:
+		return usagef("-stagger %v: want 0 or more", o.stagger)
 	case profile != membership.ProfileLAN && profile != membership.ProfileLocal && profile != membership.ProfileWAN:
 		return usagef("-profile %q: want lan, local or wan", profile)
 	}

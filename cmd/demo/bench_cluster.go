@@ -87,6 +87,7 @@ func (c *benchCluster) start(ctx context.Context) error {
 			c.stop()
 			return err
 		}
+		time.Sleep(c.opts.stagger)
 		if (i+1)%10 == 0 && i+1 < len(c.nodes) {
 			c.log.Info("starting", "nodes", i+1, "of", len(c.nodes))
 		}
@@ -238,7 +239,24 @@ func (c *benchCluster) reports() string {
 		parts = append(parts, fmt.Sprintf("%s: %d nodes (cand %d, lost %d)", id, t.nodes, t.cand, t.lost))
 	}
 	slices.Sort(parts)
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, ", ") + "; received frames dropped: " + c.drops()
+}
+
+// drops sums the running members' dropped frames by reason, e.g.
+// "unknown_sender=3 queue_full=0".
+func (c *benchCluster) drops() string {
+	var sum [membership.NumDropReasons]uint64
+	for _, b := range c.running() {
+		st := b.mem.Stats()
+		for r, k := range st.Dropped {
+			sum[r] += k
+		}
+	}
+	var parts []string
+	for r, k := range sum {
+		parts = append(parts, fmt.Sprintf("%s=%d", membership.DropReason(r), k))
+	}
+	return strings.Join(parts, " ")
 }
 
 // benchPoll is how often the bench looks at the nodes while it waits; it
