@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -72,17 +73,19 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	c := newBenchCluster(o, lg)
 	defer c.stop()
 	base := settledHeap(0)
-	for _, b := range c.nodes {
+	for _, b := range slices.Backward(c.nodes) {
 		if err := c.startNode(b, false); err != nil {
 			return err
 		}
+		time.Sleep(o.stagger)
 	}
 	members := settledHeap(o.quiet)
 	res.MembershipPerNode = (members - base) / int64(o.n)
-	for _, b := range c.nodes {
+	for _, b := range slices.Backward(c.nodes) { // highest first, as start does
 		if err := c.startElector(b); err != nil {
 			return err
 		}
+		time.Sleep(o.stagger)
 	}
 	if _, err := c.waitAgreement(ctx, c.top().name, nil); err != nil {
 		return err
@@ -124,6 +127,7 @@ func bareMemberlistHeap(o benchOptions) (int64, error) {
 			return 0, fmt.Errorf("memberlist %d: %w", i+1, err)
 		}
 		nodes = append(nodes, m)
+		time.Sleep(o.stagger)
 		if i > 0 {
 			if _, err := m.Join([]string{nodes[0].LocalNode().FullAddress().Addr}); err != nil {
 				return 0, fmt.Errorf("memberlist %d joining: %w", i+1, err)
