@@ -110,7 +110,7 @@ func (c *chaosCluster) killAndRestart(t *testing.T, victim string) (down, up tim
 	restarted := time.Now()
 	c.procs[victim] = startNode(t, c.bin, victim, args...)
 	if !poll(2*time.Second, func() bool { _, _, ok := agreed(c.all()); return ok }) {
-		t.Logf("no agreement 2 s after restarting %s:\n%s", victim, c.describe())
+		t.Logf("no agreement 2 s after restarting %s:\n%s", victim, c.describe(t))
 	}
 	c.waitAgreed(t, c.names, "")
 	return down, time.Since(restarted)
@@ -125,8 +125,8 @@ func (c *chaosCluster) all() []*proc {
 }
 
 // describe is each node's view, one line each: state, coordinator, term,
-// and the members it sees alive.
-func (c *chaosCluster) describe() string {
+// the members it sees alive, and the frames its membership dropped.
+func (c *chaosCluster) describe(t *testing.T) string {
 	var b strings.Builder
 	for _, n := range c.names {
 		st, err := c.procs[n].status()
@@ -137,6 +137,13 @@ func (c *chaosCluster) describe() string {
 			}
 		}
 		fmt.Fprintf(&b, "  %s: %s coordinator=%q term=%d alive=%v err=%v\n", n, st.State, st.Coordinator, st.Term, alive, err)
+		if err == nil {
+			for _, l := range strings.Split(get(t, c.procs[n].http+"/metrics"), "\n") {
+				if strings.HasPrefix(l, "coordelect_messages_dropped_total") && !strings.HasSuffix(l, " 0") {
+					fmt.Fprintf(&b, "    %s\n", l)
+				}
+			}
+		}
 	}
 	return b.String()
 }
@@ -151,11 +158,13 @@ func (c *chaosCluster) waitAgreed(t *testing.T, names []string, want string) str
 		procs[i] = c.procs[n]
 	}
 	var got string
-	waitFor(t, waitTimeout, fmt.Sprintf("agreement among %v", names), func() bool {
+	if !poll(waitTimeout, func() bool {
 		coord, _, ok := agreed(procs)
 		got = coord
 		return ok && slices.Contains(names, coord) && (want == "" || coord == want)
-	})
+	}) {
+		t.Fatalf("no agreement among %v within %v:\n%s", names, waitTimeout, c.describe(t))
+	}
 	return got
 }
 
