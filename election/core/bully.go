@@ -56,7 +56,7 @@ func (b *bully) start() bool {
 	n.electing = true
 	n.setState(StateCandidate)
 	if n.cfg.Mode == View {
-		b.higher(func(p Peer) bool { b.asked = p.ID; return false })
+		b.asked = b.stageOneTarget()
 		if b.asked == "" {
 			b.excluded = ""
 			b.declare()
@@ -80,6 +80,31 @@ func (b *bully) start() bool {
 	b.excluded = ""
 	b.phase, b.timer = bullyWaitAnswer, n.cfg.AnswerTimeout
 	return true
+}
+
+// stageOneTarget is the one peer a View-mode candidate asks first: the
+// highest live voter above it, passing over the coordinator the heartbeat
+// detector gave up on (Node.suspect) when anyone else is above. So when all
+// survivors miss the same heartbeats, only the top survivor waits T on the
+// silent coordinator; the rest ask the top survivor, which answers at once,
+// instead of each waiting T in vain and then asking every node above it
+// (O(n²) messages in a burst, which overloads a large cluster). A false
+// suspicion still costs no new term: the suspect is asked by the top
+// survivor and, alive, re-announces itself.
+func (b *bully) stageOneTarget() string {
+	target, suspect := "", ""
+	b.higher(func(p Peer) bool {
+		if p.ID == b.n.suspect {
+			suspect = p.ID
+			return true
+		}
+		target = p.ID
+		return false
+	})
+	if target == "" {
+		return suspect
+	}
+	return target
 }
 
 // declare: no higher-rated site answered within T (§1 step 2).

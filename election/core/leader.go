@@ -10,6 +10,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	wasElecting := n.electing
 	n.alg.reset()
 	n.electing = false
+	n.suspect = ""
 	n.coordinator = n.self.ID
 	n.hbTimer = 0
 	n.idle = 0
@@ -41,6 +42,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	wasElecting := n.electing
 	n.alg.reset()
 	n.electing = false
+	n.suspect = ""
 	n.term = t
 	if n.coordinator != c {
 		n.counters.LeaderChanges++

@@ -95,6 +95,10 @@ type Node struct {
 	confirmed   bool   // quorum guard: the coordinator holds a lease
 	electing    bool   // an election this node takes part in is running
 	yielded     bool   // resigned: do not displace the successor
+	// suspect is the coordinator the failure detector gave up on, until a
+	// coordinator is known again: bully routes its first question around
+	// it (see bully.stageOneTarget).
+	suspect string
 
 	now      int // ticks since NewNode
 	silence  int // follower: ticks since the coordinator was last heard

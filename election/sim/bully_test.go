@@ -214,3 +214,31 @@ func TestBullyColdStart(t *testing.T) {
 		}
 	}
 }
+
+// Every survivor's heartbeat detector fires at once while the membership
+// view still holds the crashed coordinator alive (memberlist has not
+// noticed yet). Only the top survivor waits on the silent coordinator; the
+// others ask the top survivor, so the failover stays linear in n instead of
+// a burst of ELECTIONs from every node to every node above it.
+func TestBullyHeartbeatFailoverIsLinear(t *testing.T) {
+	for _, n := range []int{5, 50, 200} {
+		s, err := New(Config{Members: members(n), Mode: core.View, HeartbeatDetector: true,
+			ViewDelayMs: -1, Seed: uint64(n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Bootstrap(strconv.Itoa(n))
+		s.RunFor(100)
+		s.ResetCounts()
+		s.Crash(strconv.Itoa(n))
+		if !s.Checker().CheckLiveness(10_000, true) {
+			t.Fatalf("n=%d: %v", n, s.Checker().Violations)
+		}
+		// n-2 ELECTION to the top survivor, its ANSWERs, its one ELECTION
+		// to the silent coordinator, n-2 COORDINATOR.
+		if got := int(s.ElectionMessages()); got > 3*n {
+			t.Errorf("n=%d: %d election messages, want at most 3n = %d (election %d answer %d coordinator %d)",
+				n, got, 3*n, sent(s, core.MsgElection), sent(s, core.MsgAnswer), sent(s, core.MsgCoordinator))
+		}
+	}
+}
