@@ -15,7 +15,8 @@ import (
 
 const benchMemorySynopsis = `usage: demo bench memory [flags]
 
-Measures the live heap (runtime.ReadMemStats after two GCs) of -n members
+Measures the live heap (runtime.ReadMemStats after two GCs) and the
+goroutine stacks of -n members
 in this process, in three steps: bare memberlist nodes (memberlist.Create
 with the profile's defaults, joined), then membership.Node members without
 electors, then the same members with an elector each. Prints one JSON
@@ -34,6 +35,11 @@ type memoryResult struct {
 	ElectorPerNode int64 `json:"elector_bytes_per_node"`
 	// AboveMemberlistPerNode: adapter and elector above bare memberlist.
 	AboveMemberlistPerNode int64 `json:"above_memberlist_bytes_per_node"`
+	// The goroutine stacks (runtime.MemStats.StackInuse), which the heap
+	// figures leave out, per node.
+	MemberlistStackPerNode int64 `json:"memberlist_stack_bytes_per_node"`
+	MembershipStackPerNode int64 `json:"membership_stack_bytes_per_node"`
+	ElectorStackPerNode    int64 `json:"elector_stack_bytes_per_node"`
 }
 
 func parseBenchMemory(args []string, stdout io.Writer) (benchOptions, error) {
@@ -66,9 +72,11 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	lg := newBenchLogger(stderr, false)
 	res := memoryResult{N: o.n, Profile: o.profile}
-	if res.MemberlistPerNode, err = bareMemberlistHeap(o); err != nil {
+	bare, err := bareMemberlistHeap(o)
+	if err != nil {
 		return err
 	}
+	res.MemberlistPerNode, res.MemberlistStackPerNode = bare.heap, bare.stack
 	lg.Info("bare memberlist", "bytes_per_node", res.MemberlistPerNode)
 	c := newBenchCluster(o, lg)
 	defer c.stop()
@@ -80,7 +88,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		time.Sleep(o.stagger)
 	}
 	members := settledHeap(o.quiet)
-	res.MembershipPerNode = (members - base) / int64(o.n)
+	res.MembershipPerNode, res.MembershipStackPerNode = members.minus(base).per(o.n)
 	for _, b := range slices.Backward(c.nodes) { // highest first, as start does
 		if err := c.startElector(b); err != nil {
 			return err
@@ -90,27 +98,36 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	if _, err := c.waitAgreement(ctx, c.top().name, nil); err != nil {
 		return err
 	}
-	res.ElectorPerNode = (settledHeap(o.quiet) - members) / int64(o.n)
+	res.ElectorPerNode, res.ElectorStackPerNode = settledHeap(o.quiet).minus(members).per(o.n)
 	res.AboveMemberlistPerNode = res.MembershipPerNode + res.ElectorPerNode - res.MemberlistPerNode
 	lg.Info("membership and electors", "membership_bytes_per_node", res.MembershipPerNode,
 		"elector_bytes_per_node", res.ElectorPerNode)
 	return printJSON(stdout, res)
 }
 
-// settledHeap waits d, then returns the live heap after two collections.
-func settledHeap(d time.Duration) int64 {
+// memSample is the live heap and the goroutine stacks, in bytes.
+type memSample struct{ heap, stack int64 }
+
+func (m memSample) minus(o memSample) memSample { return memSample{m.heap - o.heap, m.stack - o.stack} }
+
+// per divides m among n nodes.
+func (m memSample) per(n int) (heap, stack int64) { return m.heap / int64(n), m.stack / int64(n) }
+
+// settledHeap waits d, then returns the live heap after two collections
+// and the stacks in use.
+func settledHeap(d time.Duration) memSample {
 	time.Sleep(d)
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
+	return memSample{int64(ms.HeapAlloc), int64(ms.StackInuse)}
 }
 
 // bareMemberlistHeap starts o.n bare memberlist nodes on 127.0.0.1 with
 // the profile's defaults, each joining the first, and returns their heap
-// per node; they are shut down before it returns.
-func bareMemberlistHeap(o benchOptions) (int64, error) {
+// and stacks per node; they are shut down before it returns.
+func bareMemberlistHeap(o benchOptions) (memSample, error) {
 	base := settledHeap(0)
 	var nodes []*memberlist.Memberlist
 	defer func() {
@@ -124,17 +141,18 @@ func bareMemberlistHeap(o benchOptions) (int64, error) {
 		mc.Logger = log.New(io.Discard, "", 0)
 		m, err := memberlist.Create(mc)
 		if err != nil {
-			return 0, fmt.Errorf("memberlist %d: %w", i+1, err)
+			return memSample{}, fmt.Errorf("memberlist %d: %w", i+1, err)
 		}
 		nodes = append(nodes, m)
 		time.Sleep(o.stagger)
 		if i > 0 {
 			if _, err := m.Join([]string{nodes[0].LocalNode().FullAddress().Addr}); err != nil {
-				return 0, fmt.Errorf("memberlist %d joining: %w", i+1, err)
+				return memSample{}, fmt.Errorf("memberlist %d joining: %w", i+1, err)
 			}
 		}
 	}
-	return (settledHeap(o.quiet) - base) / int64(o.n), nil
+	h, st := settledHeap(o.quiet).minus(base).per(o.n)
+	return memSample{h, st}, nil
 }
 
 // memberlistProfile returns memberlist's default configuration of the
