@@ -26,8 +26,10 @@ type soakResult struct {
 	// LeaderChanges counts the times the agreed coordinator was seen to
 	// change (polled every 10 ms).
 	LeaderChanges int `json:"leader_changes"`
-	// HeartbeatMisses sums the heartbeat intervals followers spent in
-	// silence: how close the load came to a false detection.
+	// HeartbeatMisses sums the heartbeat intervals followers counted as
+	// silent (election.Recorder.HeartbeatMisses). A heartbeat that lands
+	// just after the follower's interval ends counts as one, so it grows
+	// even on an idle machine; only HeartbeatMisses in a row elect.
 	HeartbeatMisses uint64 `json:"heartbeat_misses"`
 	// BurnerSpins is the burners' loop count, in millions: evidence that
 	// they ran.
