@@ -57,8 +57,8 @@ func TestMemberlistBadFramesDroppedAndCounted(t *testing.T) {
 			append(append([]byte{}, good...), make([]byte, membership.MaxFrameSize)...)}, // oversized
 		membership.DropVersion:       {append([]byte{good[0], good[1] + 1}, good[2:]...)},
 		membership.DropUnknownSender: {frame(membership.Header{FromBoot: 1, ToBoot: n2Boot}, core.Message{Type: core.MsgElection, From: "raw", To: "n2"})},
-		membership.DropStale: {frame(membership.Header{FromBoot: n1Boot + 1, ToBoot: n2Boot}, coord), // another n1
-			frame(membership.Header{FromBoot: n1Boot, ToBoot: n2Boot + 1}, coord)}, // another n2
+		membership.DropStale: {frame(membership.Header{FromBoot: n1Boot - 1, ToBoot: n2Boot}, coord), // an earlier n1
+			frame(membership.Header{FromBoot: n1Boot, ToBoot: n2Boot + 1}, coord)}, // a later n2
 	}
 	for _, frames := range sends {
 		for _, b := range frames {

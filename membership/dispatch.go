@@ -121,23 +121,35 @@ func (d *dispatcher) receive(b []byte, now time.Time) {
 		return
 	}
 	t, ok := d.table.target(m.From)
+	// Boot IDs order incarnations (newBootID). A sender that has not heard
+	// of our restart addresses our earlier boot, and a peer that restarted
+	// writes before its new metadata reaches us: both are current and are
+	// taken at once (waiting for gossip took seconds, during which the two
+	// could not hear each other and one elected itself). Frames of an
+	// earlier life of the sender, or for a later one of ours, are stale.
 	switch {
-	case h.ToBoot != d.selfBoot:
-		d.stats.drop(DropStale) // for an earlier incarnation of this node
+	case h.ToBoot > d.selfBoot:
+		d.stats.drop(DropStale)
 		return
 	case !ok:
 		d.park(m.From, b, now, DropUnknownSender)
 		return
-	case h.FromBoot != t.boot:
-		d.park(m.From, b, now, DropStale) // maybe a restart not yet gossiped
+	case h.FromBoot < t.boot:
+		d.stats.drop(DropStale)
 		return
 	case h.Seq == 0:
 		d.deliver(m)
 		return
 	}
 	l := d.links[m.From]
-	if l == nil || l.boot != h.FromBoot {
+	if l == nil || l.boot != h.FromBoot || l.toBoot != h.ToBoot {
 		l = newInLink(h.FromBoot, d.hold, d.stats)
+		l.toBoot = h.ToBoot
+		if h.ToBoot < d.selfBoot {
+			// The sender numbers this link from before our restart: its
+			// first frame to reach this incarnation starts it.
+			l.next = h.Seq
+		}
 		d.links[m.From] = l
 	}
 	d.deliverAll(l.accept(h.Seq, m, now, d.scratch[:0]))

@@ -65,8 +65,8 @@ func TestDispatcherDropsByReason(t *testing.T) {
 	d.handle([]inboxItem{
 		join("a", 7),
 		msgItem(t, ok, m("stranger", 0)), // not a member
-		msgItem(t, Header{Seq: 1, FromBoot: 8, ToBoot: selfBoot}, m("a", 0)), // another incarnation of a
-		msgItem(t, Header{Seq: 1, FromBoot: 7, ToBoot: 99}, m("a", 0)),       // for another incarnation of self
+		msgItem(t, Header{Seq: 1, FromBoot: 6, ToBoot: selfBoot}, m("a", 0)), // an earlier incarnation of a
+		msgItem(t, Header{Seq: 1, FromBoot: 7, ToBoot: 101}, m("a", 0)),      // for a later incarnation of self
 		{kind: itemMessage, msg: good[:len(good)-1]},
 		{kind: itemMessage, msg: badVersion},
 		{kind: itemMessage, msg: good},
@@ -274,5 +274,30 @@ func TestDispatcherLimboIsBounded(t *testing.T) {
 	d.expire(now.Add(2 * d.hold))
 	if d.limbo.total != 0 || d.stats.snapshot().Dropped[DropUnknownSender] != 2*limboTotal {
 		t.Fatalf("after expiry: limbo %d, dropped %d", d.limbo.total, d.stats.snapshot().Dropped[DropUnknownSender])
+	}
+}
+
+// Boot IDs order incarnations: a peer that restarted is heard before its new
+// metadata arrives, and a peer that has not heard of our restart is heard
+// too, its link starting at the first number that reaches us.
+func TestDispatcherTakesRestartsNotYetGossiped(t *testing.T) {
+	d := newTestDispatcher(100)
+	now := time.Unix(0, 0)
+	m := func(h Header) inboxItem {
+		return msgItem(t, h, core.Message{Type: core.MsgElection, From: "a", To: "self", Phase: uint32(h.Seq)})
+	}
+	d.handle([]inboxItem{
+		join("a", 7),
+		m(Header{Seq: 1, FromBoot: 9, ToBoot: selfBoot}), // a restarted (boot 9 > 7)
+		m(Header{Seq: 2, FromBoot: 9, ToBoot: selfBoot}),
+		m(Header{Seq: 41, FromBoot: 9, ToBoot: 50}), // from a link numbered before our restart
+		m(Header{Seq: 42, FromBoot: 9, ToBoot: 50}),
+		m(Header{Seq: 3, FromBoot: 6, ToBoot: selfBoot}), // an earlier life of a: stale
+	}, now)
+	if got := pendingPhases(d); len(got) != 4 || got[0] != 1 || got[1] != 2 || got[2] != 41 || got[3] != 42 {
+		t.Fatalf("delivered %v, want [1 2 41 42] at once", got)
+	}
+	if s := d.stats.snapshot(); s.Dropped[DropStale] != 1 {
+		t.Fatalf("drops %v, want the one stale frame", s.Dropped)
 	}
 }

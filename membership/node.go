@@ -1,8 +1,6 @@
 package membership
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -120,15 +118,16 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 
 // newBootID returns a random non-zero 64-bit ID for this process start.
 func newBootID() (uint64, error) {
-	var b [8]byte
-	for {
-		if _, err := rand.Read(b[:]); err != nil {
-			return 0, fmt.Errorf("membership: boot ID: %w", err)
-		}
-		if id := binary.BigEndian.Uint64(b[:]); id != 0 {
-			return id, nil
-		}
+	// The start time, so that boot IDs order a member's incarnations: a
+	// receiver can tell a restart it has not heard of yet (a greater boot
+	// ID: accept) from a frame of an earlier life (a smaller one: drop).
+	// It holds as long as the clock does not step back across a restart;
+	// if it does, frames wait for the new metadata, as with random IDs.
+	id := uint64(time.Now().UnixNano())
+	if id == 0 {
+		return 0, fmt.Errorf("membership: boot ID: the clock reads the epoch")
 	}
+	return id, nil
 }
 
 func (n *Node) goFunc(f func()) {

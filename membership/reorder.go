@@ -27,7 +27,8 @@ const maxHeld = 256
 // that restarts numbers from 1 again, on a new link. inLink is a pure
 // data structure: the dispatcher owns it and passes the time in.
 type inLink struct {
-	boot     uint64
+	boot     uint64 // the sender's boot ID
+	toBoot   uint64 // the boot ID of ours the sender addresses
 	next     uint64 // next sequence number to deliver
 	held     map[uint64]core.Message
 	deadline time.Time // when the open gap is skipped; zero if none
