@@ -95,7 +95,8 @@ func RunScript(script string) (convergenceMs int64, violations []string, err err
 
 // Schedule writes one random fault schedule as a scenario: crashes (also at
 // protocol triggers), restarts, message loss up to 30%, duplication,
-// reordering, partitions into random halves and heals, rating changes,
+// reordering, partitions into random halves or a majorities ring (Jepsen)
+// and heals, rating changes,
 // resigns and spurious detections; then the faults stop and the liveness
 // check runs. Half the schedules run with the quorum guard.
 func Schedule(alg core.Algorithm, n int, seed uint64, boundMs int64) string {
@@ -169,7 +170,11 @@ func (g *schedule) fault() {
 		g.line(fmt.Sprintf("network loss=%.2f dup=%.2f reorder=%.2f",
 			g.rng.Float64()*0.3, g.rng.Float64()*0.1, g.rng.Float64()*0.2))
 	case 5:
-		g.partition()
+		if g.rng.IntN(3) == 0 {
+			g.majoritiesRing()
+		} else {
+			g.partition()
+		}
 	case 6:
 		g.line("heal")
 	case 7:
@@ -186,6 +191,16 @@ func (g *schedule) fault() {
 			g.line(fmt.Sprintf("detect %d", id))
 		}
 	}
+}
+
+// majoritiesRing is Jepsen's majorities-ring partition over a random order.
+func (g *schedule) majoritiesRing() {
+	perm := g.rng.Perm(g.n)
+	ids := make([]string, len(perm))
+	for i, v := range perm {
+		ids[i] = strconv.Itoa(v + 1)
+	}
+	g.line(fmt.Sprintf("partition ring=(%s)", strings.Join(ids, ",")))
 }
 
 // partition splits the nodes into two random halves (sizes 1..n-1).

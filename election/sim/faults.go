@@ -128,7 +128,7 @@ func (s *Sim) gossip(id string, kind evKind, p core.Peer) {
 // messages. Nodes not named form one more group. In View mode each side's
 // views drop the other side after ViewDelayMs.
 func (s *Sim) Partition(groups ...[]string) error {
-	s.group = map[string]int{}
+	s.group, s.ring = map[string]int{}, nil
 	for g, ids := range groups {
 		for _, id := range ids {
 			if _, ok := s.byID[id]; !ok {
@@ -145,7 +145,7 @@ func (s *Sim) Partition(groups ...[]string) error {
 
 // Heal reconnects every node; in View mode views see everyone live again.
 func (s *Sim) Heal() {
-	s.group = map[string]int{}
+	s.group, s.ring = map[string]int{}, nil
 	s.tracef("heal")
 	s.check.partitioned()
 	s.viewSweep()
@@ -172,7 +172,42 @@ func (s *Sim) viewSweep() {
 }
 
 // cut reports whether a partition separates a and b.
-func (s *Sim) cut(a, b string) bool { return s.group[a] != s.group[b] }
+func (s *Sim) cut(a, b string) bool {
+	if s.ring != nil {
+		d := s.ring[a] - s.ring[b]
+		if d < 0 {
+			d = -d
+		}
+		return min(d, len(s.ring)-d) > s.reach
+	}
+	return s.group[a] != s.group[b]
+}
+
+// MajoritiesRing is Jepsen's non-transitive partition: the nodes, in the
+// given order, form a ring, and each reaches only itself and its nearest
+// neighbours on both sides, a majority in all, so that every node sees a
+// majority but no two see the same one. Every member must be listed.
+func (s *Sim) MajoritiesRing(order []string) error {
+	if len(order) != len(s.nodes) {
+		return fmt.Errorf("sim: majorities ring: %d nodes listed, want all %d", len(order), len(s.nodes))
+	}
+	ring := make(map[string]int, len(order))
+	for i, id := range order {
+		if _, ok := s.byID[id]; !ok {
+			return fmt.Errorf("sim: majorities ring: unknown node %q", id)
+		}
+		if _, dup := ring[id]; dup {
+			return fmt.Errorf("sim: majorities ring: node %q listed twice", id)
+		}
+		ring[id] = i
+	}
+	s.group, s.ring = map[string]int{}, ring
+	s.reach = (len(order)/2 + 1) / 2 // itself and reach on each side: a majority
+	s.tracef("majorities ring %v", order)
+	s.check.partitioned()
+	s.viewSweep()
+	return nil
+}
 
 // Detect tells a node that the coordinator is not working.
 func (s *Sim) Detect(id string) error { return s.poke(id, (*core.Node).Detect) }

@@ -210,8 +210,11 @@ func (sc *Script) each(a args, fn func(string) error) error {
 	return nil
 }
 
-// partition (1,2) (3,4)
+// partition (1,2) (3,4) | partition ring=(3,1,5,2,4)
 func (sc *Script) partition(a args) error {
+	if order, ok := a.kv["ring"]; ok {
+		return sc.sim.MajoritiesRing(order)
+	}
 	if len(a.groups) == 0 {
 		return fmt.Errorf("give the groups, e.g. partition (1,2) (3,4)")
 	}
