@@ -92,8 +92,11 @@ func (c *benchCluster) start(ctx context.Context) error {
 			c.log.Info("starting", "nodes", i+1, "of", len(c.nodes))
 		}
 	}
-	_, err := c.waitAgreement(ctx, c.top().name, nil)
-	return err
+	if _, err := c.waitAgreement(ctx, c.top().name, nil); err != nil {
+		c.stop()
+		return err
+	}
+	return nil
 }
 
 // top is the node with the highest rating: the coordinator of a settled
