@@ -180,6 +180,13 @@ func (b *bully) onElectionView(m Message, stale bool) {
 	case n.coordinator == n.self.ID:
 		// The sender missed us: announce again to it alone.
 		n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.self.ID})
+	case b.vouches(m.From):
+		// We hear the coordinator (at most one interval in silence, which
+		// heartbeat jitter alone causes): the sender's detector fired alone
+		// (a starved process, a lossy link). Tell it who leads rather than
+		// start an election of our own. When the coordinator is really gone,
+		// every follower has missed nearly K intervals by then.
+		n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.coordinator})
 	case n.electing:
 		n.send(Message{Type: MsgAnswer, To: m.From})
 	default:
@@ -192,6 +199,20 @@ func (b *bully) onElectionView(m Message, stale bool) {
 		}
 		n.startElection()
 	}
+}
+
+// vouches reports whether this node should answer an ELECTION from sender
+// by naming its coordinator: it hears the coordinator (at most one interval
+// in silence, which heartbeat jitter alone causes), and the coordinator
+// outranks the sender, so the sender's election cannot be a displacement.
+func (b *bully) vouches(sender string) bool {
+	n := b.n
+	if n.coordinator == "" || n.misses >= n.cfg.HeartbeatMisses-1 || !n.view.alive(n.coordinator) {
+		return false
+	}
+	c, ok1 := n.view.r.Get(n.coordinator)
+	s, ok2 := n.view.r.Get(sender)
+	return ok1 && ok2 && c.Rank().Compare(s.Rank()) > 0
 }
 
 func (b *bully) onAnswer(m Message) {

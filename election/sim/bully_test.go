@@ -242,3 +242,39 @@ func TestBullyHeartbeatFailoverIsLinear(t *testing.T) {
 		}
 	}
 }
+
+// A follower whose detector fires alone while the coordinator is alive (a
+// starved process, a one-way loss): it asks the top node below the
+// coordinator, which hears the coordinator and says so. No new term, and
+// nobody else elects.
+func TestBullyLoneFalseDetectionChangesNothing(t *testing.T) {
+	s, err := New(Config{Members: members(5), Mode: core.View, HeartbeatDetector: true, Seed: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Bootstrap("5")
+	s.RunFor(120)
+	before, _ := s.Agreement()
+	counts := func() (two, others uint64) {
+		for _, id := range s.IDs() {
+			if c := s.Node(id).Counters().ElectionsStarted; id == "2" {
+				two = c
+			} else {
+				others += c
+			}
+		}
+		return
+	}
+	s.Block("5", "2") // 2 stops hearing 5's heartbeats
+	s.RunFor(1_000)
+	two, others := counts()
+	if two == 0 || others != 0 {
+		t.Fatalf("elections started: %d by 2, %d by the others; want some by 2 and none elsewhere", two, others)
+	}
+	s.Heal()
+	s.RunFor(200)
+	after, ok := s.Agreement()
+	if !ok || after.Coordinator != "5" || after.Term != before.Term {
+		t.Fatalf("after the false detections: %+v (agreed %v), want 5 in term %s", after, ok, before.Term)
+	}
+}

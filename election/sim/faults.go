@@ -145,7 +145,7 @@ func (s *Sim) Partition(groups ...[]string) error {
 
 // Heal reconnects every node; in View mode views see everyone live again.
 func (s *Sim) Heal() {
-	s.group, s.ring = map[string]int{}, nil
+	s.group, s.ring, s.blocked = map[string]int{}, nil, nil
 	s.tracef("heal")
 	s.check.partitioned()
 	s.viewSweep()
@@ -173,6 +173,9 @@ func (s *Sim) viewSweep() {
 
 // cut reports whether a partition separates a and b.
 func (s *Sim) cut(a, b string) bool {
+	if s.blocked[[2]string{a, b}] {
+		return true
+	}
 	if s.ring != nil {
 		d := s.ring[a] - s.ring[b]
 		if d < 0 {
@@ -181,6 +184,23 @@ func (s *Sim) cut(a, b string) bool {
 		return min(d, len(s.ring)-d) > s.reach
 	}
 	return s.group[a] != s.group[b]
+}
+
+// Block drops every message from one node to another, one way, until
+// Heal: a node that stops hearing the coordinator while everyone else
+// does (a starved process, a one-way loss).
+func (s *Sim) Block(from, to string) error {
+	for _, id := range []string{from, to} {
+		if _, ok := s.byID[id]; !ok {
+			return fmt.Errorf("sim: block: unknown node %q", id)
+		}
+	}
+	if s.blocked == nil {
+		s.blocked = map[[2]string]bool{}
+	}
+	s.blocked[[2]string{from, to}] = true
+	s.tracef("block %s -> %s", from, to)
+	return nil
 }
 
 // MajoritiesRing is Jepsen's non-transitive partition: the nodes, in the

@@ -66,9 +66,11 @@ type Sim struct {
 	group  map[string]int // partition group; absent = 0
 	// ring, when set, is a majorities-ring partition: each node reaches
 	// only the nodes within reach places of it on this ring.
-	ring   map[string]int
-	reach  int
-	lastAt map[[2]int]int64
+	ring  map[string]int
+	reach int
+	// blocked links, one way: from -> to.
+	blocked map[[2]string]bool
+	lastAt  map[[2]int]int64
 	// Sent counts every message handed to the network, by type, including
 	// those to crashed or cut-off nodes.
 	Sent     [core.NumMsgTypes]uint64
