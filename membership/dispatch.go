@@ -93,11 +93,20 @@ func (d *dispatcher) park(sender string, b []byte, now time.Time, reason DropRea
 }
 
 func (d *dispatcher) membership(evs []election.Event, now time.Time) {
-	for _, ev := range evs {
+	for i, ev := range evs {
 		if ev.Kind == election.EventPeerDown {
 			d.out.stop(ev.Peer.ID)
 			if l := d.links[ev.Peer.ID]; l != nil {
 				d.deliverAll(l.flush(d.scratch[:0]))
+			}
+			if i+1 < len(evs) && evs[i+1].Kind == election.EventPeerUp && evs[i+1].Peer.ID == ev.Peer.ID {
+				// A restart (a new boot ID): the links start over, but the
+				// elector sees only the PeerUp. A PeerDown would make every
+				// follower of a restarted coordinator, which has usually
+				// taken over again by the time the news arrives, start an
+				// election; a coordinator that crashed and came back before
+				// anyone noticed elects on its own start-up (bully step 5).
+				continue
 			}
 		}
 		d.log.Debug("member", "event", kindName(ev.Kind), "peer", ev.Peer.ID, "rating", ev.Peer.Rating)

@@ -99,10 +99,11 @@ func TestDispatcherOrdersAndResets(t *testing.T) {
 	if got := pendingPhases(d); !equalU32(got, 99, 1, 2, 4) || d.stats.gapsSkipped.Load() != 1 {
 		t.Fatalf("after expiry %v, skipped %d", got, d.stats.gapsSkipped.Load())
 	}
-	// a restarts: down, up, and its new incarnation numbers from 1 again.
+	// a restarts: its links start over (its new incarnation numbers from 1
+	// again), and the elector sees only the PeerUp.
 	d.pending = nil
 	d.handle([]inboxItem{join("a", 8), m(1, 8)}, t0.Add(2*time.Second))
-	if got := render(d.pending[:2]); got != "down:a up:a/1" || !equalU32(pendingPhases(d), 1) {
+	if got := render(d.pending[:1]); got != "up:a/1" || !equalU32(pendingPhases(d), 1) {
 		t.Fatalf("after restart: %q, messages %v", got, pendingPhases(d))
 	}
 }

@@ -14,9 +14,10 @@
 //     already present when the node starts), EventPeerDown when it leaves
 //     or is declared dead, EventPeerRating when it publishes a new rating.
 //     This node itself never appears.
-//   - A restart under the same name is a new boot ID in the metadata and is
-//     reported as EventPeerDown then EventPeerUp, even when memberlist saw
-//     only a metadata update.
+//   - A restart under the same name is a new boot ID in the metadata. It
+//     resets the node's links to the member and is reported as an
+//     EventPeerUp alone (a PeerDown would make the followers of a restarted
+//     coordinator, which has usually taken over again by then, elect).
 //   - A member whose core.Tag equals another live member's (terms embed the
 //     tag) is refused: among colliding members the lowest ID is admitted,
 //     the others are logged as errors, counted and kept from the elector.
