@@ -7,7 +7,10 @@ package core
 // peers known dead are skipped, a node with no live higher-rated peer
 // declares at once, and a candidate first asks only the highest live peer
 // above it (then every live peer above it if that one stays silent), which
-// keeps a failover that every survivor notices at O(n) messages.
+// keeps a failover that every survivor notices at O(n) messages. When the
+// heartbeat detector fires, a follower with a live senior other than the
+// suspect does not ask at all at first: it waits for the senior's
+// announcement (awaitSenior), so such a failover costs about n messages.
 type bully struct {
 	n     *Node
 	phase bullyPhase
@@ -17,17 +20,27 @@ type bully struct {
 	asked string
 	// excluded is a resigning coordinator, absent from the next election.
 	excluded string
+	// awaited is the suspect this node has already waited out a senior's
+	// announcement for: after that wait it asks, as any candidate does.
+	awaited string
 }
 
 type bullyPhase uint8
 
 const (
-	bullyIdle       bullyPhase = iota
-	bullyWaitAnswer            // T: waiting for an ANSWER
-	bullyWaitCoord             // T': answered, waiting for COORDINATOR
+	bullyIdle        bullyPhase = iota
+	bullyWaitAnswer             // T: waiting for an ANSWER
+	bullyWaitCoord              // T': answered, waiting for COORDINATOR
+	bullyAwaitSenior            // View: the coordinator failed; a senior will announce
 )
 
+// reset abandons the election: a coordinator has been accepted.
 func (b *bully) reset() {
+	b.clear()
+	b.awaited = ""
+}
+
+func (b *bully) clear() {
 	b.phase, b.timer, b.stage, b.asked = bullyIdle, 0, 0, ""
 }
 
@@ -52,15 +65,53 @@ func (b *bully) higher(fn func(Peer) bool) {
 
 func (b *bully) start() bool {
 	n := b.n
-	b.reset()
+	b.clear()
 	n.electing = true
 	n.setState(StateCandidate)
+	if n.cfg.Mode == View && n.suspect != "" && n.suspect != b.awaited && b.awaitSenior() {
+		return true
+	}
+	b.ask()
+	return true
+}
+
+// awaitSenior: View mode, the heartbeat detector (or the view) gave up on
+// the coordinator. Every follower's detector fires within about one
+// heartbeat interval of the others', since they count silence from the
+// same last heartbeat round. So a follower with a live senior other than
+// the suspect takes that senior's ANSWER as given (§1 step 2's "a senior
+// site is expected to take over") and waits for its COORDINATOR without
+// sending anything. Only the top survivor, which has no one above it but
+// the suspect, asks (the suspect, once) and declares. A failover that
+// every survivor notices then costs one ELECTION and one COORDINATOR per
+// live peer: n messages instead of about 3n. The wait covers the senior's
+// detection lag (one interval), its wait on the suspect (T) and the
+// announcement's trip; when it runs out with no announcement (the senior
+// died too, or never noticed), the follower asks as any candidate does. A
+// lone false detection sends nothing until then, and the coordinator's next
+// heartbeat ends it. It reports false for the top survivor.
+func (b *bully) awaitSenior() bool {
+	n := b.n
+	senior := b.stageOneTarget()
+	if senior == "" || senior == n.suspect {
+		return false
+	}
+	b.awaited = n.suspect
+	b.asked = senior
+	b.phase = bullyAwaitSenior
+	b.timer = n.cfg.HeartbeatInterval + n.cfg.AnswerTimeout + n.cfg.RoundTrip
+	return true
+}
+
+// ask sends this candidate's ELECTIONs (or declares when no one is above).
+func (b *bully) ask() {
+	n := b.n
 	if n.cfg.Mode == View {
 		b.asked = b.stageOneTarget()
 		if b.asked == "" {
 			b.excluded = ""
 			b.declare()
-			return true
+			return
 		}
 		b.stage = 1
 		n.send(Message{Type: MsgElection, To: b.asked})
@@ -74,12 +125,11 @@ func (b *bully) start() bool {
 		if !sent {
 			b.excluded = ""
 			b.declare()
-			return true
+			return
 		}
 	}
 	b.excluded = ""
 	b.phase, b.timer = bullyWaitAnswer, n.cfg.AnswerTimeout
-	return true
 }
 
 // stageOneTarget is the one peer a View-mode candidate asks first: the
@@ -217,7 +267,7 @@ func (b *bully) vouches(sender string) bool {
 
 func (b *bully) onAnswer(m Message) {
 	n := b.n
-	if !n.electing || b.phase == bullyIdle {
+	if !n.electing || b.phase != bullyWaitAnswer && b.phase != bullyWaitCoord {
 		n.drop(DropUnexpected)
 		return
 	}
@@ -287,6 +337,10 @@ func (b *bully) timeout() {
 		// §1 step 2: answered but no COORDINATOR within T'.
 		n.counters.ElectionsRestarted++
 		n.startElection()
+	case bullyAwaitSenior:
+		// No announcement from the senior: ask, in the same election.
+		b.clear()
+		b.ask()
 	}
 }
 
@@ -310,8 +364,18 @@ func (b *bully) escalate() bool {
 }
 
 func (b *bully) peerDown(id string) {
-	if b.n.electing && b.phase == bullyWaitAnswer && b.stage == 1 && id == b.asked {
+	if !b.n.electing || id != b.asked {
+		return
+	}
+	switch {
+	case b.phase == bullyWaitAnswer && b.stage == 1:
 		b.timeout()
+	case b.phase == bullyAwaitSenior:
+		// The awaited senior is gone: await the next one, or ask.
+		b.clear()
+		if !b.awaitSenior() {
+			b.ask()
+		}
 	}
 }
 

@@ -71,9 +71,16 @@ func (n *Node) coordinatorFailed() {
 	n.startElection()
 }
 
-// Detect tells the node that the coordinator is not working: it starts an
-// election (non-voters wait for the outcome instead).
-func (n *Node) Detect() { n.startElection() }
+// Detect tells the node that the coordinator is not working, as its own
+// heartbeat detector would: it starts an election (non-voters wait for the
+// outcome instead).
+func (n *Node) Detect() {
+	if n.coordinator != "" && n.coordinator != n.self.ID {
+		n.coordinatorFailed()
+		return
+	}
+	n.startElection()
+}
 
 func (n *Node) startElection() {
 	if n.self.NonVoter {
