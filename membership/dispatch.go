@@ -11,7 +11,7 @@ import (
 
 // eventBuffer is the capacity of the Events channel. Events that do not
 // fit wait in the dispatcher's own queue (messages up to Config.QueueSize).
-const eventBuffer = 256
+const eventBuffer = 16
 
 // dispatcher is the Node's one goroutine between memberlist and the
 // elector. It drains the inbox in order, keeps the membership table,

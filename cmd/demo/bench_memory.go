@@ -15,8 +15,8 @@ import (
 
 const benchMemorySynopsis = `usage: demo bench memory [flags]
 
-Measures the live heap (runtime.ReadMemStats after two GCs) and the
-goroutine stacks of -n members
+Measures the live heap (runtime.ReadMemStats after two GCs; the median of
+7 readings 200 ms apart) and the goroutine stacks of -n members
 in this process, in three steps: bare memberlist nodes (memberlist.Create
 with the profile's defaults, joined), then membership.Node members without
 electors, then the same members with an elector each. Prints one JSON
@@ -113,15 +113,30 @@ func (m memSample) minus(o memSample) memSample { return memSample{m.heap - o.he
 // per divides m among n nodes.
 func (m memSample) per(n int) (heap, stack int64) { return m.heap / int64(n), m.stack / int64(n) }
 
-// settledHeap waits d, then returns the live heap after two collections
-// and the stacks in use.
+// heapSamples is how many readings settledHeap takes; it reports their
+// median, so that a push-pull sync or a burst of gossip caught in flight
+// by one reading does not count as resident memory.
+const heapSamples = 7
+
+// settledHeap waits d, then reads the live heap (after two collections)
+// and the stacks in use heapSamples times, 200 ms apart, and returns the
+// median of each.
 func settledHeap(d time.Duration) memSample {
 	time.Sleep(d)
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return memSample{int64(ms.HeapAlloc), int64(ms.StackInuse)}
+	heaps, stacks := make([]int64, heapSamples), make([]int64, heapSamples)
+	for i := range heapSamples {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		heaps[i], stacks[i] = int64(ms.HeapAlloc), int64(ms.StackInuse)
+	}
+	slices.Sort(heaps)
+	slices.Sort(stacks)
+	return memSample{heaps[heapSamples/2], stacks[heapSamples/2]}
 }
 
 // bareMemberlistHeap starts o.n bare memberlist nodes on 127.0.0.1 with
