@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +83,8 @@ func New(cfg Config) (*Node, error) {
 	if len(cfg.Seeds) > 0 {
 		if _, err := n.Join(cfg.Seeds...); err != nil {
 			n.log.Warn("no seed reachable; running alone until one is", "seeds", cfg.Seeds, "error", err)
+		} else if top := n.topVoter(); top != "" && !slices.Contains(cfg.Seeds, top) {
+			n.goFunc(func() { n.introduce(top) })
 		}
 	}
 	n.log.Info("member started", "name", cfg.NodeName, "addr", n.addr, "boot", n.boot)
@@ -213,6 +216,42 @@ func (n *Node) Join(addrs ...string) (int, error) {
 		return 0, ErrClosed
 	}
 	return n.ml.Join(addrs)
+}
+
+// topVoter returns the address of the highest-ranked voter (by rating, then
+// name, as the elector ranks) that memberlist knows alive, other than this
+// node; "" if there is none.
+func (n *Node) topVoter() string {
+	var best core.Rank
+	addr := ""
+	for _, m := range n.ml.Members() {
+		if m.Name == n.cfg.NodeName || m.State != memberlist.StateAlive {
+			continue
+		}
+		md, err := decodeMeta(m.Meta)
+		if err != nil || md.NonVoter {
+			continue
+		}
+		if r := (core.Rank{Rating: md.Rating, ID: m.Name}); addr == "" || r.Compare(best) > 0 {
+			best, addr = r, m.FullAddress().Addr
+		}
+	}
+	return addr
+}
+
+// introduce joins addr, the highest-ranked voter this node learnt of from
+// its seeds: the coordinator, in a settled cluster with the default
+// preemption policy. A join exchanges state both ways, so the coordinator
+// learns of this node at once, and its first heartbeat reaches the node
+// within its start-up window. Otherwise the news reaches the coordinator
+// by gossip, O(log n) gossip rounds later (most of a second at 100
+// members); meanwhile the node, hearing no heartbeat, holds an election
+// whose questions the coordinator holds back as coming from a stranger,
+// and every node that joins a large cluster that way costs O(n) messages.
+func (n *Node) introduce(addr string) {
+	if _, err := n.Join(addr); err != nil {
+		n.log.Debug("introduction to the top-rated member failed", "addr", addr, "error", err)
+	}
 }
 
 // rejoinLoop joins the seeds every RejoinInterval. memberlist forgets dead

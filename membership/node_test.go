@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/coordelect/coordelect/election/core"
 )
 
@@ -281,4 +283,31 @@ func TestPartitionHealsByRejoin(t *testing.T) {
 	if p, _ := fn.Dropped(); p == 0 {
 		t.Fatal("the partition dropped no packets")
 	}
+}
+
+// A member that joins through a low-rated seed introduces itself to the
+// highest-rated voter it learns of (the coordinator of a settled bully
+// cluster), which then knows it at once instead of after gossip rounds.
+// Gossip, probes and periodic push-pull are off here, so nothing else
+// could tell n2 about n3.
+func TestJoinIntroducesToTopVoter(t *testing.T) {
+	checkLeaks(t)
+	quiet := func(c *Config) {
+		c.Memberlist = func(mc *memberlist.Config) {
+			fastTimings(mc)
+			mc.GossipInterval, mc.ProbeInterval, mc.PushPullInterval = time.Hour, time.Hour, 0
+		}
+	}
+	c1, c2, c3 := testConfig("n1"), testConfig("n2"), testConfig("n3")
+	for _, c := range []*Config{&c1, &c2, &c3} {
+		quiet(c)
+	}
+	c1.Rating, c2.Rating, c3.Rating = 10, 50, 20
+	n1 := start(t, c1)
+	c2.Seeds = []string{n1.Addr()}
+	n2 := start(t, c2)
+	n1.waitPeerEvents(t, "n2", "up:n2/50")
+	c3.Seeds = []string{n1.Addr()}
+	start(t, c3)
+	n2.waitPeerEvents(t, "n3", "up:n3/20")
 }

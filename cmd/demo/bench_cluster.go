@@ -87,7 +87,10 @@ func (c *benchCluster) start(ctx context.Context) error {
 			c.stop()
 			return err
 		}
-		time.Sleep(c.opts.stagger)
+		if err := pause(ctx, c.opts.stagger); err != nil {
+			c.stop()
+			return fmt.Errorf("starting node %s of %d: %w", b.name, len(c.nodes), err)
+		}
 		if (i+1)%10 == 0 && i+1 < len(c.nodes) {
 			c.log.Info("starting", "nodes", i+1, "of", len(c.nodes))
 		}
@@ -96,7 +99,26 @@ func (c *benchCluster) start(ctx context.Context) error {
 		c.stop()
 		return err
 	}
+	sent := c.sent()
+	c.log.Info("started", "nodes", len(c.nodes), "elections", c.electionsStarted(),
+		"messages", sent.election(), "by_type", sent.String())
 	return nil
+}
+
+// pause waits d, or until ctx is done (a SIGINT or SIGTERM): then it
+// returns ctx's error.
+func pause(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil || d <= 0 {
+		return err
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // top is the node with the highest rating: the coordinator of a settled

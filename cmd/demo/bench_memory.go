@@ -85,7 +85,9 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err := c.startNode(b, false); err != nil {
 			return err
 		}
-		time.Sleep(o.stagger)
+		if err := pause(ctx, o.stagger); err != nil {
+			return err
+		}
 	}
 	members := settledHeap(o.quiet)
 	res.MembershipPerNode, res.MembershipStackPerNode = members.minus(base).per(o.n)
@@ -93,7 +95,9 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err := c.startElector(b); err != nil {
 			return err
 		}
-		time.Sleep(o.stagger)
+		if err := pause(ctx, o.stagger); err != nil {
+			return err
+		}
 	}
 	if _, err := c.waitAgreement(ctx, c.top().name, nil); err != nil {
 		return err
