@@ -42,7 +42,10 @@ type Config struct {
 	AdvertiseAddr string
 	AdvertisePort int
 	// Seeds are "host:port" addresses of members to join; New joins them
-	// once and every RejoinInterval after. Default none (a new cluster).
+	// once and every RejoinInterval after. Having joined, New also joins
+	// (in the background) the highest-rated voter it learnt of, usually
+	// the coordinator, so that the coordinator knows the new member at
+	// once rather than after gossip rounds. Default none (a new cluster).
 	Seeds []string
 	// Rating is this node's initial rating (est(S) in ALGORITHMS.md); see
 	// Node.SetRating. Default 0.
