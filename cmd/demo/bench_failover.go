@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/coordelect/coordelect/election"
 )
 
 const benchFailoverSynopsis = `usage: demo bench failover [flags]
@@ -17,7 +20,11 @@ every millisecond). It also counts the election messages the members sent
 for it (heartbeats excluded). The node then comes back on the same name and
 port (a resigned one leaves first) and the round ends when every member
 reports it as coordinator again. Elections started in the -quiet window
-before each round, with the coordinator alive, count as spurious.`
+before each round, with the coordinator alive, count as spurious. After
+that window the bench waits a further random part of a heartbeat interval,
+so that the crashes fall at every phase of the heartbeat cycle (a fixed
+wait after the previous round would always crash the coordinator just
+after the same heartbeat).`
 
 // failoverResult is what -json prints.
 type failoverResult struct {
@@ -125,14 +132,12 @@ func (c *benchCluster) failoverRounds(ctx context.Context) (failoverResult, []ti
 	return res, times, nil
 }
 
-// quietWindow waits o.quiet with the coordinator alive and returns the
-// elections started meanwhile.
+// quietWindow waits o.quiet and a random part of a heartbeat interval with
+// the coordinator alive, and returns the elections started meanwhile.
 func (c *benchCluster) quietWindow(ctx context.Context) (uint64, error) {
 	before := c.electionsStarted()
-	select {
-	case <-time.After(c.opts.quiet):
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	if err := pause(ctx, c.opts.quiet+rand.N(election.DefaultHeartbeatInterval)); err != nil {
+		return 0, err
 	}
 	if coord, ok := c.agreed(); !ok || coord != c.top().name {
 		return 0, fmt.Errorf("cluster unsettled before the round (coordinator %q)", coord)
