@@ -136,9 +136,10 @@ func (b *bully) ask() {
 // highest live voter above it, passing over the coordinator the heartbeat
 // detector gave up on (Node.suspect) when anyone else is above. So when all
 // survivors miss the same heartbeats, only the top survivor waits T on the
-// silent coordinator; the rest ask the top survivor, which answers at once,
-// instead of each waiting T in vain and then asking every node above it
-// (O(n²) messages in a burst, which overloads a large cluster). A false
+// silent coordinator; the rest wait for the top survivor (awaitSenior), or
+// ask it when that wait runs out, instead of each waiting T in vain and
+// then asking every node above it (O(n²) messages in a burst, which
+// overloads a large cluster). awaitSenior uses it to find the senior. A false
 // suspicion still costs no new term: the suspect is asked by the top
 // survivor and, alive, re-announces itself.
 func (b *bully) stageOneTarget() string {
