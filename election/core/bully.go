@@ -222,14 +222,15 @@ func (b *bully) onElection(m Message) {
 func (b *bully) onElectionView(m Message, stale bool) {
 	n := b.n
 	switch {
-	case stale && n.coordinator == n.self.ID:
-		// The sender has not yet seen our announcement, which is on its way.
-		n.drop(DropStaleTerm)
-	case stale && n.coordinator != "":
+	case stale && n.coordinator != "" && n.coordinator != n.self.ID:
 		// Tell the sender who leads in the newer term instead of electing.
 		n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.coordinator})
 	case n.coordinator == n.self.ID:
-		// The sender missed us: announce again to it alone.
+		// The sender missed us, or asks before our announcement reached it
+		// (it waited for a senior until its patience ran out; on a loaded
+		// host the announcement to n - 1 peers can take that long):
+		// announce again to it alone. Silence would make it ask every node
+		// above it after T.
 		n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.self.ID})
 	case b.vouches(m.From):
 		// We hear the coordinator (at most one interval in silence, which
