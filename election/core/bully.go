@@ -68,7 +68,7 @@ func (b *bully) start() bool {
 	b.clear()
 	n.electing = true
 	n.setState(StateCandidate)
-	if n.cfg.Mode == View && n.suspect != "" && n.suspect != b.awaited && b.awaitSenior() {
+	if n.cfg.Mode == View && n.suspect != "" && n.suspect != b.awaited && n.suspect != n.relayed && b.awaitSenior() {
 		return true
 	}
 	b.ask()
@@ -89,7 +89,11 @@ func (b *bully) start() bool {
 // announcement's trip; when it runs out with no announcement (the senior
 // died too, or never noticed), the follower asks as any candidate does. A
 // lone false detection sends nothing until then, and the coordinator's next
-// heartbeat ends it. It reports false for the top survivor.
+// heartbeat ends it. A node that follows the suspect on a relay's word
+// (Node.relayed: it asked before and was told the coordinator lives) does
+// not wait again: its link from the coordinator is the likely fault, and
+// waiting each time would leave it without a coordinator for most of a
+// persistent one-way loss. It reports false for the top survivor.
 func (b *bully) awaitSenior() bool {
 	n := b.n
 	senior := b.stageOneTarget()
@@ -298,6 +302,12 @@ func (b *bully) onCoordinator(m Message) {
 		n.follow(c, m.Term, false)
 	} else {
 		n.silence, n.misses = 0, 0
+	}
+	switch {
+	case c != m.From:
+		n.relayed = c
+	case n.relayed == c:
+		n.relayed = "" // heard directly again
 	}
 	if n.cfg.QuorumSize > 0 {
 		n.send(Message{Type: MsgHeartbeatAck, To: c})

@@ -97,6 +97,9 @@ func (n *Node) onHeartbeat(m Message) {
 		n.follow(m.From, m.Term, m.Confirmed)
 	}
 	n.silence, n.misses = 0, 0
+	if n.relayed == m.From {
+		n.relayed = "" // heard directly again
+	}
 	wasConfirmed := n.confirmed
 	n.confirmed = m.Confirmed || n.cfg.QuorumSize == 0
 	if wasConfirmed != n.confirmed {

@@ -99,6 +99,12 @@ type Node struct {
 	// coordinator is known again: bully routes its first question around
 	// it (see bully.stageOneTarget).
 	suspect string
+	// relayed is a coordinator this node follows on another node's word
+	// (a relayed COORDINATOR), not having heard it directly since: when
+	// its detector gives up on that coordinator again, the silence is
+	// probably on the link to this node alone, so bully asks at once
+	// instead of waiting for a senior's announcement.
+	relayed string
 
 	now      int // ticks since NewNode
 	silence  int // follower: ticks since the coordinator was last heard

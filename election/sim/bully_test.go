@@ -348,3 +348,35 @@ func TestBullyLoneFalseDetectionChangesNothing(t *testing.T) {
 		t.Fatalf("after the false detections: %+v (agreed %v), want 5 in term %s", after, ok, before.Term)
 	}
 }
+
+// A follower that persistently stops hearing the coordinator (a one-way
+// loss on that link alone) is told by its senior that the coordinator
+// lives, again and again. After the first time it asks at once instead of
+// waiting for a senior's announcement, so it spends little of the time
+// without a coordinator.
+func TestBullyOneWayLossKeepsTheFollowerServed(t *testing.T) {
+	s, err := New(Config{Members: members(5), Mode: core.View, HeartbeatDetector: true, Seed: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Bootstrap("5")
+	s.RunFor(100)
+	if err := s.Block("5", "1"); err != nil {
+		t.Fatal(err)
+	}
+	const span = 10_000
+	without := 0
+	for range span {
+		s.RunFor(1)
+		if s.Node("1").Status().Coordinator == "" {
+			without++
+		}
+	}
+	t.Logf("node 1 without a coordinator: %d of %d ms", without, span)
+	if without > span/10 {
+		t.Errorf("node 1 had no coordinator for %d of %d ms under a one-way loss, want at most a tenth", without, span)
+	}
+	if agreed, _ := s.Agreement(); agreed.Coordinator != "5" || agreed.Term.Epoch() != 1 {
+		t.Errorf("after the loss: %+v, want 5 in its first term", agreed)
+	}
+}
