@@ -43,7 +43,7 @@ type Config struct {
 	AdvertisePort int
 	// Seeds are "host:port" addresses of members to join; New joins them
 	// once and every RejoinInterval after. Having joined, New also joins
-	// (in the background) the highest-rated voter it learnt of, usually
+	// the highest-rated voter it learnt of (one more push-pull), usually
 	// the coordinator, so that the coordinator knows the new member at
 	// once rather than after gossip rounds. Default none (a new cluster).
 	Seeds []string

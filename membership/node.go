@@ -84,7 +84,7 @@ func New(cfg Config) (*Node, error) {
 		if _, err := n.Join(cfg.Seeds...); err != nil {
 			n.log.Warn("no seed reachable; running alone until one is", "seeds", cfg.Seeds, "error", err)
 		} else if top := n.topVoter(); top != "" && !slices.Contains(cfg.Seeds, top) {
-			n.goFunc(func() { n.introduce(top) })
+			n.introduce(top)
 		}
 	}
 	n.log.Info("member started", "name", cfg.NodeName, "addr", n.addr, "boot", n.boot)
@@ -240,7 +240,8 @@ func (n *Node) topVoter() string {
 }
 
 // introduce joins addr, the highest-ranked voter this node learnt of from
-// its seeds: the coordinator, in a settled cluster with the default
+// its seeds (before New returns, like the seeds' join, so that no join
+// runs after Close): the coordinator, in a settled cluster with the default
 // preemption policy. A join exchanges state both ways, so the coordinator
 // learns of this node at once, and its first heartbeat reaches the node
 // within its start-up window. Otherwise the news reaches the coordinator
