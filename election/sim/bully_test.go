@@ -2,6 +2,7 @@ package sim
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/coordelect/coordelect/election/core"
@@ -378,5 +379,25 @@ func TestBullyOneWayLossKeepsTheFollowerServed(t *testing.T) {
 	}
 	if agreed, _ := s.Agreement(); agreed.Coordinator != "5" || agreed.Term.Epoch() != 1 {
 		t.Errorf("after the loss: %+v, want 5 in its first term", agreed)
+	}
+}
+
+// A storm that feeds itself (more messages in flight than any election
+// needs) stops the run and is reported, instead of growing without bound.
+func TestRunawayStormIsReported(t *testing.T) {
+	s, err := New(Config{Members: members(3), Mode: core.View, Seed: 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Bootstrap("3")
+	limit := 3*3 + 10_000
+	for i := 0; i <= limit; i++ {
+		s.send(core.Message{Type: core.MsgElection, From: "1", To: "2", Term: core.MakeTerm(1, core.Tag("3")), Rating: 1})
+	}
+	if v := s.Checker().Violations; len(v) != 1 || !strings.Contains(v[0], "runaway") {
+		t.Fatalf("violations %q, want one runaway", v)
+	}
+	if s.Step() {
+		t.Fatal("the stopped run went on")
 	}
 }

@@ -45,7 +45,7 @@ func (q *eventQueue) Pop() any {
 
 // Step runs the next event. It reports false when nothing is left.
 func (s *Sim) Step() bool {
-	if s.queue.Len() == 0 {
+	if s.queue.Len() == 0 || s.stopped {
 		return false
 	}
 	e := heap.Pop(&s.queue).(event)
@@ -188,6 +188,28 @@ func (s *Sim) send(m core.Message) {
 		s.inFlight[m.Type]++
 		s.schedule(event{at: s.arrival(m, to), kind: evDeliver, node: to.idx, msg: m, inc: to.inc})
 	}
+	s.runaway()
+}
+
+// runaway stops the run when more messages are in flight than any
+// election needs (n² covers the textbook worst case: every node asking
+// every node above it at once): a storm that feeds itself, which the
+// checker reports as a violation rather than letting the run grow
+// without bound. It reports whether the run was stopped.
+func (s *Sim) runaway() bool {
+	n := len(s.nodes)
+	total := 0
+	for _, k := range s.inFlight {
+		total += k
+	}
+	if limit := n*n + 10_000; total > limit {
+		s.check.violate("runaway: %d messages in flight (limit n² + 10,000 = %d); run stopped", total, limit)
+		s.queue = s.queue[:0]
+		s.inFlight = [core.NumMsgTypes]int{}
+		s.stopped = true
+		return true
+	}
+	return false
 }
 
 func (s *Sim) arrival(m core.Message, to *simNode) int64 {

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -161,10 +163,12 @@ func (g *schedule) fault() {
 			g.line(fmt.Sprintf("crash %d on=%s", id, types[g.rng.IntN(len(types))]))
 		}
 	case 3:
-		for id := range g.down {
+		// The lowest id that is down: a map's order would make the
+		// schedule differ between runs of the same seed.
+		if len(g.down) > 0 {
+			id := slices.Min(slices.Collect(maps.Keys(g.down)))
 			delete(g.down, id)
 			g.line(fmt.Sprintf("restart %d", id))
-			break
 		}
 	case 4:
 		g.line(fmt.Sprintf("network loss=%.2f dup=%.2f reorder=%.2f",

@@ -78,6 +78,7 @@ type Sim struct {
 	triggers []Trigger
 	check    *Checker
 	inFlight [core.NumMsgTypes]int
+	stopped  bool    // a runaway storm stopped the run (see runaway)
 	phases   [][]int // tick phase offset -> nodes ticking at it
 }
 
@@ -220,6 +221,9 @@ func (s *Sim) tracef(format string, args ...any) {
 }
 
 func (s *Sim) schedule(e event) {
+	if s.stopped {
+		return
+	}
 	s.seq++
 	e.seq = s.seq
 	heap.Push(&s.queue, e)
