@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +14,7 @@ import (
 
 // runExplore runs -explore K schedules; every violation prints its seed and
 // writes a scenario file that replays it.
-func runExplore(f *simFlags, stdout io.Writer) error {
+func runExplore(ctx context.Context, f *simFlags, stdout io.Writer) error {
 	alg, err := core.ParseAlgorithm(f.algorithm)
 	if err != nil {
 		return usagef("-algorithm: %v", err)
@@ -28,8 +29,8 @@ func runExplore(f *simFlags, stdout io.Writer) error {
 	if st, err := os.Stat(f.exploreOut); err != nil || !st.IsDir() {
 		return usagef("-explore-out %q: want an existing directory for the replay files", f.exploreOut)
 	}
-	res, err := sim.Explore(sim.ExploreConfig{Algorithm: alg, N: n, Runs: f.explore, Seed: f.seed})
-	if err != nil {
+	res, err := sim.Explore(sim.ExploreConfig{Algorithm: alg, N: n, Runs: f.explore, Seed: f.seed, Context: ctx})
+	if err != nil && ctx.Err() == nil {
 		return err
 	}
 	for _, fail := range res.Failures {
@@ -40,9 +41,12 @@ func runExplore(f *simFlags, stdout io.Writer) error {
 		fmt.Fprintf(os.Stderr, "violation at seed %d: %v\n  replay: go run ./cmd/demo sim -script %s\n", fail.Seed, fail.Violations, path)
 	}
 	if f.json {
-		return json.NewEncoder(stdout).Encode(res)
+		if jerr := json.NewEncoder(stdout).Encode(res); jerr != nil {
+			return jerr
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s, n = %d: %d schedules from seed %d, %d with violations, slowest convergence after faults stopped %d virtual ms\n",
+			res.Algorithm, res.N, res.Runs, res.Seed, res.Violations, res.MaxConvergenceMs)
 	}
-	fmt.Fprintf(stdout, "%s, n = %d: %d schedules from seed %d, %d with violations, slowest convergence after faults stopped %d virtual ms\n",
-		res.Algorithm, res.N, res.Runs, res.Seed, res.Violations, res.MaxConvergenceMs)
-	return nil
+	return err // the interruption, after what was done is printed
 }

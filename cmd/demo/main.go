@@ -75,7 +75,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, si
 	case "node":
 		err = runNode(ctx, rest, stdout, stderr, sink)
 	case "sim":
-		err = runSim(rest, stdout)
+		err = runSim(ctx, rest, stdout)
 	case "bench":
 		err = runBench(ctx, rest, stdout, stderr)
 	default:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io"
 	"math/rand/v2"
@@ -91,7 +92,7 @@ type networkInfo struct {
 	Dup   float64 `json:"dup"`
 }
 
-func runSim(args []string, stdout io.Writer) error {
+func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	f, err := parseSimFlags(args)
 	if err != nil {
 		return err
@@ -104,7 +105,7 @@ func runSim(args []string, stdout io.Writer) error {
 		return runScript(string(data), stdout)
 	}
 	if f.explore != 0 {
-		return runExplore(f, stdout)
+		return runExplore(ctx, f, stdout)
 	}
 	setup, err := f.setup()
 	if err != nil {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -22,6 +23,9 @@ type ExploreConfig struct {
 	// BoundMs is the liveness bound: once faults stop, every live node must
 	// agree on one coordinator within it. Default 30,000.
 	BoundMs int64
+	// Context, when set, stops the exploration between runs once it is
+	// done: Explore returns what it has with the context's error.
+	Context context.Context
 }
 
 // ExploreResult sums up an exploration.
@@ -54,6 +58,10 @@ func Explore(cfg ExploreConfig) (ExploreResult, error) {
 	}
 	res := ExploreResult{Algorithm: cfg.Algorithm.String(), N: cfg.N, Runs: cfg.Runs, Seed: cfg.Seed}
 	for i := 0; i < cfg.Runs; i++ {
+		if cfg.Context != nil && cfg.Context.Err() != nil {
+			res.Runs = i
+			return res, fmt.Errorf("sim: explore stopped after %d of %d runs: %w", i, cfg.Runs, cfg.Context.Err())
+		}
 		seed := cfg.Seed + uint64(i)
 		script := Schedule(cfg.Algorithm, cfg.N, seed, cfg.BoundMs)
 		conv, violations, err := RunScript(script)
