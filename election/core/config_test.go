@@ -45,6 +45,30 @@ func TestRosterRejectsBadMembers(t *testing.T) {
 	if _, err := NewRoster([]Peer{{ID: ""}}); err == nil {
 		t.Error("empty ID accepted")
 	}
+	if _, err := NewRoster([]Peer{{ID: "1"}, {ID: "0"}, {ID: "00"}}); err == nil || !strings.Contains(err.Error(), `"0" and "00" have the same tag 0`) {
+		t.Errorf("tag clash: %v", err)
+	}
+}
+
+// A member whose tag another member has is refused at run time too, as
+// membership refuses it: PeerUp ignores it and its messages are dropped, so
+// it can never win a term that names another member.
+func TestTagClashRefusedAtRunTime(t *testing.T) {
+	node, err := NewNode(Config{ID: "2", Roster: MustRoster([]Peer{{ID: "1", Rating: 1}, {ID: "2", Rating: 2}}), Mode: View})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.PeerUp(Peer{ID: "01", Rating: 9})
+	if node.Roster().Index("01") >= 0 {
+		t.Fatal(`PeerUp added "01", whose tag is "1"'s`)
+	}
+	node.Step(Message{Type: MsgCoordinator, From: "01", To: "2", Coordinator: "01", Term: MakeTerm(5, Tag("01")), Rating: 9})
+	if st := node.Status(); st.Coordinator == "01" || st.Term.Epoch() == 5 {
+		t.Fatalf("a message from a clashing sender was taken: %+v", st)
+	}
+	if node.Counters().Dropped[DropOrder] != 1 {
+		t.Fatalf("drops %v, want one for order", node.Counters().Dropped)
+	}
 }
 
 func TestTermOrderAndTag(t *testing.T) {

@@ -127,7 +127,9 @@ func (n *Node) PeerUp(p Peer) {
 	if p.ID == "" || p.ID == n.self.ID {
 		return
 	}
-	n.view.up(p)
+	if !n.view.up(p) {
+		return // its tag is another member's: membership refuses such a member too
+	}
 	if n.coordinator == n.self.ID {
 		n.heartbeatTo(p.ID) // let a starting node learn the term at once
 	}
@@ -162,7 +164,10 @@ func (n *Node) Step(m Message) {
 		return
 	}
 	n.counters.Received[m.Type]++
-	n.learnRating(m.From, m.Rating)
+	if !n.learnRating(m.From, m.Rating) {
+		n.drop(DropOrder) // the sender's tag is another member's
+		return
+	}
 	if m.Term < n.term && !n.takesStale(m.Type) {
 		n.drop(DropStaleTerm)
 		return
@@ -188,16 +193,17 @@ func (n *Node) takesStale(t MsgType) bool {
 
 // learnRating keeps the view's rating of a sender current; messages carry
 // the sender's rating so that a change reaches peers with the next message.
-func (n *Node) learnRating(id string, rating int64) {
+// It reports false for an unknown sender whose tag another member has.
+func (n *Node) learnRating(id string, rating int64) bool {
 	p, ok := n.view.r.Get(id)
 	if !ok {
-		n.view.up(Peer{ID: id, Rating: rating})
-		return
+		return n.view.up(Peer{ID: id, Rating: rating})
 	}
 	if p.Rating != rating {
 		p.Rating = rating
 		n.view.update(p)
 	}
+	return true
 }
 
 // observeTerm raises the node's term. A newer term means a newer

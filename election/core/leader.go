@@ -212,11 +212,18 @@ func (v *view) down(id string) bool {
 	return true
 }
 
-func (v *view) up(p Peer) {
+// up marks p alive, adding it to the roster if it is new. It reports
+// false, changing nothing, for a new member whose tag another member has.
+func (v *view) up(p Peer) bool {
+	q, ok := v.r.Get(p.ID)
+	if !ok && v.r.tagClash(p.ID) != "" {
+		return false
+	}
 	delete(v.dead, p.ID)
-	if q, ok := v.r.Get(p.ID); !ok || q != p {
+	if !ok || q != p {
 		v.update(p)
 	}
+	return true
 }
 
 func (v *view) update(p Peer) {

@@ -16,9 +16,12 @@ type Roster struct {
 }
 
 // NewRoster builds a roster from members in ring order. IDs must be unique
-// and non-empty.
+// and non-empty, and no two may share a Tag: a term names its winner by
+// tag, so two members with one tag could both win the same term (IDs "0"
+// and "00" are the same number, for instance).
 func NewRoster(members []Peer) (*Roster, error) {
 	r := &Roster{ring: slices.Clone(members), index: make(map[string]int, len(members))}
+	tags := make(map[uint32]string, len(members))
 	for i, p := range r.ring {
 		if p.ID == "" {
 			return nil, fmt.Errorf("core: roster member %d has an empty ID", i)
@@ -26,6 +29,10 @@ func NewRoster(members []Peer) (*Roster, error) {
 		if _, dup := r.index[p.ID]; dup {
 			return nil, fmt.Errorf("core: roster member %q appears twice", p.ID)
 		}
+		if other, clash := tags[Tag(p.ID)]; clash {
+			return nil, fmt.Errorf("core: roster members %q and %q have the same tag %d (terms name their winner by tag): rename one", other, p.ID, Tag(p.ID))
+		}
+		tags[Tag(p.ID)] = p.ID
 		r.index[p.ID] = i
 	}
 	r.sortRanks()
@@ -90,6 +97,19 @@ func (r *Roster) RankOf(i int) int { return int(r.rankPos[i]) }
 // before the first member with a greater ID. A roster grown from membership
 // events (the runtime starts with itself alone) is therefore in ID order on
 // every node, whatever order the events came in: the rings need one order.
+// tagClash returns the member other than id whose Tag equals id's, or "".
+func (r *Roster) tagClash(id string) string {
+	t := Tag(id)
+	for _, q := range r.ring {
+		if q.ID != id && Tag(q.ID) == t {
+			return q.ID
+		}
+	}
+	return ""
+}
+
+// with returns the roster with p added or updated; p's tag must not clash
+// (see tagClash).
 func (r *Roster) with(p Peer) *Roster {
 	ring := slices.Clone(r.ring)
 	if i, ok := r.index[p.ID]; ok {
@@ -104,6 +124,6 @@ func (r *Roster) with(p Peer) *Roster {
 		}
 		ring = slices.Insert(ring, at, p)
 	}
-	out, _ := NewRoster(ring) // IDs stay unique and non-empty
+	out, _ := NewRoster(ring) // IDs and tags stay unique, IDs non-empty
 	return out
 }
