@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/coordelect/coordelect => ../
 
 require (
+	github.com/coordelect/coordelect v0.0.0-00010101000000-000000000000
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/raft v1.8.0
 	gonum.org/v1/plot v0.17.0

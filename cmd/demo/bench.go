@@ -6,11 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"os"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -108,31 +103,6 @@ func newBenchLogger(w io.Writer, verbose bool) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "bench", Output: w, Level: level})
 }
 
-// percentiles of a set of durations, in milliseconds.
-type percentiles struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-}
-
-// nearestRank returns the q-quantile (0 < q ≤ 1) of sorted by the
-// nearest-rank method: the smallest value with at least q of the values at
-// or below it. sorted must not be empty.
-func nearestRank(sorted []float64, q float64) float64 {
-	k := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(k, 0)]
-}
-
-func durationPercentiles(ds []time.Duration) percentiles {
-	ms := make([]float64, len(ds))
-	for i, d := range ds {
-		ms[i] = math.Round(float64(d)/float64(time.Microsecond)) / 1000
-	}
-	slices.Sort(ms)
-	return percentiles{nearestRank(ms, .5), nearestRank(ms, .9), nearestRank(ms, .99), ms[len(ms)-1]}
-}
-
 // printJSON prints v as one line of JSON.
 func printJSON(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
@@ -141,14 +111,4 @@ func printJSON(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
-}
-
-// writeSamples writes the durations, in milliseconds, one per line.
-func writeSamples(path string, ds []time.Duration) error {
-	var sb strings.Builder
-	for _, d := range ds {
-		sb.WriteString(strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64))
-		sb.WriteByte('\n')
-	}
-	return os.WriteFile(path, []byte(sb.String()), 0o644)
 }

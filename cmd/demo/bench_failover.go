@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/internal/benchstat"
 )
 
 const benchFailoverSynopsis = `usage: demo bench failover [flags]
@@ -28,11 +29,11 @@ after the same heartbeat).`
 
 // failoverResult is what -json prints.
 type failoverResult struct {
-	N         int         `json:"n"`
-	Rounds    int         `json:"rounds"`
-	Algorithm string      `json:"algorithm"`
-	Mode      string      `json:"mode"`
-	Failover  percentiles `json:"failover_ms"`
+	N         int                   `json:"n"`
+	Rounds    int                   `json:"rounds"`
+	Algorithm string                `json:"algorithm"`
+	Mode      string                `json:"mode"`
+	Failover  benchstat.Percentiles `json:"failover_ms"`
 	Messages  struct {
 		P50 uint64 `json:"p50"`
 		Max uint64 `json:"max"`
@@ -92,7 +93,7 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	if o.samples != "" {
-		if err := writeSamples(o.samples, times); err != nil {
+		if err := benchstat.WriteSamples(o.samples, times); err != nil {
 			return err
 		}
 	}
@@ -126,7 +127,7 @@ func (c *benchCluster) failoverRounds(ctx context.Context) (failoverResult, []ti
 		c.log.Info("round", "round", r+1, "of", o.rounds, "failover", d.Round(time.Microsecond),
 			"messages", m.election(), "by_type", m.String(), "spurious", spurious)
 	}
-	res.Failover = durationPercentiles(times)
+	res.Failover = benchstat.Summarise(times)
 	slices.Sort(msgs)
 	res.Messages.P50, res.Messages.Max = msgs[(len(msgs)-1)/2], msgs[len(msgs)-1]
 	return res, times, nil

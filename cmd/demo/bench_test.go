@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestBenchBadFlags(t *testing.T) {
@@ -81,26 +80,5 @@ func TestBenchSoakTiny(t *testing.T) {
 	}
 	if r.N != 3 || r.Burners != 1 || r.Seconds < 0.2 || r.Profile != "lan" {
 		t.Errorf("result %+v, want n 3, 1 burner, at least 0.2 s, profile lan", r)
-	}
-}
-
-func TestNearestRank(t *testing.T) {
-	ten := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	for _, c := range []struct {
-		vals []float64
-		q    float64
-		want float64
-	}{
-		{[]float64{7}, .5, 7}, {[]float64{7}, .99, 7},
-		{ten, .5, 5}, {ten, .9, 9}, {ten, .99, 10}, {ten, 1, 10}, {ten, .01, 1},
-		{[]float64{1, 2, 3, 4}, .5, 2},
-	} {
-		if got := nearestRank(c.vals, c.q); got != c.want {
-			t.Errorf("nearestRank(%v, %v) = %v, want %v", c.vals, c.q, got, c.want)
-		}
-	}
-	p := durationPercentiles([]time.Duration{3 * time.Millisecond, time.Millisecond, 2500 * time.Microsecond})
-	if p != (percentiles{P50: 2.5, P90: 3, P99: 3, Max: 3}) {
-		t.Errorf("durationPercentiles = %+v", p)
 	}
 }

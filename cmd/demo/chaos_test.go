@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coordelect/coordelect/internal/benchstat"
 )
 
 // Chaos on real processes: five `demo node` processes on loopback; each
@@ -239,7 +241,7 @@ func spread(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "no rounds"
 	}
-	p := durationPercentiles(ds)
+	p := benchstat.Summarise(ds)
 	return fmt.Sprintf("p50 %.0f ms, p99 %.0f ms, max %.0f ms over %d rounds", p.P50, p.P99, p.Max, len(ds))
 }
 

@@ -24,15 +24,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/internal/benchstat"
 )
 
 // options is a validated command line.
@@ -49,20 +47,13 @@ type options struct {
 // result is what -json prints: the shape of 'demo bench failover -json'
 // without messages_per_failover.
 type result struct {
-	N         int         `json:"n"`
-	Rounds    int         `json:"rounds"`
-	Algorithm string      `json:"algorithm"`
-	Mode      string      `json:"mode"`
-	HB        string      `json:"heartbeat_timeout"`
-	Failover  percentiles `json:"failover_ms"`
-	Spurious  uint64      `json:"spurious_elections"`
-}
-
-type percentiles struct {
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
+	N         int                   `json:"n"`
+	Rounds    int                   `json:"rounds"`
+	Algorithm string                `json:"algorithm"`
+	Mode      string                `json:"mode"`
+	HB        string                `json:"heartbeat_timeout"`
+	Failover  benchstat.Percentiles `json:"failover_ms"`
+	Spurious  uint64                `json:"spurious_elections"`
 }
 
 // usageError is a bad command line: one line, exit status 2.
@@ -140,7 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.samples != "" {
-		if err := writeSamples(o.samples, times); err != nil {
+		if err := benchstat.WriteSamples(o.samples, times); err != nil {
 			return err
 		}
 	}
@@ -182,7 +173,7 @@ func (c *cluster) rounds(ctx context.Context) (result, []time.Duration, error) {
 		times = append(times, d)
 		c.log.Info("round", "round", r+1, "of", o.rounds, "failover", d.Round(time.Microsecond), "spurious", spurious)
 	}
-	res.Failover = summarise(times)
+	res.Failover = benchstat.Summarise(times)
 	return res, times, nil
 }
 
@@ -208,24 +199,4 @@ func (c *cluster) round(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("after %s came back: %w", old.id, err)
 	}
 	return at.Sub(t0), nil
-}
-
-// summarise returns the nearest-rank percentiles of ds in milliseconds.
-func summarise(ds []time.Duration) percentiles {
-	ms := make([]float64, len(ds))
-	for i, d := range ds {
-		ms[i] = math.Round(float64(d)/float64(time.Microsecond)) / 1000
-	}
-	slices.Sort(ms)
-	rank := func(q float64) float64 { return ms[max(int(math.Ceil(q*float64(len(ms))))-1, 0)] }
-	return percentiles{rank(.5), rank(.9), rank(.99), ms[len(ms)-1]}
-}
-
-func writeSamples(path string, ds []time.Duration) error {
-	var sb strings.Builder
-	for _, d := range ds {
-		sb.WriteString(strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64))
-		sb.WriteByte('\n')
-	}
-	return os.WriteFile(path, []byte(sb.String()), 0o644)
 }
