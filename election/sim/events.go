@@ -195,8 +195,8 @@ func (s *Sim) send(m core.Message) {
 // election needs (n² covers the textbook worst case: every node asking
 // every node above it at once): a storm that feeds itself, which the
 // checker reports as a violation rather than letting the run grow
-// without bound. It reports whether the run was stopped.
-func (s *Sim) runaway() bool {
+// without bound.
+func (s *Sim) runaway() {
 	n := len(s.nodes)
 	total := 0
 	for _, k := range s.inFlight {
@@ -207,9 +207,7 @@ func (s *Sim) runaway() bool {
 		s.queue = s.queue[:0]
 		s.inFlight = [core.NumMsgTypes]int{}
 		s.stopped = true
-		return true
 	}
-	return false
 }
 
 func (s *Sim) arrival(m core.Message, to *simNode) int64 {
