@@ -9,16 +9,16 @@ import (
 	"github.com/coordelect/coordelect/election/core"
 )
 
-// Wire format of one frame, version 1: a link header that the Node's
+// Wire format of one frame, version 2: a link header that the Node's
 // per-peer sender fills in, then the core.Message.
 //
 //	magic    1 byte  0xCE
-//	version  1 byte  1
+//	version  1 byte  2
 //	seq      uvarint per-link sequence number; 0 = unordered (best effort)
 //	fromBoot 8 bytes big-endian boot ID of the sender
 //	toBoot   8 bytes big-endian boot ID of the receiver the sender addressed
 //	type     1 byte  core.MsgType, 1..core.NumMsgTypes-1
-//	flags    1 byte  bit 0: Confirmed; the other bits must be zero
+//	flags    1 byte  bit 0: Confirmed, bit 1: Released; the other bits must be zero
 //	from, to                 string
 //	term                     uvarint
 //	rating                   varint
@@ -26,6 +26,7 @@ import (
 //	value.rating             varint
 //	value.id                 string
 //	phase                    uvarint, at most 2^32-1
+//	seq                      uvarint (heartbeat round; version 2 added it)
 //	list                     uvarint count, then per peer:
 //	                         id string, rating varint, flags byte (bit 0: NonVoter)
 //
@@ -37,7 +38,7 @@ import (
 // and rejects trailing bytes.
 const (
 	frameMagic   = 0xCE
-	frameVersion = 1
+	frameVersion = 2
 
 	// MaxFrameSize caps an encoded frame, in bytes.
 	MaxFrameSize = 64 << 10
@@ -47,6 +48,7 @@ const (
 	MaxListLen = 1024
 
 	flagConfirmed = 1 << 0
+	flagReleased  = 1 << 1
 	flagNonVoter  = 1 << 0
 	// maxHeaderSize bounds the link header: magic, version, seq, boots.
 	// The message part may take the rest of MaxFrameSize.
@@ -116,7 +118,7 @@ func appendMessage(dst []byte, m core.Message) ([]byte, error) {
 		return dst, err
 	}
 	start := len(dst)
-	b := append(dst, byte(m.Type), boolFlag(m.Confirmed, flagConfirmed))
+	b := append(dst, byte(m.Type), boolFlag(m.Confirmed, flagConfirmed)|boolFlag(m.Released, flagReleased))
 	b = appendString(appendString(b, m.From), m.To)
 	b = binary.AppendUvarint(b, uint64(m.Term))
 	b = binary.AppendVarint(b, m.Rating)
@@ -124,6 +126,7 @@ func appendMessage(dst []byte, m core.Message) ([]byte, error) {
 	b = binary.AppendVarint(b, m.Value.Rating)
 	b = appendString(b, m.Value.ID)
 	b = binary.AppendUvarint(b, uint64(m.Phase))
+	b = binary.AppendUvarint(b, m.Seq)
 	b = binary.AppendUvarint(b, uint64(len(m.List)))
 	for _, p := range m.List {
 		b = appendString(b, p.ID)
@@ -198,7 +201,8 @@ func DecodeFrame(b []byte) (Header, core.Message, error) {
 	if r.err == nil && (m.Type == 0 || int(m.Type) >= core.NumMsgTypes) {
 		r.fail("unknown message type %d", m.Type)
 	}
-	m.Confirmed = r.flag(flagConfirmed)
+	f := r.flags(flagConfirmed | flagReleased)
+	m.Confirmed, m.Released = f&flagConfirmed != 0, f&flagReleased != 0
 	r.body(&m)
 	if r.err == nil && r.off != len(b) {
 		r.fail("%d trailing bytes", len(b)-r.off)
@@ -222,6 +226,7 @@ func (r *reader) body(m *core.Message) {
 	} else {
 		m.Phase = uint32(p)
 	}
+	m.Seq = r.uvarint()
 	m.List = r.list()
 }
 
@@ -268,12 +273,15 @@ func (r *reader) byte() byte {
 }
 
 // flag reads a flags byte that may have only bit set.
-func (r *reader) flag(bit byte) bool {
+func (r *reader) flag(bit byte) bool { return r.flags(bit) != 0 }
+
+// flags reads a flags byte that may have only the bits in mask set.
+func (r *reader) flags(mask byte) byte {
 	f := r.byte()
-	if f&^bit != 0 {
-		r.fail("unknown flag bits %#x", f&^bit)
+	if f&^mask != 0 {
+		r.fail("unknown flag bits %#x", f&^mask)
 	}
-	return f&bit != 0
+	return f & mask
 }
 
 func (r *reader) u64() uint64 {

@@ -26,6 +26,8 @@ func sampleMessage() core.Message {
 		},
 		Value:     core.Rank{Rating: 1 << 40, ID: "node-a"},
 		Phase:     9,
+		Seq:       77,
+		Released:  true,
 		Confirmed: true,
 	}
 }
@@ -114,10 +116,10 @@ func TestDecodeRejects(t *testing.T) {
 	good, _ := Encode(core.Message{Type: core.MsgAck, From: "a", To: "b"})
 	magic := []byte{frameMagic, frameVersion}
 	boots := make([]byte, 16)
-	hdr := frame(magic, uv(0), boots)      // seq 0, boots 0
-	ack := []byte{byte(core.MsgAck), 0}    // type, flags
-	tail := []byte{0, 0, 0, 0, 0, 0, 0, 0} // term .. list count, all zero
-	ft := tail[:6]                         // term .. value.id
+	hdr := frame(magic, uv(0), boots)         // seq 0, boots 0
+	ack := []byte{byte(core.MsgAck), 0}       // type, flags
+	tail := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0} // term .. list count, all zero
+	ft := tail[:6]                            // term .. value.id
 	tests := []struct {
 		name string
 		b    []byte
@@ -127,11 +129,12 @@ func TestDecodeRejects(t *testing.T) {
 		{"one byte", []byte{frameMagic}, ErrMalformed},
 		{"bad magic", append([]byte{0x00}, good[1:]...), ErrMalformed},
 		{"version 0", append([]byte{frameMagic, 0}, good[2:]...), ErrVersion},
-		{"version 2", append([]byte{frameMagic, 2}, good[2:]...), ErrVersion},
+		{"version 1", append([]byte{frameMagic, 1}, good[2:]...), ErrVersion},
+		{"version 3", append([]byte{frameMagic, 3}, good[2:]...), ErrVersion},
 		{"header only", hdr, ErrMalformed},
 		{"type 0", frame(hdr, []byte{0, 0}, uv(0), uv(0), tail), ErrMalformed},
 		{"unknown type", frame(hdr, []byte{byte(core.NumMsgTypes), 0}, uv(0), uv(0), tail), ErrMalformed},
-		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 2}, uv(0), uv(0), tail), ErrMalformed},
+		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 4}, uv(0), uv(0), tail), ErrMalformed},
 		{"truncated", good[:len(good)-1], ErrMalformed},
 		{"trailing byte", append(append([]byte{}, good...), 0), ErrMalformed},
 		{"oversized frame", make([]byte, MaxFrameSize+1), ErrTooLarge},
@@ -141,10 +144,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"boots truncated", frame(magic, uv(0), boots[:9]), ErrMalformed},
 		{"string past end", frame(hdr, ack, uv(200), []byte("ab")), ErrMalformed},
 		{"string over cap", frame(hdr, ack, uv(MaxStringLen+1), make([]byte, MaxStringLen+1), uv(0), tail), ErrMalformed},
-		{"list count past end", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(1000)), ErrMalformed},
-		{"list over cap", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(MaxListLen+1), make([]byte, 3*(MaxListLen+1))), ErrMalformed},
-		{"bad peer flag", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(1), []byte{0, 0, 2}), ErrMalformed},
-		{"phase over 32 bits", frame(hdr, ack, uv(0), uv(0), ft, uv(1<<32), uv(0)), ErrMalformed},
+		{"list count past end", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(1000)), ErrMalformed},
+		{"list over cap", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(MaxListLen+1), make([]byte, 3*(MaxListLen+1))), ErrMalformed},
+		{"bad peer flag", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(1), []byte{0, 0, 2}), ErrMalformed},
+		{"phase over 32 bits", frame(hdr, ack, uv(0), uv(0), ft, uv(1<<32), uv(0), uv(0)), ErrMalformed},
 		{"valid control", frame(hdr, ack, uv(0), uv(0), tail), nil},
 	}
 	for _, tt := range tests {

@@ -61,7 +61,7 @@ func TestDispatcherDropsByReason(t *testing.T) {
 	}
 	ok := Header{Seq: 1, FromBoot: 7, ToBoot: selfBoot}
 	good, _ := AppendFrame(nil, ok, m("a", 1))
-	badVersion := append([]byte{frameMagic, 2}, good[2:]...)
+	badVersion := append([]byte{frameMagic, frameVersion + 1}, good[2:]...)
 	d.handle([]inboxItem{
 		join("a", 7),
 		msgItem(t, ok, m("stranger", 0)), // not a member

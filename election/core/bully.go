@@ -23,6 +23,10 @@ type bully struct {
 	// awaited is the suspect this node has already waited out a senior's
 	// announcement for: after that wait it asks, as any candidate does.
 	awaited string
+	// direct: a coordinator transferred the role to this node, which
+	// declares without asking anyone above it; hint names that coordinator.
+	direct bool
+	hint   string
 }
 
 type bullyPhase uint8
@@ -32,12 +36,13 @@ const (
 	bullyWaitAnswer             // T: waiting for an ANSWER
 	bullyWaitCoord              // T': answered, waiting for COORDINATOR
 	bullyAwaitSenior            // View: the coordinator failed; a senior will announce
+	bullyPreVote                // View: about to win; the pre-vote runs (Node.pv)
 )
 
 // reset abandons the election: a coordinator has been accepted.
 func (b *bully) reset() {
 	b.clear()
-	b.awaited = ""
+	b.awaited, b.direct, b.hint = "", false, ""
 }
 
 func (b *bully) clear() {
@@ -68,6 +73,12 @@ func (b *bully) start() bool {
 	b.clear()
 	n.electing = true
 	n.setState(StateCandidate)
+	if b.direct {
+		b.direct = false
+		b.excluded = ""
+		b.declare()
+		return true
+	}
 	if n.cfg.Mode == View && n.suspect != "" && n.suspect != b.awaited && n.suspect != n.relayed && b.awaitSenior() {
 		return true
 	}
@@ -162,8 +173,26 @@ func (b *bully) stageOneTarget() string {
 	return target
 }
 
-// declare: no higher-rated site answered within T (§1 step 2).
+// declare: no higher-rated site answered within T (§1 step 2). In View
+// mode the term is raised only once a pre-vote has passed (preVoted).
 func (b *bully) declare() {
+	n := b.n
+	if b.hint == "" && n.preVoteNeeded() { // a hand-off needs no pre-vote
+		b.phase = bullyPreVote
+		n.beginPreVote(preVoteElection, b.hint)
+		return
+	}
+	b.win()
+}
+
+func (b *bully) preVoted() {
+	if b.n.electing && b.phase == bullyPreVote {
+		b.win()
+	}
+}
+
+// win raises the term and announces this node.
+func (b *bully) win() {
 	n := b.n
 	t := n.nextTerm()
 	n.becomeCoordinator(t)
@@ -263,7 +292,10 @@ func (b *bully) onElectionView(m Message, stale bool) {
 // outranks the sender, so the sender's election cannot be a displacement.
 func (b *bully) vouches(sender string) bool {
 	n := b.n
-	if n.coordinator == "" || n.misses >= n.cfg.HeartbeatMisses-1 || !n.view.alive(n.coordinator) {
+	if n.coordinator == "" || n.misses >= n.cfg.HeartbeatMisses-1 || !n.view.alive(n.coordinator) ||
+		n.cfg.QuorumSize > 0 && !n.confirmed {
+		// With the guard, a coordinator without its majority lease is
+		// not worth defending: the connected majority must elect.
 		return false
 	}
 	c, ok1 := n.view.r.Get(n.coordinator)
@@ -309,21 +341,20 @@ func (b *bully) onCoordinator(m Message) {
 	case n.relayed == c:
 		n.relayed = "" // heard directly again
 	}
-	if n.cfg.QuorumSize > 0 {
-		n.send(Message{Type: MsgHeartbeatAck, To: c})
-	}
 	n.maybePreempt()
 }
 
-// onResign: our coordinator hands off to us; elect without it at once.
+// onResign: the coordinator of our term hands off to us (its release may
+// have arrived first); elect without it at once, or, on a transfer
+// (Confirmed), declare at once.
 func (b *bully) onResign(m Message) {
 	n := b.n
-	if m.From != n.coordinator || m.Term != n.term {
+	if m.Term != n.term || m.Term.Tag() != Tag(m.From) || n.coordinator != m.From && n.coordinator != "" {
 		n.drop(DropUnexpected)
 		return
 	}
 	n.unfollow()
-	b.excluded = m.From
+	b.excluded, b.hint, b.direct = m.From, m.From, m.Confirmed
 	n.startElection()
 }
 
@@ -391,10 +422,15 @@ func (b *bully) peerDown(id string) {
 	}
 }
 
-// resign hands off to the highest live voter below us: it elects without us
-// and, having no one above, declares at once.
+// resign hands off to the member TransferTo or a preemption named, or to
+// the highest live voter: it elects without us and, having no one above,
+// declares at once.
 func (b *bully) resign() {
 	n := b.n
+	if n.handoffTo != "" {
+		n.send(Message{Type: MsgResign, To: n.handoffTo, Confirmed: n.handoffDirect})
+		return
+	}
 	r := n.view.r
 	for k := r.Len() - 1; k >= 0; k-- {
 		p := r.ByRank(k)

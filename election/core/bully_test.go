@@ -19,7 +19,13 @@ func TestBullyCoordinatorAnswersStaleElection(t *testing.T) {
 	}
 	old := MakeTerm(1, Tag("5"))
 	node.Bootstrap("5", old)
-	node.PeerDown("5") // 4 is top now: it declares in epoch 2
+	node.PeerDown("5") // 4 is top now: it declares in epoch 2 once a pre-vote passes
+	for _, m := range node.Ready() {
+		if m.Type == MsgPreVote {
+			node.Step(Message{Type: MsgPreVoteAck, From: m.To, To: "4", Term: old, Seq: m.Seq, Confirmed: true, Rating: int64(m.To[0] - '0')})
+			break
+		}
+	}
 	if st := node.Status(); st.Coordinator != "4" || st.Term.Epoch() != 2 {
 		t.Fatalf("after the coordinator's crash: %+v, want 4 in epoch 2", st)
 	}

@@ -95,6 +95,17 @@ type Config struct {
 	// LeaseTicks is the quorum lease. Default HeartbeatInterval *
 	// HeartbeatMisses.
 	LeaseTicks int
+	// LeaseMargin is added to the lease a follower grants (counted from
+	// its receipt of the heartbeat) before it acknowledges a coordinator of
+	// another term: one tick for the driver's tick rounding, the rest for
+	// the clock-rate difference between two members' monotonic clocks.
+	// Default 2: rates may differ by up to (LeaseMargin-1)/LeaseTicks.
+	LeaseMargin int
+	// HandoffTicks bounds how long a coordinator that gives the role up
+	// waits for its driver's CompleteHandoff (the work it guarded has
+	// stopped) before it passes the role on anyway. Default 0: at once
+	// (the simulator, and a driver with no leader work to stop).
+	HandoffTicks int
 }
 
 // DefaultConfig returns a Config with every timing at its default; ID and
@@ -119,6 +130,7 @@ func (c *Config) setDefaults() {
 	def(&c.HeartbeatMisses, 3)
 	def(&c.StartupTicks, c.HeartbeatInterval)
 	def(&c.LeaseTicks, c.HeartbeatInterval*c.HeartbeatMisses)
+	def(&c.LeaseMargin, 2)
 }
 
 // Validate reports the first field that is out of range, naming the field and
@@ -154,11 +166,14 @@ func (c *Config) validate() error {
 		{"AnswerTimeout", c.AnswerTimeout}, {"CoordinatorTimeout", c.CoordinatorTimeout},
 		{"RoundTrip", c.RoundTrip}, {"HopTimeout", c.HopTimeout},
 		{"HeartbeatInterval", c.HeartbeatInterval}, {"HeartbeatMisses", c.HeartbeatMisses},
-		{"LeaseTicks", c.LeaseTicks},
+		{"LeaseTicks", c.LeaseTicks}, {"LeaseMargin", c.LeaseMargin},
 	} {
 		if f.v < 1 {
 			bad(f.name, f.v, "must be at least 1 tick")
 		}
+	}
+	if c.HandoffTicks < 0 {
+		bad("HandoffTicks", c.HandoffTicks, "must not be negative")
 	}
 	if c.StartupTicks < 0 {
 		bad("StartupTicks", c.StartupTicks, "must not be negative")

@@ -3,8 +3,25 @@ package core
 // Tick advances the node's clock by one tick: heartbeats, the follower's
 // failure detector, the quorum lease, the start-up window and the
 // algorithm's own timeouts.
-func (n *Node) Tick() {
-	n.now++
+func (n *Node) Tick() { n.Advance(1) }
+
+// Advance moves the node's clock on by k ticks at once, for a driver whose
+// loop ran late (a starved or paused process: the ticks it missed). The
+// lease and the promises behind it are deadlines, and see the whole jump
+// first: a coordinator whose lease ran out while it was not running steps
+// down before it does anything else. The failure detector, the start-up
+// window and the algorithm's timers count it as one tick: a node that was
+// not running could not hear anyone, so it does not blame the coordinator
+// for the time it slept through (docs/design.md, "Failure detection").
+func (n *Node) Advance(k int) {
+	if k <= 0 {
+		return
+	}
+	n.now += k
+	n.checkLease()
+	n.tickCoolOff()
+	n.tickHandoff()
+	n.tickPreVote()
 	// The algorithm's timers first: an election that the detectors below
 	// start in this tick gets its full timeout.
 	n.alg.tick()
@@ -36,18 +53,52 @@ func (n *Node) tickCoordinator() {
 	if n.cfg.QuorumSize == 0 {
 		return
 	}
-	had := n.confirmed
-	n.confirmed = n.now < n.leaseEnd
-	switch {
-	case had && !n.confirmed:
-		// Lease lapsed: stop acting as coordinator, keep heartbeating so
-		// that a returning majority confirms us again.
-		n.setState(StateCandidate)
-		n.counters.LeaderChanges++
-	case !had && n.confirmed:
-		n.setState(StateCoordinator)
-		n.counters.LeaderChanges++
-		n.heartbeat()
+	if n.confirmed {
+		if n.now-n.confirmedAt > 8*n.cfg.LeaseTicks {
+			n.failedLeads = 0 // a leadership that lasted: forget the back-off
+		}
+		return
+	}
+	n.renewLease() // a promise to another term may just have run out
+	if !n.confirmed && n.now-n.declared > 2*n.cfg.LeaseTicks+n.cfg.LeaseMargin {
+		n.abdicate() // no majority confirmed it
+	}
+}
+
+// checkLease ends a confirmed coordinator's leadership once its lease has
+// lapsed: it cannot reach a majority, so it abdicates.
+func (n *Node) checkLease() {
+	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.leaseEnd {
+		n.abdicate()
+	}
+}
+
+// abdicate: with the guard, a coordinator whose lease lapsed, or that no
+// majority confirmed within 2 * LeaseTicks + LeaseMargin of declaring,
+// cannot reach a majority. It steps down and releases its followers, who
+// elect at once (the connected majority does not wait for its detectors,
+// nor defend a coordinator that some of it still hears), and displaces
+// the new coordinator only after a back-off that doubles with each failed
+// leadership, from 2 leases to 64.
+func (n *Node) abdicate() {
+	n.failedLeads = min(n.failedLeads+1, 6)
+	n.coolUntil = n.now + n.cfg.LeaseTicks<<n.failedLeads
+	if n.handingOff {
+		return
+	}
+	n.beginHandoff("", false, false)
+}
+
+// tickCoolOff ends an abdicated node's back-off: it may displace the
+// coordinator again by the preemption policy.
+func (n *Node) tickCoolOff() {
+	if n.coolUntil == 0 || n.now < n.coolUntil {
+		return
+	}
+	n.coolUntil = 0
+	if n.yielded {
+		n.yielded = false
+		n.maybePreempt()
 	}
 }
 
@@ -89,6 +140,10 @@ func (n *Node) startElection() {
 		}
 		return
 	}
+	if n.term.Epoch() >= MaxEpoch {
+		n.setState(StateLost) // the term space is used up: never wrap
+		return
+	}
 	n.yielded = false
 	n.idle = 0
 	if n.coordinator != "" && n.coordinator != n.self.ID {
@@ -97,20 +152,6 @@ func (n *Node) startElection() {
 	if n.alg.start() {
 		n.counters.ElectionsStarted++
 	}
-}
-
-// Resign hands the coordinator role on at once to the next node by rating
-// (each algorithm decides how), without waiting for failure detection. The
-// node does not displace its successor afterwards. A node that is not
-// coordinator ignores it.
-func (n *Node) Resign() {
-	if n.coordinator != n.self.ID {
-		return
-	}
-	n.yielded = true
-	n.unfollow()
-	n.setState(StateLost)
-	n.alg.resign()
 }
 
 // SetRating changes this node's own rating. If it now outranks the
@@ -164,12 +205,21 @@ func (n *Node) Step(m Message) {
 		return
 	}
 	n.counters.Received[m.Type]++
+	if !m.Term.Plausible(n.term) {
+		n.drop(DropBadTerm)
+		return
+	}
+	if !n.tagMatches(m) {
+		n.drop(DropForeignTag)
+		return
+	}
 	if !n.learnRating(m.From, m.Rating) {
 		n.drop(DropOrder) // the sender's tag is another member's
 		return
 	}
 	if m.Term < n.term && !n.takesStale(m.Type) {
 		n.drop(DropStaleTerm)
+		n.tellTerm(m)
 		return
 	}
 	n.observeTerm(m.Term)
@@ -178,17 +228,55 @@ func (n *Node) Step(m Message) {
 		n.onHeartbeat(m)
 	case MsgHeartbeatAck:
 		n.onHeartbeatAck(m)
+	case MsgPreVote:
+		n.onPreVote(m)
+	case MsgPreVoteAck:
+		n.onPreVoteAck(m)
+	case MsgPreempt:
+		n.onPreempt(m)
 	default:
 		n.alg.step(m)
 	}
 }
 
 // takesStale says which messages of a lower term the algorithm sees: an
-// ELECTION is a question, not a claim (bully answers it so that the sender
-// learns the term), and a ring acknowledges every hop, stale or not, so
+// ELECTION or a pre-vote is a question, not a claim (the answer teaches the
+// sender the term), a pre-vote's answer is about its sender's state, and a ring acknowledges every hop, stale or not, so
 // that its sender does not skip a live successor.
 func (n *Node) takesStale(t MsgType) bool {
-	return t == MsgElection || n.cfg.Algorithm != Bully && (t == MsgCoordinator || t == MsgAck)
+	return t == MsgElection || t == MsgPreVote || t == MsgPreVoteAck ||
+		n.cfg.Algorithm != Bully && (t == MsgCoordinator || t == MsgAck)
+}
+
+// tagMatches checks a claim to lead before its term is observed: a term
+// names its winner, so a heartbeat, or an announcement, whose term's tag is
+// not the named coordinator's is forged or broken, and must not raise the
+// term (which would depose the coordinator this node follows).
+func (n *Node) tagMatches(m Message) bool {
+	switch {
+	case m.Type == MsgHeartbeat:
+		return m.Term.Tag() == Tag(m.From)
+	case m.Type == MsgCoordinator && n.cfg.Algorithm == Bully:
+		c := m.Coordinator
+		if c == "" {
+			c = m.From
+		}
+		return m.Term.Tag() == Tag(c)
+	}
+	return true
+}
+
+// tellTerm answers a stale claim to lead (a heartbeat, or a bully
+// COORDINATOR sent by the coordinator it names) with this node's newer
+// term, as raft's followers do: the sender steps down at once and its next
+// election starts above that term. Without it a coordinator elected by
+// restarted voters would never learn the term that members which kept
+// running (non-voters) hold, and they would drop its heartbeats for ever.
+func (n *Node) tellTerm(m Message) {
+	claim := m.Type == MsgHeartbeat || m.Type == MsgCoordinator && (m.Coordinator == "" || m.Coordinator == m.From)
+	if claim {
+		n.send(Message{Type: MsgHeartbeatAck, To: m.From})
+	}
 }
 
 // learnRating keeps the view's rating of a sender current; messages carry

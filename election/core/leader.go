@@ -1,5 +1,10 @@
 package core
 
+import (
+	"cmp"
+	"slices"
+)
+
 // becomeCoordinator makes this node coordinator in term t (t's tag is this
 // node's). With the quorum guard on it stays a candidate until a majority
 // acknowledges it.
@@ -24,8 +29,11 @@ func (n *Node) becomeCoordinator(t Term) {
 		return
 	}
 	n.confirmed = false
-	n.acks = make(map[string]int)
-	n.leaseEnd = 0
+	clear(n.acks)
+	if n.acks == nil {
+		n.acks = make(map[string]uint64)
+	}
+	n.leaseEnd, n.hbSeq, n.rounds, n.declared = 0, 0, n.rounds[:0], n.now
 	n.setState(StateCandidate)
 }
 
@@ -69,18 +77,46 @@ func (n *Node) unfollow() {
 	}
 }
 
-// heartbeat sends a heartbeat to every member the coordinator should reach:
-// the live view in View mode, every configured member in Textbook mode.
+// heartbeat sends a heartbeat round to every member the coordinator should
+// reach: the live view in View mode, every configured member in Textbook
+// mode. Each round has a number, and the quorum lease runs from the send
+// tick of the newest round a majority acknowledged.
 func (n *Node) heartbeat() {
+	n.hbSeq++
+	n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.LeaseTicks), round{seq: n.hbSeq, at: n.now})
 	for i := 0; i < n.view.r.Len(); i++ {
 		if p := n.view.r.At(i); p.ID != n.self.ID && n.view.alive(p.ID) {
 			n.heartbeatTo(p.ID)
 		}
 	}
+	if n.cfg.QuorumSize > 0 {
+		n.renewLease()
+	}
 }
 
+// round is one heartbeat round: its number and the tick it was sent at.
+type round struct {
+	seq uint64
+	at  int
+}
+
+// trimRounds drops the rounds sent before tick from (their acks could no
+// longer give a lease), reusing rs.
+func trimRounds(rs []round, from int) []round {
+	i := 0
+	for i < len(rs) && rs[i].at < from {
+		i++
+	}
+	if i == 0 {
+		return rs
+	}
+	return append(rs[:0], rs[i:]...)
+}
+
+// heartbeatTo sends the current round to one member (a member that has
+// just come up gets it at once rather than at the next round).
 func (n *Node) heartbeatTo(id string) {
-	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.confirmed})
+	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.confirmed, Seq: n.hbSeq})
 }
 
 func (n *Node) onHeartbeat(m Message) {
@@ -91,6 +127,10 @@ func (n *Node) onHeartbeat(m Message) {
 	if m.Term.Tag() != Tag(m.From) {
 		// A term names its winner; a mismatch is a forged or broken sender.
 		n.drop(DropOrder)
+		return
+	}
+	if m.Released {
+		n.onReleased(m)
 		return
 	}
 	if n.coordinator != m.From || n.term != m.Term {
@@ -106,82 +146,98 @@ func (n *Node) onHeartbeat(m Message) {
 		n.counters.LeaderChanges++
 	}
 	if n.cfg.QuorumSize > 0 {
-		n.send(Message{Type: MsgHeartbeatAck, To: m.From})
+		n.grant(m)
 	}
 	n.maybePreempt()
 }
 
+// grant acknowledges a heartbeat round (quorum guard). An acknowledgement
+// is a promise: until LeaseTicks + LeaseMargin after its receipt, this node
+// acknowledges no coordinator of another term, so no other coordinator can
+// gather a majority before the lease it helps to hold has run out on the
+// coordinator's clock (docs/design.md, "Leases"). Non-voters never count
+// toward a majority and do not acknowledge.
+func (n *Node) grant(m Message) {
+	if n.self.NonVoter || n.now < n.grantEnd && n.grantTerm != m.Term {
+		return
+	}
+	n.grantTerm, n.grantEnd = m.Term, n.now+n.cfg.LeaseTicks+n.cfg.LeaseMargin
+	n.send(Message{Type: MsgHeartbeatAck, To: m.From, Seq: m.Seq})
+}
+
+// bound reports whether this node has promised its acknowledgement to a
+// coordinator of another term than its own current one and the promise still holds.
+func (n *Node) bound() bool { return n.now < n.grantEnd && n.grantTerm != n.term }
+
 func (n *Node) onHeartbeatAck(m Message) {
-	if n.coordinator != n.self.ID || m.Term != n.term || n.cfg.QuorumSize == 0 {
+	if n.coordinator != n.self.ID || m.Term != n.term || n.cfg.QuorumSize == 0 || m.Seq == 0 || m.Seq > n.hbSeq {
 		n.drop(DropUnexpected)
 		return
 	}
-	n.acks[m.From] = n.now
+	if p, ok := n.view.r.Get(m.From); !ok || p.NonVoter {
+		n.drop(DropUnexpected) // a non-voter never counts toward a majority
+		return
+	}
+	if m.Seq > n.acks[m.From] {
+		n.acks[m.From] = m.Seq
+		n.renewLease()
+	}
+}
+
+// renewLease moves the lease end to the send tick of the newest round that
+// a majority of QuorumSize (this node included) acknowledged, plus
+// LeaseTicks, and confirms a pending coordinator at once. A coordinator
+// still bound by its own promise to another term (bound) counts for
+// nothing until that promise runs out.
+func (n *Node) renewLease() {
+	if n.bound() {
+		return
+	}
 	if end := n.quorumLeaseEnd(); end > n.leaseEnd {
 		n.leaseEnd = end
-		n.tickCoordinatorLease()
 	}
-}
-
-// quorumLeaseEnd returns the tick until which a majority of QuorumSize
-// (this node included) has acknowledged it: the majority-th newest ack plus
-// the lease. It is a floor on the configured size, not on the live view.
-func (n *Node) quorumLeaseEnd() int {
-	need := n.cfg.QuorumSize/2 + 1 - 1 // acks needed besides our own
-	if need <= 0 {
-		return n.now + n.cfg.LeaseTicks
-	}
-	if len(n.acks) < need {
-		return 0
-	}
-	times := make([]int, 0, len(n.acks))
-	for _, t := range n.acks {
-		times = append(times, t)
-	}
-	// the need-th most recent ack bounds the lease
-	for i := 0; i < need; i++ {
-		for j := i + 1; j < len(times); j++ {
-			if times[j] > times[i] {
-				times[i], times[j] = times[j], times[i]
-			}
-		}
-	}
-	return times[need-1] + n.cfg.LeaseTicks
-}
-
-// tickCoordinatorLease re-evaluates the lease at once (an ack can confirm a
-// pending coordinator without waiting for the next tick).
-func (n *Node) tickCoordinatorLease() {
 	if !n.confirmed && n.now < n.leaseEnd {
-		n.confirmed = true
+		n.confirmed, n.confirmedAt = true, n.now
 		n.setState(StateCoordinator)
 		n.counters.LeaderChanges++
 		n.heartbeat()
 	}
 }
 
-// maybePreempt starts an election when this voter outranks the coordinator
-// by the preemption policy (the bully rule, ALGORITHMS.md §1 step 5).
-func (n *Node) maybePreempt() {
-	if n.self.NonVoter || n.yielded || n.electing || n.coordinator == "" || n.coordinator == n.self.ID {
-		return
+// quorumLeaseEnd returns the tick at which the lease given by the acks so
+// far lapses: the send tick of the newest round that need voters besides
+// this one acknowledged, plus LeaseTicks; 0 when no round qualifies. It is
+// a floor on the configured size, not on the live view.
+func (n *Node) quorumLeaseEnd() int {
+	need := n.cfg.QuorumSize / 2 // acks needed besides our own
+	if len(n.rounds) == 0 {
+		return 0
 	}
-	c, ok := n.view.r.Get(n.coordinator)
-	if !ok || !n.outranks(c) {
-		return
+	var seq uint64
+	if need == 0 {
+		seq = n.rounds[len(n.rounds)-1].seq
+	} else {
+		if len(n.acks) < need {
+			return 0
+		}
+		seqs := n.scratch[:0]
+		for _, s := range n.acks {
+			seqs = append(seqs, s)
+		}
+		slices.SortFunc(seqs, func(a, b uint64) int { return cmp.Compare(b, a) })
+		seq, n.scratch = seqs[need-1], seqs
 	}
-	n.startElection()
+	for _, r := range n.rounds {
+		if r.seq >= seq {
+			return r.at + n.cfg.LeaseTicks
+		}
+	}
+	return 0
 }
 
-func (n *Node) outranks(c Peer) bool {
-	switch n.cfg.Preemption {
-	case PreemptNever:
-		return false
-	case PreemptMargin:
-		return n.self.Rating > c.Rating+n.cfg.PreemptMargin
-	}
-	return n.rank().Compare(c.Rank()) > 0
-}
+// tickCoordinatorLease re-evaluates the lease at once (an ack can confirm a
+// pending coordinator without waiting for the next tick).
+func (n *Node) tickCoordinatorLease() { n.renewLease() }
 
 // view is the node's membership knowledge: a shared roster (copied on the
 // first change) and, in View mode, the set of members known dead.

@@ -18,13 +18,21 @@ const (
 	MsgResign
 	MsgHeartbeat
 	MsgHeartbeatAck
+	// MsgPreVote asks a member whether this node may raise the term (View
+	// mode, docs/algorithms.md "Pre-vote"); MsgPreVoteAck answers it.
+	MsgPreVote
+	MsgPreVoteAck
+	// MsgPreempt asks the coordinator to hand the role over to its sender,
+	// which outranks it by the preemption policy.
+	MsgPreempt
 	numMsgTypes
 )
 
 // NumMsgTypes bounds MsgType values; arrays indexed by MsgType use it.
 const NumMsgTypes = int(numMsgTypes)
 
-var msgNames = [...]string{"", "election", "answer", "coordinator", "ack", "resign", "heartbeat", "heartbeat_ack"}
+var msgNames = [...]string{"", "election", "answer", "coordinator", "ack", "resign", "heartbeat", "heartbeat_ack",
+	"prevote", "prevote_ack", "preempt"}
 
 func (t MsgType) String() string {
 	if t > 0 && t < numMsgTypes {
@@ -44,7 +52,9 @@ func MsgTypes() []MsgType {
 
 // ElectionTraffic reports whether t is part of an election (everything but
 // heartbeats and their acks).
-func (t MsgType) ElectionTraffic() bool { return t >= MsgElection && t <= MsgResign }
+func (t MsgType) ElectionTraffic() bool {
+	return t >= MsgElection && t < numMsgTypes && t != MsgHeartbeat && t != MsgHeartbeatAck
+}
 
 // Message is what nodes exchange. Which fields mean something depends on
 // Type and the algorithm; unused fields are zero.
@@ -76,9 +86,19 @@ type Message struct {
 	// a resign's wake-up); on an active/relay COORDINATOR the number of
 	// phases the election took.
 	Phase uint32
+	// Seq: on a Heartbeat the coordinator's round number in its term (1,
+	// 2, ...); on a HeartbeatAck the round acknowledged. The quorum lease
+	// runs from the send time of the newest round a majority acknowledged.
+	Seq uint64
 	// Confirmed is set on heartbeats of a coordinator that holds a quorum
-	// lease (only meaningful when the quorum guard is on).
+	// lease (only meaningful when the quorum guard is on); on a PreVoteAck
+	// it is the answer (granted); on a Resign it asks the receiver to
+	// declare at once (a transfer to it) rather than hold an election.
 	Confirmed bool
+	// Released is set on the last heartbeat of a coordinator that has
+	// stepped down: its followers stop following it and are free of the
+	// promise their acknowledgements made (quorum guard).
+	Released bool
 }
 
 // Clone returns a copy that shares no memory with m.

@@ -20,6 +20,8 @@ type algorithm interface {
 	resign()
 	// reset abandons any running election: a coordinator has been accepted.
 	reset()
+	// preVoted: the pre-vote that raising the term waited for has passed.
+	preVoted()
 }
 
 // DropReason says why a Node ignored a message.
@@ -31,10 +33,12 @@ const (
 	DropMisaddressed                   // To is not this node, or From is empty or this node
 	DropUnexpected                     // nothing is waiting for it (a late Answer or Ack, ...)
 	DropOrder                          // the sender does not rank where the message implies
+	DropBadTerm                        // the term is one no honest member produces (Term.Plausible)
+	DropForeignTag                     // a claim to lead whose term names another member
 	NumDropReasons
 )
 
-var dropNames = [...]string{"stale_term", "misaddressed", "unexpected", "order"}
+var dropNames = [...]string{"stale_term", "misaddressed", "unexpected", "order", "bad_term", "foreign_tag"}
 
 func (r DropReason) String() string {
 	if r < NumDropReasons {
@@ -106,13 +110,31 @@ type Node struct {
 	// instead of waiting for a senior's announcement.
 	relayed string
 
-	now      int // ticks since NewNode
-	silence  int // follower: ticks since the coordinator was last heard
-	misses   int // follower: heartbeat intervals missed in a row
-	idle     int // ticks with neither a coordinator nor an election
-	hbTimer  int // coordinator: ticks since the last heartbeat round
-	acks     map[string]int
-	leaseEnd int // coordinator: tick at which the quorum lease lapses
+	now     int // ticks since NewNode
+	silence int // follower: ticks since the coordinator was last heard
+	misses  int // follower: heartbeat intervals missed in a row
+	idle    int // ticks with neither a coordinator nor an election
+	hbTimer int // coordinator: ticks since the last heartbeat round
+	// The quorum guard (docs/design.md, "Leases").
+	hbSeq       uint64            // coordinator: heartbeat rounds sent in this term
+	rounds      []round           // coordinator: recent rounds and their send ticks
+	acks        map[string]uint64 // coordinator: newest round each voter acknowledged
+	scratch     []uint64
+	leaseEnd    int  // coordinator: tick at which the quorum lease lapses
+	grantTerm   Term // follower: the term it last acknowledged
+	grantEnd    int  // follower: until this tick it acknowledges no other term
+	declared    int  // coordinator: tick it declared (became coordinator) at
+	confirmedAt int  // coordinator: tick its lease was confirmed at
+	failedLeads int  // leaderships in a row that lapsed or were never confirmed
+	coolUntil   int  // an abdicated node displaces no coordinator before this tick
+
+	pv            preVoteRound
+	preemptAfter  int    // no preemption request before this tick
+	handingOff    bool   // stopped leading; waits for CompleteHandoff
+	handoffTo     string // the member the role goes to ("": the next by rating)
+	handoffDirect bool   // handoffTo declares at once (TransferTo, preemption)
+	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
+	handoffEnd    int    // tick at which the hand-off proceeds without the driver
 
 	out      []Message
 	counters Counters
@@ -128,7 +150,11 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	self, _ := cfg.Roster.Get(cfg.ID)
 	n := &Node{cfg: cfg, self: self, tag: Tag(cfg.ID), view: view{r: cfg.Roster, mode: cfg.Mode}}
-	n.idle = 0
+	if cfg.QuorumSize > 1 {
+		// A node that has just started may have acknowledged another
+		// coordinator before it restarted: it keeps that promise unknown.
+		n.grantEnd = cfg.LeaseTicks + cfg.LeaseMargin
+	}
 	switch cfg.Algorithm {
 	case Bully:
 		n.alg = &bully{n: n}
@@ -146,12 +172,16 @@ func (n *Node) Bootstrap(coordinator string, term Term) {
 	if coordinator == n.self.ID {
 		n.becomeCoordinator(term)
 		if n.cfg.QuorumSize > 0 { // settled: as if the majority had just acked
+			n.grantTerm, n.grantEnd = term, 0
 			n.leaseEnd = n.now + n.cfg.LeaseTicks
 			n.tickCoordinatorLease()
 		}
 		return
 	}
 	n.follow(coordinator, term, true)
+	if n.cfg.QuorumSize > 0 && !n.self.NonVoter { // settled: as if it had just acked
+		n.grantTerm, n.grantEnd = term, n.now+n.cfg.LeaseTicks+n.cfg.LeaseMargin
+	}
 }
 
 // ID returns the node's ID.
@@ -167,6 +197,20 @@ func (n *Node) Status() Status {
 		s.Coordinator = n.coordinator
 	}
 	return s
+}
+
+// Now returns the ticks the node has counted since NewNode.
+func (n *Node) Now() int { return n.now }
+
+// LeaseEnd returns the tick at which this coordinator's quorum lease
+// lapses, and false when the node is not a coordinator holding a lease
+// (quorum guard off, a follower, or a lease not yet confirmed). The driver
+// turns it into a deadline on its monotonic clock.
+func (n *Node) LeaseEnd() (int, bool) {
+	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.confirmed {
+		return 0, false
+	}
+	return n.leaseEnd, true
 }
 
 // Counters returns the node's cumulative counts.

@@ -98,6 +98,32 @@ func (m Mode) String() string {
 // greater than every term its electorate has seen.
 type Term uint64
 
+// The term arithmetic (docs/design.md, "Terms"). An honest member raises
+// the epoch by one per election, so epochs are small: a cluster holding one
+// election a second for 68 years stays below MaxEpoch. A member refuses a
+// term whose epoch is above MaxEpoch, or, once it knows a term, more than
+// MaxEpochStep above the epoch it knows: such a term cannot come from an
+// honest member, and accepting it would let one forged frame use up the
+// term space (the next election would wrap the epoch to 0 and every honest
+// announcement would then look stale). Epochs therefore never wrap: the
+// highest epoch a member can win is MaxEpoch + 1 < 2^32, and a member whose
+// epoch has reached MaxEpoch does not stand.
+const (
+	MaxEpoch     uint32 = 1<<31 - 1
+	MaxEpochStep uint32 = 1 << 20
+)
+
+// Plausible reports whether a member that knows term known may accept t:
+// t's epoch is at most MaxEpoch and, when known's epoch is not 0, at most
+// MaxEpochStep above it.
+func (t Term) Plausible(known Term) bool {
+	e, k := t.Epoch(), known.Epoch()
+	if e > MaxEpoch {
+		return false
+	}
+	return k == 0 || e <= k || e-k <= MaxEpochStep
+}
+
 // MakeTerm builds a term from an epoch and a node tag.
 func MakeTerm(epoch uint32, tag uint32) Term { return Term(uint64(epoch)<<32 | uint64(tag)) }
 

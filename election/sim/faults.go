@@ -233,7 +233,7 @@ func (s *Sim) MajoritiesRing(order []string) error {
 func (s *Sim) Detect(id string) error { return s.poke(id, (*core.Node).Detect) }
 
 // Resign asks a node to hand off its coordinator role.
-func (s *Sim) Resign(id string) error { return s.poke(id, (*core.Node).Resign) }
+func (s *Sim) Resign(id string) error { return s.poke(id, func(n *core.Node) { n.Resign() }) }
 
 // SetRating changes a node's rating; in View mode the others learn it
 // after the view delay, as from membership metadata.

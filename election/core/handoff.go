@@ -1,0 +1,188 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Hand-off (docs/design.md, "Hand-off"): a coordinator that gives up the
+// role (Resign, TransferTo, a preemption request, a lapsed lease) stops
+// leading at once, then waits for its driver to say that the work it
+// guarded has stopped (CompleteHandoff) or HandoffTicks, whichever comes
+// first. Only then does it release its followers (a last heartbeat with
+// Released set, which frees them of the promise their acknowledgements
+// made) and pass the role on, so the successor never starts leading while
+// the old coordinator's work still runs.
+
+// Errors of Resign and TransferTo.
+var (
+	ErrNotLeader   = errors.New("core: not the coordinator")
+	ErrHandingOff  = errors.New("core: a hand-off is already under way")
+	ErrNoSuccessor = errors.New("core: no live voter to hand off to")
+)
+
+// Resign hands the coordinator role on to the next voter by rating (each
+// algorithm decides how), without waiting for failure detection. The node
+// does not displace its successor afterwards.
+func (n *Node) Resign() error {
+	if err := n.canHandOff(); err != nil {
+		return err
+	}
+	if !n.otherVoterAlive() {
+		return ErrNoSuccessor
+	}
+	n.beginHandoff("", false, true)
+	return nil
+}
+
+// TransferTo hands the role to the member id, which declares at once. With
+// PreemptAlways a voter ranked above id may then displace it, as the bully
+// rule says.
+func (n *Node) TransferTo(id string) error {
+	if err := n.canHandOff(); err != nil {
+		return err
+	}
+	p, ok := n.view.r.Get(id)
+	switch {
+	case id == n.self.ID:
+		return fmt.Errorf("core: TransferTo(%q): already the coordinator", id)
+	case !ok:
+		return fmt.Errorf("core: TransferTo(%q): not a member", id)
+	case p.NonVoter:
+		return fmt.Errorf("core: TransferTo(%q): a non-voter never leads", id)
+	case !n.view.alive(id):
+		return fmt.Errorf("core: TransferTo(%q): not alive in this member's view", id)
+	}
+	n.beginHandoff(id, true, true)
+	return nil
+}
+
+func (n *Node) canHandOff() error {
+	switch {
+	case n.handingOff:
+		return ErrHandingOff
+	case n.coordinator != n.self.ID:
+		return ErrNotLeader
+	}
+	return nil
+}
+
+// beginHandoff stops leading now; the role passes on in CompleteHandoff
+// (pass false: nobody is named, the followers elect).
+func (n *Node) beginHandoff(to string, direct, pass bool) {
+	n.yielded = true
+	n.handingOff, n.handoffTo, n.handoffDirect, n.handoffPass = true, to, direct, pass
+	n.handoffEnd = n.now + n.cfg.HandoffTicks
+	n.unfollow()
+	n.setState(StateLost)
+	if n.cfg.HandoffTicks == 0 {
+		n.CompleteHandoff()
+	}
+}
+
+// HandoffPending reports a hand-off that waits for CompleteHandoff: the
+// node has stopped leading and will pass the role on once its driver says
+// that the leader's work has stopped.
+func (n *Node) HandoffPending() bool { return n.handingOff }
+
+// CompleteHandoff passes the role on: it releases the followers and hands
+// over as Resign or TransferTo asked. Called by the driver once the work
+// the old leadership guarded has stopped; the node calls it itself after
+// HandoffTicks.
+func (n *Node) CompleteHandoff() {
+	if !n.handingOff {
+		return
+	}
+	n.handingOff = false
+	for i := 0; i < n.view.r.Len(); i++ {
+		if p := n.view.r.At(i); p.ID != n.self.ID && n.view.alive(p.ID) {
+			n.send(Message{Type: MsgHeartbeat, To: p.ID, Coordinator: n.self.ID, Released: true,
+				Confirmed: !n.handoffPass, Seq: n.hbSeq})
+		}
+	}
+	if n.handoffPass {
+		n.alg.resign()
+	}
+}
+
+// tickHandoff completes a hand-off the driver did not complete in time.
+func (n *Node) tickHandoff() {
+	if n.handingOff && n.now >= n.handoffEnd {
+		n.CompleteHandoff()
+	}
+}
+
+// onReleased: the coordinator this node followed stepped down. When it
+// named no successor (Confirmed: it abdicated), the followers elect at
+// once, as if their detectors had given up on it.
+func (n *Node) onReleased(m Message) {
+	if n.grantTerm == m.Term {
+		n.grantEnd = 0
+	}
+	if n.coordinator != m.From || n.term != m.Term {
+		return
+	}
+	if m.Confirmed {
+		n.coordinatorFailed()
+		return
+	}
+	n.unfollow()
+}
+
+// maybePreempt: this voter outranks the coordinator by the preemption
+// policy (the bully rule, ALGORITHMS.md §1 step 5). In Textbook mode it
+// starts an election, as the text says. In View mode it asks the
+// coordinator to hand the role over (MsgPreempt), so that the old
+// coordinator has stopped before the new one starts; with the guard only
+// after a preemption check has shown that it reaches a majority.
+func (n *Node) maybePreempt() {
+	if n.self.NonVoter || n.yielded || n.electing || n.pv.active || n.handingOff ||
+		n.coordinator == "" || n.coordinator == n.self.ID || n.now < n.preemptAfter {
+		return
+	}
+	c, ok := n.view.r.Get(n.coordinator)
+	if !ok || !n.outranks(n.self, c) {
+		return
+	}
+	switch {
+	case n.cfg.Mode != View:
+		n.startElection()
+	case n.cfg.QuorumSize > 0:
+		n.beginPreVote(preVotePreempt, "")
+	default:
+		n.sendPreempt()
+	}
+}
+
+func (n *Node) sendPreempt() {
+	if n.coordinator == "" || n.coordinator == n.self.ID {
+		return
+	}
+	n.send(Message{Type: MsgPreempt, To: n.coordinator})
+	n.preemptAfter = n.now + n.cfg.CoordinatorTimeout + n.cfg.HandoffTicks
+}
+
+// onPreempt: a voter that outranks this coordinator asks for the role.
+func (n *Node) onPreempt(m Message) {
+	p, ok := n.view.r.Get(m.From)
+	switch {
+	case n.coordinator != n.self.ID || n.handingOff:
+		n.drop(DropUnexpected)
+	case !ok || p.NonVoter || !n.outranks(p, n.self):
+		n.drop(DropOrder)
+	default:
+		n.beginHandoff(m.From, true, true)
+		n.yielded = false // displaced, not resigned: it may displace in turn
+	}
+}
+
+// outranks reports whether a displaces coordinator c by the policy.
+func (n *Node) outranks(a, c Peer) bool {
+	switch n.cfg.Preemption {
+	case PreemptNever:
+		return false
+	case PreemptMargin:
+		return a.Rating > c.Rating+n.cfg.PreemptMargin
+	}
+	return a.Rank().Compare(c.Rank()) > 0
+}

@@ -1,0 +1,259 @@
+package core
+
+// Pre-vote (docs/algorithms.md, "Pre-vote"; raft's §9.6 idea). In View mode
+// a node raises the term only when others agree that it may: without the
+// quorum guard, when a member it reaches does not hear a coordinator either
+// (so a member cut off from everyone, or one whose detector fired alone,
+// does not start a term that would depose a healthy coordinator when the
+// link comes back); with the guard, when a majority of QuorumSize is free of
+// its promises to another term (so a minority never raises the term, and a
+// winner can gather its lease). A preemption check asks only whether a
+// majority answers at all: a member that cannot reach a majority does not
+// take the role from one that can.
+
+// preVoteKind says what a pre-vote round is for.
+type preVoteKind uint8
+
+const (
+	preVoteElection preVoteKind = iota // may this node raise the term?
+	preVotePreempt                     // can this node reach a majority?
+)
+
+// preVoteRound is the node's pre-vote in progress.
+type preVoteRound struct {
+	kind     preVoteKind
+	round    uint64 // sent in Seq; answers carry it back
+	active   bool
+	wide     bool // no guard: every live voter was asked, not only the nearest
+	timer    int  // ticks left before the next step (re-ask, widen, give up)
+	deadline int  // guard: tick at which the round is given up
+	hint     string
+	granted  map[string]bool // voters that granted (election) or answered (preempt)
+}
+
+// preVoteNeeded reports whether raising the term needs a pre-vote: View
+// mode with at least one other live voter (a member alone in its view, or
+// a guard of one, decides alone).
+func (n *Node) preVoteNeeded() bool {
+	if n.cfg.Mode != View {
+		return false
+	}
+	if n.cfg.QuorumSize > 0 {
+		return n.cfg.QuorumSize/2 > 0 || n.bound()
+	}
+	return n.otherVoterAlive()
+}
+
+func (n *Node) otherVoterAlive() bool {
+	for i := 0; i < n.view.r.Len(); i++ {
+		if p := n.view.r.At(i); p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// beginPreVote starts a round. hint names a coordinator that resigned to
+// this node: members that still follow it do not count it as heard.
+func (n *Node) beginPreVote(kind preVoteKind, hint string) {
+	pv := &n.pv
+	pv.round++
+	pv.kind, pv.active, pv.wide, pv.hint = kind, true, false, hint
+	clear(pv.granted)
+	if pv.granted == nil {
+		pv.granted = make(map[string]bool)
+	}
+	if n.cfg.QuorumSize > 0 || kind == preVotePreempt {
+		pv.deadline = n.now + n.cfg.LeaseTicks + n.cfg.LeaseMargin + 2*n.cfg.RoundTrip
+		n.askPreVote(true)
+		n.preVoteDecide()
+		return
+	}
+	if n.askPreVote(false) == 0 {
+		n.askPreVote(true)
+		pv.wide = true
+	}
+}
+
+// askPreVote sends the round's question. Without the guard a first round
+// goes to the two live voters nearest below this node by rank (above when
+// there are none below), skipping the suspect and the hint; a wide one
+// (and every round with the guard) to every live voter that has not
+// granted yet. It returns how many were asked.
+func (n *Node) askPreVote(wide bool) int {
+	pv := &n.pv
+	r := n.view.r
+	self := r.RankOf(r.Index(n.self.ID))
+	asked := 0
+	ask := func(p Peer) bool {
+		if p.ID == n.self.ID || p.NonVoter || !n.view.alive(p.ID) || pv.granted[p.ID] ||
+			!wide && (p.ID == n.suspect || p.ID == pv.hint) {
+			return true
+		}
+		n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Phase: uint32(pv.kind)})
+		asked++
+		return wide || asked < 2
+	}
+	for k := self - 1; k >= 0 && ask(r.ByRank(k)); k-- {
+	}
+	if wide || asked == 0 {
+		for k := self + 1; k < r.Len() && ask(r.ByRank(k)); k++ {
+		}
+	}
+	pv.timer = n.cfg.AnswerTimeout
+	if n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt {
+		pv.timer = 2 * n.cfg.RoundTrip
+	}
+	return asked
+}
+
+// onPreVote answers a pre-vote. A non-voter does not answer.
+func (n *Node) onPreVote(m Message) {
+	if n.self.NonVoter {
+		n.drop(DropUnexpected)
+		return
+	}
+	ok, heard := n.grantsPreVote(m)
+	n.send(Message{Type: MsgPreVoteAck, To: m.From, Seq: m.Seq, Confirmed: ok, Coordinator: heard})
+}
+
+// grantsPreVote decides an answer; heard names the coordinator this node
+// still hears when that is why it refuses.
+func (n *Node) grantsPreVote(m Message) (ok bool, heard string) {
+	if preVoteKind(m.Phase) == preVotePreempt {
+		return true, "" // the answer itself is what counts
+	}
+	leading := n.coordinator == n.self.ID && n.state == StateCoordinator
+	if n.cfg.QuorumSize > 0 {
+		if leading {
+			return false, n.self.ID
+		}
+		return n.now >= n.grantEnd, ""
+	}
+	c := n.coordinator
+	if leading || c != "" && c != m.From && c != m.Coordinator && n.misses < n.cfg.HeartbeatMisses-1 && n.view.alive(c) {
+		return false, c
+	}
+	return true, ""
+}
+
+// onPreVoteAck counts an answer to the round in progress.
+func (n *Node) onPreVoteAck(m Message) {
+	pv := &n.pv
+	p, ok := n.view.r.Get(m.From)
+	if !pv.active || m.Seq != pv.round || !ok || p.NonVoter {
+		n.drop(DropUnexpected)
+		return
+	}
+	if pv.kind == preVotePreempt || m.Confirmed {
+		pv.granted[m.From] = true
+		n.preVoteDecide()
+		return
+	}
+	c := m.Coordinator
+	if n.cfg.QuorumSize == 0 && c != "" && c != n.self.ID && m.Term.Tag() == Tag(c) && m.Term >= n.term {
+		// Refused: the answerer hears c. Follow c on its word; its own
+		// heartbeats (or their absence) decide from here.
+		n.endPreVote()
+		n.follow(c, m.Term, false)
+		n.relayed = c
+	}
+}
+
+// preVoteDecide ends the round when it has what it needs: a majority of
+// QuorumSize (this node included when it is free) with the guard or for a
+// preemption check, one grant without it.
+func (n *Node) preVoteDecide() {
+	pv := &n.pv
+	votes := len(pv.granted)
+	need := 1
+	if n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt {
+		need = n.majority() - 1
+		if pv.kind == preVotePreempt || !n.bound() && n.now >= n.grantEnd || n.grantTerm == n.term {
+			// this node counts itself
+		} else {
+			need++
+		}
+	}
+	if votes < need {
+		return
+	}
+	kind := pv.kind
+	n.endPreVote()
+	switch kind {
+	case preVoteElection:
+		n.alg.preVoted()
+	case preVotePreempt:
+		n.sendPreempt()
+	}
+}
+
+// majority is a majority of the configured size; without the guard, of the
+// voters in the view.
+func (n *Node) majority() int {
+	if n.cfg.QuorumSize > 0 {
+		return n.cfg.QuorumSize/2 + 1
+	}
+	v := 0
+	for i := 0; i < n.view.r.Len(); i++ {
+		if p := n.view.r.At(i); !p.NonVoter && n.view.alive(p.ID) {
+			v++
+		}
+	}
+	return v/2 + 1
+}
+
+func (n *Node) endPreVote() { n.pv.active = false }
+
+// tickPreVote re-asks, widens or gives up the round in progress.
+func (n *Node) tickPreVote() {
+	pv := &n.pv
+	if !pv.active {
+		return
+	}
+	if pv.timer--; pv.timer > 0 {
+		return
+	}
+	n.preVoteDecide() // a promise of this node's own may have run out
+	if !pv.active {
+		return
+	}
+	switch {
+	case n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt:
+		if n.now < pv.deadline {
+			n.askPreVote(true)
+			return
+		}
+	case !pv.wide:
+		pv.wide = true
+		if n.askPreVote(true) > 0 {
+			return
+		}
+	}
+	n.preVoteFailed()
+}
+
+// preVoteFailed gives the round up: nobody that could agree answered. An
+// election is abandoned (the node tries again when its idle timer runs
+// out); a preemption waits PreemptRetry before it is checked again.
+func (n *Node) preVoteFailed() {
+	kind := n.pv.kind
+	n.endPreVote()
+	if kind == preVotePreempt {
+		n.preemptAfter = n.now + n.preemptRetry()
+		return
+	}
+	n.alg.reset()
+	n.electing = false
+	n.idle = 0
+	if n.state != StateSleep {
+		n.setState(StateLost)
+	}
+}
+
+func (n *Node) preemptRetry() int { return 8 * n.cfg.LeaseTicks }
+
+// The rings raise the term when a lap starts, not when it ends, and do not
+// use the pre-vote gate yet (docs/algorithms.md, "Pre-vote").
+func (r *ring) preVoted()     {}
+func (p *peterson) preVoted() {}
