@@ -190,7 +190,7 @@ func (g *harsh) write(alg core.Algorithm, seed uint64, boundMs int64) string {
 		// The old coordinator keeps fewer than a majority, itself
 		// included; the rest are connected: they must elect.
 		keep := rng.IntN((n/2 + 1) - 1) // 0 .. majority-2
-		g.line(fmt.Sprintf("isolate @coord keep=%d", keep))
+		g.line(fmt.Sprintf("isolate @coord keep=%d%s", keep, g.viewsOpt()))
 		g.line(fmt.Sprintf("check majority max=%d", boundMs))
 		g.line("heal")
 	}

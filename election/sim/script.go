@@ -463,9 +463,11 @@ func (sc *Script) block(a args) error {
 	return nil
 }
 
-// isolate ID [keep=K]: cut ID off both ways (views included) from every
-// member but the K live ones that follow it in ring order: a coordinator
-// that still reaches a few followers but not the majority.
+// isolate ID [keep=K] [views=off]: cut ID off both ways from every member
+// but the K live ones that follow it in ring order: a coordinator that
+// still reaches a few followers but not the majority. With views=off
+// membership keeps everyone alive (memberlist's indirect probes through
+// the followers it still reaches).
 func (sc *Script) isolate(a args) error {
 	id, err := a.pos(0)
 	if err != nil {
@@ -480,6 +482,7 @@ func (sc *Script) isolate(a args) error {
 	if !ok {
 		return fmt.Errorf("unknown node %q", id)
 	}
+	quiet := a.str("views", "on") == "off"
 	n := len(sc.sim.nodes)
 	kept := 0
 	for i := 1; i < n; i++ {
@@ -488,10 +491,14 @@ func (sc *Script) isolate(a args) error {
 			kept++
 			continue
 		}
-		if err := sc.sim.Block(id, o.id); err != nil {
+		block := sc.sim.Block
+		if quiet {
+			block = sc.sim.BlockQuiet
+		}
+		if err := block(id, o.id); err != nil {
 			return err
 		}
-		if err := sc.sim.Block(o.id, id); err != nil {
+		if err := block(o.id, id); err != nil {
 			return err
 		}
 	}

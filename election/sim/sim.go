@@ -203,8 +203,17 @@ func (s *Sim) Bootstrap(coordinator string) error {
 	return nil
 }
 
-// Highest returns the ID of the highest-ranked member.
-func (s *Sim) Highest() string { return s.roster.ByRank(s.roster.Len() - 1).ID }
+// Highest returns the ID of the highest-ranked voter (the highest-ranked
+// member when every member is a non-voter): the one a settled cluster
+// follows.
+func (s *Sim) Highest() string {
+	for i := s.roster.Len() - 1; i >= 0; i-- {
+		if p := s.roster.ByRank(i); !p.NonVoter {
+			return p.ID
+		}
+	}
+	return s.roster.ByRank(s.roster.Len() - 1).ID
+}
 
 // Now is the virtual time in milliseconds.
 func (s *Sim) Now() int64 { return s.now }
