@@ -29,7 +29,10 @@ func runExplore(ctx context.Context, f *simFlags, stdout io.Writer) error {
 	if st, err := os.Stat(f.exploreOut); err != nil || !st.IsDir() {
 		return usagef("-explore-out %q: want an existing directory for the replay files", f.exploreOut)
 	}
-	res, err := sim.Explore(sim.ExploreConfig{Algorithm: alg, N: n, Runs: f.explore, Seed: f.seed, Context: ctx})
+	if _, ferr := sim.ParseFaults(f.faults); ferr != nil {
+		return usagef("-faults: %v", ferr)
+	}
+	res, err := sim.Explore(sim.ExploreConfig{Algorithm: alg, N: n, Runs: f.explore, Seed: f.seed, Faults: f.faults, Context: ctx})
 	if err != nil && ctx.Err() == nil {
 		return err
 	}
@@ -39,6 +42,11 @@ func runExplore(ctx context.Context, f *simFlags, stdout io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "violation at seed %d: %v\n  replay: go run ./cmd/demo sim -script %s\n", fail.Seed, fail.Violations, path)
+		if f.shrink {
+			if err := writeShrunk(f.exploreOut, alg, n, fail); err != nil {
+				return err
+			}
+		}
 	}
 	if f.json {
 		if jerr := json.NewEncoder(stdout).Encode(res); jerr != nil {
@@ -49,4 +57,29 @@ func runExplore(ctx context.Context, f *simFlags, stdout io.Writer) error {
 			res.Algorithm, res.N, res.Runs, res.Seed, res.Violations, res.MaxConvergenceMs)
 	}
 	return err // the interruption, after what was done is printed
+}
+
+// writeShrunk writes one shrunk replay per property a failure broke.
+func writeShrunk(dir string, alg core.Algorithm, n int, fail sim.Failure) error {
+	done := map[string]bool{}
+	for _, kind := range fail.Kinds {
+		if done[kind] {
+			continue
+		}
+		done[kind] = true
+		script, v, err := sim.Shrink(fail.Script, kind)
+		if err != nil {
+			return err
+		}
+		head := fmt.Sprintf("# explore: algorithm %s, n %d, seed %d, shrunk to what breaks %s:\n", alg, n, fail.Seed, kind)
+		for _, line := range v {
+			head += "#   " + line + "\n"
+		}
+		path := filepath.Join(dir, fmt.Sprintf("explore-%s-n%d-seed%d-%s-min.txt", alg, n, fail.Seed, kind))
+		if err := os.WriteFile(path, []byte(head+"\n"+script), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "  shrunk (%s): %s\n", kind, path)
+	}
+	return nil
 }

@@ -16,9 +16,9 @@ import (
 
 type simFlags struct {
 	algorithm, ids, ratings, crash, detect, delay, script string
-	exploreOut                                            string
+	exploreOut, faults                                    string
 	n, explore                                            int
-	view, shuffle, json                                   bool
+	view, shuffle, json, shrink                           bool
 	seed                                                  uint64
 	loss, dup                                             float64
 	maxMs                                                 int64
@@ -45,6 +45,8 @@ func parseSimFlags(args []string) (*simFlags, error) {
 	fs.Int64Var(&f.maxMs, "max-ms", 3_600_000, "give up after this much virtual time")
 	fs.IntVar(&f.explore, "explore", 0, "run K seeded random fault schedules (seeds -seed .. -seed+K-1) and check every property")
 	fs.StringVar(&f.exploreOut, "explore-out", ".", "directory for the scenario files that replay violations")
+	fs.StringVar(&f.faults, "faults", "classic", "explorer fault kinds: classic, harsh, or a list such as crash=3,forge-max,nonvoters (docs/reliability.md)")
+	fs.BoolVar(&f.shrink, "shrink", false, "with -explore: also write a shrunk replay per violated property (…-KIND-min.txt)")
 	if err := fs.Parse(args); err != nil {
 		return nil, usagef("%v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,9 @@ type ExploreConfig struct {
 	// BoundMs is the liveness bound: once faults stop, every live node must
 	// agree on one coordinator within it. Default 30,000.
 	BoundMs int64
+	// Faults selects the fault kinds and their weights (ParseFaults):
+	// "" or "classic" for the original schedule, "harsh" for every kind.
+	Faults string
 	// Context, when set, stops the exploration between runs once it is
 	// done: Explore returns what it has with the context's error.
 	Context context.Context
@@ -30,13 +34,16 @@ type ExploreConfig struct {
 
 // ExploreResult sums up an exploration.
 type ExploreResult struct {
-	Algorithm        string    `json:"algorithm"`
-	N                int       `json:"n"`
-	Runs             int       `json:"runs"`
-	Violations       int       `json:"violations"`
-	MaxConvergenceMs int64     `json:"max_convergence_ms"`
-	Seed             uint64    `json:"seed"`
-	Failures         []Failure `json:"failures,omitempty"`
+	Algorithm        string `json:"algorithm"`
+	N                int    `json:"n"`
+	Runs             int    `json:"runs"`
+	Violations       int    `json:"violations"`
+	MaxConvergenceMs int64  `json:"max_convergence_ms"`
+	Seed             uint64 `json:"seed"`
+	Faults           string `json:"faults"`
+	// ByKind counts the schedules that broke each property.
+	ByKind   map[string]int `json:"by_kind,omitempty"`
+	Failures []Failure      `json:"failures,omitempty"`
 }
 
 // Failure is one run that broke a property, with the scenario that replays
@@ -44,6 +51,7 @@ type ExploreResult struct {
 type Failure struct {
 	Seed       uint64   `json:"seed"`
 	Violations []string `json:"violations"`
+	Kinds      []string `json:"kinds"`
 	Script     string   `json:"-"`
 }
 
@@ -56,30 +64,70 @@ func Explore(cfg ExploreConfig) (ExploreResult, error) {
 	if cfg.BoundMs == 0 {
 		cfg.BoundMs = 30_000
 	}
-	res := ExploreResult{Algorithm: cfg.Algorithm.String(), N: cfg.N, Runs: cfg.Runs, Seed: cfg.Seed}
+	faults, err := ParseFaults(cfg.Faults)
+	if err != nil {
+		return ExploreResult{}, err
+	}
+	res := ExploreResult{Algorithm: cfg.Algorithm.String(), N: cfg.N, Runs: cfg.Runs, Seed: cfg.Seed, Faults: faults.String()}
 	for i := 0; i < cfg.Runs; i++ {
 		if cfg.Context != nil && cfg.Context.Err() != nil {
 			res.Runs = i
 			return res, fmt.Errorf("sim: explore stopped after %d of %d runs: %w", i, cfg.Runs, cfg.Context.Err())
 		}
 		seed := cfg.Seed + uint64(i)
-		script := Schedule(cfg.Algorithm, cfg.N, seed, cfg.BoundMs)
-		conv, violations, err := RunScript(script)
+		script := ScheduleWith(cfg.Algorithm, cfg.N, seed, cfg.BoundMs, faults)
+		out, err := RunScriptResult(script)
 		if err != nil {
 			return res, fmt.Errorf("sim: explore seed %d: %w", seed, err)
 		}
-		res.MaxConvergenceMs = max(res.MaxConvergenceMs, conv)
-		if len(violations) > 0 {
+		res.MaxConvergenceMs = max(res.MaxConvergenceMs, out.ConvergenceMs)
+		if len(out.Violations) > 0 {
 			res.Violations++
-			res.Failures = append(res.Failures, Failure{Seed: seed, Violations: violations, Script: script})
+			if res.ByKind == nil {
+				res.ByKind = map[string]int{}
+			}
+			for _, k := range distinct(out.Kinds) {
+				res.ByKind[k]++
+			}
+			res.Failures = append(res.Failures, Failure{Seed: seed, Violations: out.Violations, Kinds: out.Kinds, Script: script})
 		}
 	}
 	return res, nil
 }
 
+func distinct(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// ScriptResult is what running a scenario script found.
+type ScriptResult struct {
+	ConvergenceMs int64
+	Violations    []string
+	Kinds         []string // Kinds[i] is the property Violations[i] breaks
+}
+
+// RunScriptResult runs a scenario script and returns how long the final
+// "check" took to reach agreement (virtual ms) and every violation with its
+// property.
+func RunScriptResult(script string) (ScriptResult, error) {
+	conv, v, k, err := runScript(script)
+	return ScriptResult{ConvergenceMs: conv, Violations: v, Kinds: k}, err
+}
+
 // RunScript runs a scenario script and returns how long the final "check"
 // took to reach agreement (virtual ms) and every violation.
 func RunScript(script string) (convergenceMs int64, violations []string, err error) {
+	c, v, _, err := runScript(script)
+	return c, v, err
+}
+
+func runScript(script string) (convergenceMs int64, violations, kinds []string, err error) {
 	var sc Script
 	for _, line := range strings.Split(script, "\n") {
 		line = strings.TrimSpace(line)
@@ -91,16 +139,17 @@ func RunScript(script string) (convergenceMs int64, violations []string, err err
 			before = sc.sim.Now()
 		}
 		if _, err := sc.ExecLine(line); err != nil {
-			return 0, nil, fmt.Errorf("%q: %w", line, err)
+			return 0, nil, nil, fmt.Errorf("%q: %w", line, err)
 		}
 		if _, agreed := sc.sim.Agreement(); agreed && strings.HasPrefix(line, "check") {
 			convergenceMs = sc.sim.Now() - before // runs with no majority alive wait the bound out
 		}
 	}
 	if sc.sim == nil {
-		return 0, nil, fmt.Errorf("script has no cluster")
+		return 0, nil, nil, fmt.Errorf("script has no cluster")
 	}
-	return convergenceMs, sc.sim.Checker().Violations, nil
+	c := sc.sim.Checker()
+	return convergenceMs, c.Violations, c.Kinds, nil
 }
 
 // Schedule writes one random fault schedule as a scenario: crashes (also at
@@ -121,7 +170,12 @@ func Schedule(alg core.Algorithm, n int, seed uint64, boundMs int64) string {
 		mode = "textbook"
 	}
 	g.b.WriteString(fmt.Sprintf("# explore: algorithm %s, n %d, seed %d\n\n", alg, n, seed))
-	g.line(fmt.Sprintf("cluster algorithm=%s ids=(%s) mode=%s detector=on seed=%d%s", alg, g.ids(), mode, seed, quorum))
+	// The classic schedules do not assert that two confirmed coordinators
+	// never overlap: today's quorum lease is not exclusive (a follower acks
+	// a new coordinator while the old one's lease, which it renewed, still
+	// runs), so every partition with the guard would break it. The harsh
+	// schedules assert it.
+	g.line(fmt.Sprintf("cluster algorithm=%s ids=(%s) mode=%s detector=on seed=%d%s skip=(%s)", alg, g.ids(), mode, seed, quorum, KindConfirmedOverlap))
 	for k := 3 + rng.IntN(10); k > 0; k-- {
 		g.line(fmt.Sprintf("advance ms=%d", 1+rng.IntN(400)))
 		g.fault()
@@ -230,4 +284,94 @@ func (g *schedule) partition() {
 		return "(" + strings.Join(s, ",") + ")"
 	}
 	g.line(fmt.Sprintf("partition %s %s", side(perm[:cut]), side(perm[cut:])))
+}
+
+// Shrink removes fault lines from a failing schedule, one at a time, for
+// as long as the script still breaks the property kind, and returns the
+// shortest script found with its violations. The cluster line and the
+// final phase (from the last "network loss=0 dup=0 reorder=0") stay.
+func Shrink(script, kind string) (string, []string, error) {
+	var cmds []string
+	for _, l := range strings.Split(script, "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && l != "----" && !strings.HasPrefix(l, "#") {
+			cmds = append(cmds, l)
+		}
+	}
+	tail := len(cmds)
+	for i := len(cmds) - 1; i > 0; i-- {
+		if cmds[i] == "network loss=0 dup=0 reorder=0" {
+			tail = i
+			break
+		}
+	}
+	fails := func(c []string) ([]string, bool) {
+		_, v, k, err := runScript(strings.Join(c, "\n"))
+		if err != nil {
+			return nil, false
+		}
+		var out []string
+		for i := range v {
+			if k[i] == kind {
+				out = append(out, v[i])
+			}
+		}
+		return out, len(out) > 0
+	}
+	best, ok := fails(cmds)
+	if !ok {
+		return "", nil, fmt.Errorf("sim: shrink: the script does not break %s", kind)
+	}
+	for changed := true; changed; {
+		changed = false
+		for i := tail - 1; i >= 1; i-- {
+			try := slices.Delete(slices.Clone(cmds), i, i+1)
+			if v, ok := fails(try); ok {
+				cmds, best, changed = try, v, true
+				tail--
+			}
+		}
+		// A plainer cluster: without non-voters, tied ratings, the
+		// textbook mode.
+		for _, re := range shrinkCluster {
+			if c := re.ReplaceAllString(cmds[0], re2repl(re)); c != cmds[0] {
+				try := slices.Clone(cmds)
+				try[0] = c
+				if v, ok := fails(try); ok {
+					cmds, best, changed = try, v, true
+				}
+			}
+		}
+		// Shorter waits: halve each advance while it still fails.
+		for i := 1; i < tail; i++ {
+			ms, found := strings.CutPrefix(cmds[i], "advance ms=")
+			v, err := strconv.Atoi(ms)
+			if !found || err != nil || v <= 1 {
+				continue
+			}
+			try := slices.Clone(cmds)
+			try[i] = fmt.Sprintf("advance ms=%d", v/2)
+			if vs, ok := fails(try); ok {
+				cmds, best, changed = try, vs, true
+			}
+		}
+	}
+	var b strings.Builder
+	for _, c := range cmds {
+		b.WriteString(c + "\n----\n\n")
+	}
+	return b.String(), best, nil
+}
+
+var shrinkCluster = []*regexp.Regexp{
+	regexp.MustCompile(` nonvoters=\([^)]*\)`),
+	regexp.MustCompile(` ratings=\([^)]*\)`),
+	regexp.MustCompile(`mode=textbook`),
+}
+
+func re2repl(re *regexp.Regexp) string {
+	if strings.Contains(re.String(), "textbook") {
+		return "mode=view"
+	}
+	return ""
 }

@@ -1,6 +1,10 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/coordelect/coordelect/election/core"
@@ -33,5 +37,70 @@ func TestScheduleIsDeterministic(t *testing.T) {
 	c2, v2, err2 := RunScript(b)
 	if err1 != nil || err2 != nil || c1 != c2 || len(v1) != len(v2) {
 		t.Fatalf("replay differs: %d %v %v / %d %v %v", c1, v1, err1, c2, v2, err2)
+	}
+}
+
+// TestExploreFound replays the shrunk schedules the harsh explorer found
+// (testdata/explore-found). A NAME.txt must run without any violation: it
+// is a regression test. A NAME.txt.pending is a known defect of the core
+// that is not fixed yet: it must still break the property its first line
+// names ("# property: KIND"), so that a fix is noticed: then rename it to
+// NAME.txt.
+func TestExploreFound(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "explore-found", "*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files in testdata/explore-found: %v", err)
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := RunScriptResult(string(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(path, ".pending") {
+				for _, v := range res.Violations {
+					t.Errorf("violation: %s", v)
+				}
+				return
+			}
+			kind, ok := strings.CutPrefix(strings.SplitN(string(data), "\n", 2)[0], "# property: ")
+			if !ok || !slices.Contains(Kinds, kind) {
+				t.Fatalf("first line must be \"# property: KIND\" with KIND one of %v", Kinds)
+			}
+			if !slices.Contains(res.Kinds, kind) {
+				t.Errorf("no longer breaks %s (violations: %v): fixed? rename %s to %s",
+					kind, res.Violations, path, strings.TrimSuffix(path, ".pending"))
+			}
+		})
+	}
+}
+
+// The harsh schedules are deterministic per seed and selection, and every
+// fault kind can be selected on its own.
+func TestHarshScheduleIsDeterministic(t *testing.T) {
+	f, err := ParseFaults("harsh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := ScheduleWith(core.Ring, 9, 5, 30_000, f), ScheduleWith(core.Ring, 9, 5, 30_000, f); a != b {
+		t.Fatal("same seed, different schedules")
+	}
+	for _, k := range append(slices.Clone(faultKinds), "crash,"+setupKinds[0]) {
+		f, err := ParseFaults(k)
+		if err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		for seed := uint64(1); seed <= 5; seed++ {
+			if _, err := RunScriptResult(ScheduleWith(core.Bully, 5, seed, 5_000, f)); err != nil {
+				t.Fatalf("%s seed %d: %v", k, seed, err)
+			}
+		}
+	}
+	if _, err := ParseFaults("crash,bogus"); err == nil {
+		t.Fatal("an unknown kind was accepted")
 	}
 }

@@ -69,7 +69,11 @@ func (s *Sim) crash(sn *simNode) {
 	sn.last = core.Status{ID: sn.id}
 	s.tracef("%s: crashed", sn.id)
 	s.check.partitioned() // a crash shrinks majorities too
-	s.gossip(sn.id, evDown, core.Peer{ID: sn.id})
+	s.check.gone(sn)
+	// Memberlist's dead-node news reaches every member connected to anyone
+	// who knows, and every live member probes the dead node itself: a cut
+	// between the two does not keep it alive in anyone's view.
+	s.gossip(sn.id, evDown, core.Peer{ID: sn.id}, true)
 }
 
 // Restart brings a crashed node back with no state: it starts asleep and
@@ -89,12 +93,12 @@ func (s *Sim) Restart(id string) error {
 	s.tracef("%s: restarted", sn.id)
 	if s.cfg.Mode == core.View {
 		for _, o := range s.nodes {
-			if !o.up || s.cut(sn.id, o.id) {
+			if !o.up || s.viewCut(sn.id, o.id) {
 				sn.node.PeerDown(o.id)
 			}
 		}
 	}
-	s.gossip(id, evUp, s.current(id))
+	s.gossip(id, evUp, s.current(id), false)
 	s.flush(sn)
 	return nil
 }
@@ -112,17 +116,40 @@ func (s *Sim) current(id string) core.Peer {
 }
 
 // gossip delivers a view change about id to every other live node after
-// ViewDelayMs (View mode only).
-func (s *Sim) gossip(id string, kind evKind, p core.Peer) {
+// the view delay (View mode only): to all of them when everyone can find
+// it out for itself (a crash), else to those whose view can reach id.
+func (s *Sim) gossip(id string, kind evKind, p core.Peer, everyone bool) {
 	if s.cfg.Mode != core.View || s.cfg.ViewDelayMs < 0 {
 		return
 	}
 	for _, o := range s.nodes {
-		if o.id != id && o.up && !s.cut(id, o.id) {
-			s.schedule(event{at: s.now + s.cfg.ViewDelayMs, kind: kind, node: o.idx, peer: p})
+		if o.id != id && o.up && (everyone || !s.viewCut(id, o.id)) {
+			s.scheduleView(o, kind, p)
 		}
 	}
 }
+
+// scheduleView schedules one view change at one observer after the view
+// delay (drawn per observer when ViewDelayMaxMs asks for uneven delays).
+func (s *Sim) scheduleView(o *simNode, kind evKind, p core.Peer) {
+	d := s.cfg.ViewDelayMs
+	if span := s.cfg.ViewDelayMaxMs - s.cfg.ViewDelayMs; span > 0 {
+		d += s.rng.Int64N(span + 1)
+	}
+	at := s.now + d
+	s.viewUntil = max(s.viewUntil, at)
+	s.schedule(event{at: at, kind: kind, node: o.idx, peer: p})
+}
+
+// SetViewDelay changes how long membership takes to report a change, from
+// now on: min..max virtual ms (max <= min: always min).
+func (s *Sim) SetViewDelay(minMs, maxMs int64) {
+	s.cfg.ViewDelayMs, s.cfg.ViewDelayMaxMs = minMs, maxMs
+}
+
+// ViewSettledAt is the virtual time by which every view change scheduled so
+// far has arrived.
+func (s *Sim) ViewSettledAt() int64 { return s.viewUntil }
 
 // Partition splits the cluster: nodes in different groups cannot exchange
 // messages. Nodes not named form one more group. In View mode each side's
@@ -163,19 +190,25 @@ func (s *Sim) viewSweep() {
 				continue
 			}
 			kind := evUp
-			if s.cut(a.id, b.id) {
+			if s.viewCut(a.id, b.id) {
 				kind = evDown
 			}
-			s.schedule(event{at: s.now + s.cfg.ViewDelayMs, kind: kind, node: a.idx, peer: s.current(b.id)})
+			s.scheduleView(a, kind, s.current(b.id))
 		}
 	}
 }
 
-// cut reports whether a partition separates a and b.
+// cut reports whether a partition or a block drops messages from a to b.
 func (s *Sim) cut(a, b string) bool {
-	if s.blocked[[2]string{a, b}] {
+	if _, ok := s.blocked[[2]string{a, b}]; ok {
 		return true
 	}
+	return s.split(a, b)
+}
+
+// split reports whether a partition (groups or a majorities ring)
+// separates a and b; it is symmetric.
+func (s *Sim) split(a, b string) bool {
 	if s.ring != nil {
 		d := s.ring[a] - s.ring[b]
 		if d < 0 {
@@ -186,20 +219,73 @@ func (s *Sim) cut(a, b string) bool {
 	return s.group[a] != s.group[b]
 }
 
+// viewCut reports whether a's membership view holds b unreachable: a
+// partition separates them, or a block either way that shows in views
+// (memberlist's probe needs the round trip).
+func (s *Sim) viewCut(a, b string) bool {
+	return s.split(a, b) || s.blocked[[2]string{a, b}] || s.blocked[[2]string{b, a}]
+}
+
+// connected reports whether messages go both ways between a and b.
+func (s *Sim) connected(a, b string) bool { return !s.cut(a, b) && !s.cut(b, a) }
+
 // Block drops every message from one node to another, one way, until
 // Heal: a node that stops hearing the coordinator while everyone else
-// does (a starved process, a one-way loss).
-func (s *Sim) Block(from, to string) error {
+// does (a starved process, a one-way loss). In View mode both nodes'
+// views drop each other after the view delay, as memberlist's failed
+// probes do; BlockQuiet leaves the views alone (memberlist's indirect
+// probes through a third member can keep both alive).
+func (s *Sim) Block(from, to string) error { return s.block(from, to, true) }
+
+// BlockQuiet is Block without the view change.
+func (s *Sim) BlockQuiet(from, to string) error { return s.block(from, to, false) }
+
+func (s *Sim) block(from, to string, inView bool) error {
 	for _, id := range []string{from, to} {
 		if _, ok := s.byID[id]; !ok {
 			return fmt.Errorf("sim: block: unknown node %q", id)
 		}
 	}
+	if from == to {
+		return nil
+	}
 	if s.blocked == nil {
 		s.blocked = map[[2]string]bool{}
 	}
-	s.blocked[[2]string{from, to}] = true
-	s.tracef("block %s -> %s", from, to)
+	k := [2]string{from, to}
+	s.blocked[k] = s.blocked[k] || inView
+	if inView {
+		s.tracef("block %s -> %s", from, to)
+	} else {
+		s.tracef("block %s -> %s (views unchanged)", from, to)
+	}
+	s.check.partitioned() // a block can shrink a coordinator's majority
+	if inView && s.cfg.Mode == core.View && s.cfg.ViewDelayMs >= 0 {
+		for _, p := range [][2]*simNode{{s.byID[from], s.byID[to]}, {s.byID[to], s.byID[from]}} {
+			if p[0].up && p[1].up {
+				s.scheduleView(p[0], evDown, core.Peer{ID: p[1].id})
+			}
+		}
+	}
+	return nil
+}
+
+// Forge puts a frame on the network that no member sent: m.From is only
+// what the frame claims. It arrives after the usual delay whatever the
+// partitions (the forger has its own path), is never lost, duplicated or
+// counted as sent, and is not a protocol member's act for the checker.
+func (s *Sim) Forge(m core.Message) error {
+	to, ok := s.byID[m.To]
+	if !ok {
+		return fmt.Errorf("sim: forge: unknown target %q", m.To)
+	}
+	s.Forged++
+	s.tracef("forged %s -> %s %s term=%s coordinator=%s", orNone(m.From), m.To, m.Type, m.Term, orNone(m.Coordinator))
+	d := s.cfg.DelayMin
+	if span := s.cfg.DelayMax - s.cfg.DelayMin; span > 0 {
+		d += s.rng.Int64N(span + 1)
+	}
+	s.schedule(event{at: s.now + d, kind: evDeliver, node: to.idx, msg: m, inc: to.inc, forged: true})
 	return nil
 }
 

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,8 +17,9 @@ import (
 // line with key=value arguments, as parsed by cockroachdb/datadriven. Each
 // command returns the trace of what happened while it ran.
 type Script struct {
-	sim *Sim
-	out strings.Builder
+	sim  *Sim
+	out  strings.Builder
+	last string // what "@coord" last resolved to; "@last" names it
 }
 
 // Sim returns the cluster the script built (nil before "cluster").
@@ -59,6 +62,7 @@ func init() {
 		"resign": (*Script).resign, "rating": (*Script).rating, "network": (*Script).network,
 		"deliver": (*Script).deliver, "advance": (*Script).advance, "stabilize": (*Script).stabilize,
 		"status": (*Script).status, "messages": (*Script).messages, "check": (*Script).checkCmd,
+		"block": (*Script).block, "forge": (*Script).forge, "isolate": (*Script).isolate, "views": (*Script).views,
 	}
 }
 
@@ -89,6 +93,15 @@ func (sc *Script) cluster(a args) error {
 		return err
 	}
 	sc.sim = s
+	for _, k := range a.kv["skip"] {
+		if !slices.Contains(Kinds, k) {
+			return fmt.Errorf("skip=%s: unknown property (want some of %s)", k, strings.Join(Kinds, ", "))
+		}
+		if s.check.Skip == nil {
+			s.check.Skip = map[string]bool{}
+		}
+		s.check.Skip[k] = true
+	}
 	switch c := a.str("coordinator", "highest"); c {
 	case "none":
 	case "highest":
@@ -130,13 +143,24 @@ func clusterConfig(a args) (Config, error) {
 			return cfg, err
 		}
 	}
-	var seed, tick, vd int
-	for k, p := range map[string]*int{"seed": &seed, "tick": &tick, "view-delay": &vd} {
+	var seed, tick int
+	for k, p := range map[string]*int{"seed": &seed, "tick": &tick} {
 		if *p, err = a.int(k, 0); err != nil {
 			return cfg, err
 		}
 	}
-	cfg.Seed, cfg.TickMs, cfg.ViewDelayMs = uint64(seed), int64(tick), int64(vd)
+	cfg.Seed, cfg.TickMs = uint64(seed), int64(tick)
+	if v, ok := a.kv["view-delay"]; ok && strings.Contains(v[0], "-") && !strings.HasPrefix(v[0], "-") {
+		if cfg.ViewDelayMs, cfg.ViewDelayMaxMs, err = ParseSpan(v[0]); err != nil {
+			return cfg, err
+		}
+	} else {
+		vd, err := a.int("view-delay", 0)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.ViewDelayMs = int64(vd)
+	}
 	for k, p := range map[string]*float64{"loss": &cfg.Loss, "dup": &cfg.Dup, "reorder": &cfg.Reorder} {
 		if *p, err = a.float(k); err != nil {
 			return cfg, err
@@ -152,6 +176,7 @@ func (sc *Script) crash(a args) error {
 	if err != nil {
 		return err
 	}
+	id = sc.resolve(id)
 	on := a.str("on", "")
 	if on == "" {
 		return sc.sim.Crash(id)
@@ -203,7 +228,7 @@ func (sc *Script) each(a args, fn func(string) error) error {
 		return fmt.Errorf("name at least one node")
 	}
 	for _, id := range a.positional {
-		if err := fn(id); err != nil {
+		if err := fn(sc.resolve(id)); err != nil {
 			return err
 		}
 	}
@@ -232,7 +257,7 @@ func (sc *Script) rating(a args) error {
 	if err != nil {
 		return fmt.Errorf("rating %q: %w", a.positional[1], err)
 	}
-	return sc.sim.SetRating(a.positional[0], r)
+	return sc.sim.SetRating(sc.resolve(a.positional[0]), r)
 }
 
 // network loss=P dup=P reorder=P
@@ -278,14 +303,26 @@ func (sc *Script) stabilize(a args) error {
 	return sc.status(a)
 }
 
-// check [highest] [max=MS]: liveness within the bound, and every violation.
+// check [highest|majority] [max=MS]: liveness within the bound, and every
+// violation. "majority" keeps the partitions: the connected majority must
+// elect one of its own (quorum guard only).
 func (sc *Script) checkCmd(a args) error {
 	ms, err := a.int("max", 60_000)
 	if err != nil {
 		return err
 	}
-	highest := len(a.positional) > 0 && a.positional[0] == "highest"
-	sc.sim.Checker().CheckLiveness(int64(ms), highest)
+	what := ""
+	if len(a.positional) > 0 {
+		what = a.positional[0]
+	}
+	switch what {
+	case "", "highest":
+		sc.sim.Checker().CheckLiveness(int64(ms), what == "highest")
+	case "majority":
+		sc.sim.Checker().CheckMajority(int64(ms))
+	default:
+		return fmt.Errorf("check %s: want check, check highest or check majority", what)
+	}
 	if v := sc.sim.Checker().Violations; len(v) > 0 {
 		for _, line := range v {
 			sc.trace("violation: " + line)
@@ -320,5 +357,220 @@ func (sc *Script) messages(args) error {
 	}
 	fmt.Fprintf(&b, "total=%d lost=%d", s.ElectionMessages(), s.Lost)
 	sc.trace(b.String())
+	return nil
+}
+
+// resolve turns "@coord" into the node that leads now: the up coordinator
+// with the highest term, else the coordinator most up nodes report, else
+// the highest-rated live voter; "@last" into what @coord last named. Other
+// names are returned as they are.
+func (sc *Script) resolve(id string) string {
+	if id == "@last" && sc.last != "" {
+		return sc.last
+	}
+	if id != "@coord" {
+		return id
+	}
+	sc.last = sc.pickCoord()
+	return sc.last
+}
+
+func (sc *Script) pickCoord() string {
+	s := sc.sim
+	best, bestTerm := "", core.Term(0)
+	votes := map[string]int{}
+	top := ""
+	for _, sn := range s.nodes {
+		if !sn.up {
+			continue
+		}
+		st := sn.node.Status()
+		if st.State == core.StateCoordinator && (best == "" || st.Term > bestTerm) {
+			best, bestTerm = sn.id, st.Term
+		}
+		if c := st.Coordinator; c != "" && s.Up(c) {
+			if votes[c]++; top == "" || votes[c] > votes[top] {
+				top = c
+			}
+		}
+	}
+	switch {
+	case best != "":
+		return best
+	case top != "":
+		return top
+	case s.highestLiveVoter() != "":
+		return s.highestLiveVoter()
+	}
+	return s.nodes[0].id
+}
+
+// targets resolves a node argument that may be one ID, @coord, all (every
+// member but except) or a (a,b) list.
+func (sc *Script) targets(a args, key, except string) ([]string, error) {
+	v, ok := a.kv[key]
+	if !ok || len(v) == 0 {
+		return nil, fmt.Errorf("want %s=ID, %s=all or %s=(a,b)", key, key, key)
+	}
+	if len(v) == 1 && v[0] == "all" {
+		var out []string
+		for _, id := range sc.sim.IDs() {
+			if id != except {
+				out = append(out, id)
+			}
+		}
+		return out, nil
+	}
+	out := make([]string, len(v))
+	for i, id := range v {
+		out[i] = sc.resolve(id)
+	}
+	return out, nil
+}
+
+// block from=ID|all|(..) to=ID|all|(..) [views=off]: drop messages one way
+// until heal (a mute node: from=ID to=all; a deaf one: from=all to=ID).
+// With views=off membership keeps both ends alive.
+func (sc *Script) block(a args) error {
+	from, err := sc.targets(a, "from", "")
+	if err != nil {
+		return err
+	}
+	except := ""
+	if len(from) == 1 {
+		except = from[0]
+	}
+	to, err := sc.targets(a, "to", except)
+	if err != nil {
+		return err
+	}
+	if len(to) == 1 && len(from) > 1 {
+		from = slices.DeleteFunc(from, func(id string) bool { return id == to[0] })
+	}
+	quiet := a.str("views", "on") == "off"
+	for _, f := range from {
+		for _, t := range to {
+			if quiet {
+				err = sc.sim.BlockQuiet(f, t)
+			} else {
+				err = sc.sim.Block(f, t)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// isolate ID [keep=K] [views=off]: cut ID off both ways from every member
+// but the K live ones that follow it in ring order: a coordinator that
+// still reaches a few followers but not the majority. With views=off
+// membership keeps everyone alive (memberlist's indirect probes through
+// the followers it still reaches).
+func (sc *Script) isolate(a args) error {
+	id, err := a.pos(0)
+	if err != nil {
+		return err
+	}
+	id = sc.resolve(id)
+	keep, err := a.int("keep", 0)
+	if err != nil {
+		return err
+	}
+	sn, ok := sc.sim.byID[id]
+	if !ok {
+		return fmt.Errorf("unknown node %q", id)
+	}
+	quiet := a.str("views", "on") == "off"
+	n := len(sc.sim.nodes)
+	kept := 0
+	for i := 1; i < n; i++ {
+		o := sc.sim.nodes[(sn.idx+i)%n]
+		if kept < keep && o.up {
+			kept++
+			continue
+		}
+		block := sc.sim.Block
+		if quiet {
+			block = sc.sim.BlockQuiet
+		}
+		if err := block(id, o.id); err != nil {
+			return err
+		}
+		if err := block(o.id, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// views delay=MIN-MAX: membership reports changes after MIN..MAX virtual
+// ms from now on (each observer its own draw).
+func (sc *Script) views(a args) error {
+	lo, hi, err := a.span("delay", 0, 0)
+	if err != nil {
+		return err
+	}
+	if hi > maxMs {
+		return fmt.Errorf("delay=%d-%d: want at most %d", lo, hi, maxMs)
+	}
+	sc.sim.SetViewDelay(lo, hi)
+	return nil
+}
+
+// forge from=ID to=ID|all|(..) [type=heartbeat] [term=max|foreign|E.T]
+// [confirmed]: frames that no member sent, in from's name. term=max is the
+// highest epoch with from's tag; foreign is one epoch above the highest
+// term any node holds, with the tag of the member after from in ring
+// order (a term that does not name its sender).
+func (sc *Script) forge(a args) error {
+	from := sc.resolve(a.str("from", ""))
+	sn, ok := sc.sim.byID[from]
+	if !ok {
+		return fmt.Errorf("from=%s: want a member", from)
+	}
+	to, err := sc.targets(a, "to", from)
+	if err != nil {
+		return err
+	}
+	t, err := parseMsgType(a.str("type", "heartbeat"))
+	if err != nil {
+		return err
+	}
+	var term core.Term
+	switch ts := a.str("term", "max"); ts {
+	case "max":
+		term = core.MakeTerm(math.MaxUint32, core.Tag(from))
+	case "foreign":
+		var hi core.Term
+		for _, o := range sc.sim.nodes {
+			if o.up {
+				hi = max(hi, o.node.Status().Term)
+			}
+		}
+		other := sc.sim.nodes[(sn.idx+1)%len(sc.sim.nodes)].id
+		term = core.MakeTerm(hi.Epoch()+1, core.Tag(other))
+	default:
+		e, g, ok := strings.Cut(ts, ".")
+		ev, err1 := strconv.ParseUint(e, 10, 32)
+		gv, err2 := strconv.ParseUint(g, 10, 32)
+		if !ok || err1 != nil || err2 != nil {
+			return fmt.Errorf("term=%s: want max, foreign or EPOCH.TAG", ts)
+		}
+		term = core.MakeTerm(uint32(ev), uint32(gv))
+	}
+	p := sc.sim.current(from)
+	_, confirmed := a.kv["confirmed"]
+	confirmed = confirmed || slices.Contains(a.positional, "confirmed")
+	for _, id := range to {
+		m := core.Message{Type: t, From: from, To: id, Term: term, Rating: p.Rating, Value: p.Rank(), Confirmed: confirmed}
+		if t == core.MsgHeartbeat || t == core.MsgCoordinator {
+			m.Coordinator = from
+		}
+		if err := sc.sim.Forge(m); err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -42,6 +42,11 @@ type Config struct {
 	// gossip would. Negative: never (the view is left to the script).
 	// Default 0: at once.
 	ViewDelayMs int64
+	// ViewDelayMaxMs, when above ViewDelayMs, makes each view change take
+	// a delay drawn from ViewDelayMs..ViewDelayMaxMs, per observer: slow
+	// and uneven membership, as gossip is. Newer news about a member
+	// always wins over older news that arrives later.
+	ViewDelayMaxMs int64
 	// HeartbeatDetector turns on the followers' heartbeat failure detector.
 	// Off, only nodes told to Detect (or a view PeerDown) notice a failure,
 	// which is what the message-count experiments assume.
@@ -68,9 +73,19 @@ type Sim struct {
 	// only the nodes within reach places of it on this ring.
 	ring  map[string]int
 	reach int
-	// blocked links, one way: from -> to.
+	// blocked links, one way: from -> to. The value says whether the
+	// block also shows in the two nodes' membership views.
 	blocked map[[2]string]bool
-	lastAt  map[[2]int]int64
+	// viewSeq: per (observer, subject) pair, the sequence number of the
+	// newest view event applied, so that older news arriving later (with
+	// uneven view delays) is ignored.
+	viewSeq map[[2]int]uint64
+	// viewUntil is the latest time a scheduled view change arrives: the
+	// membership has converged after it.
+	viewUntil int64
+	// Forged counts frames injected by Forge.
+	Forged uint64
+	lastAt map[[2]int]int64
 	// Sent counts every message handed to the network, by type, including
 	// those to crashed or cut-off nodes.
 	Sent     [core.NumMsgTypes]uint64
@@ -103,7 +118,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	s := &Sim{cfg: cfg, roster: roster, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		byID: map[string]*simNode{}, group: map[string]int{}, lastAt: map[[2]int]int64{}}
+		byID: map[string]*simNode{}, group: map[string]int{}, lastAt: map[[2]int]int64{}, viewSeq: map[[2]int]uint64{}}
 	s.check = newChecker(s)
 	s.phases = make([][]int, cfg.TickMs)
 	for i, p := range cfg.Members {
@@ -134,6 +149,9 @@ func (c *Config) fill() error {
 	}
 	if c.DelayMin == 0 && c.DelayMax == 0 {
 		c.DelayMin, c.DelayMax = 1, 5
+	}
+	if c.ViewDelayMaxMs < 0 || c.ViewDelayMaxMs > maxMs || c.ViewDelayMs > maxMs {
+		return fmt.Errorf("sim: ViewDelayMs = %d, ViewDelayMaxMs = %d: want at most %d", c.ViewDelayMs, c.ViewDelayMaxMs, maxMs)
 	}
 	if c.TickMs < 1 || c.TickMs > maxMs || c.DelayMin < 0 || c.DelayMax < c.DelayMin || c.DelayMax > maxMs {
 		return fmt.Errorf("sim: TickMs = %d, delay = %d-%d: want 1 <= TickMs <= %d and 0 <= min <= max <= %d",
@@ -185,8 +203,17 @@ func (s *Sim) Bootstrap(coordinator string) error {
 	return nil
 }
 
-// Highest returns the ID of the highest-ranked member.
-func (s *Sim) Highest() string { return s.roster.ByRank(s.roster.Len() - 1).ID }
+// Highest returns the ID of the highest-ranked voter (the highest-ranked
+// member when every member is a non-voter): the one a settled cluster
+// follows.
+func (s *Sim) Highest() string {
+	for i := s.roster.Len() - 1; i >= 0; i-- {
+		if p := s.roster.ByRank(i); !p.NonVoter {
+			return p.ID
+		}
+	}
+	return s.roster.ByRank(s.roster.Len() - 1).ID
+}
 
 // Now is the virtual time in milliseconds.
 func (s *Sim) Now() int64 { return s.now }
