@@ -182,7 +182,8 @@ func (c *Checker) convergeViews() {
 // highest-ranked live voter (the bully guarantee under the default
 // preemption policy).
 //
-// With the quorum guard on and fewer than a majority of QuorumSize alive,
+// With the quorum guard on and fewer than a majority of QuorumSize voters
+// alive (non-voters never count toward a majority),
 // no coordinator is the right outcome: it then runs the whole bound and
 // requires that no node reports one. With no live voter nobody can lead,
 // and nothing is required.
@@ -192,7 +193,7 @@ func (c *Checker) CheckLiveness(boundMs int64, wantHighest bool) bool {
 		return true // nobody is left to agree, or nobody may lead
 	}
 	c.convergeViews()
-	if q := c.s.cfg.Core.QuorumSize; q > 0 && c.s.live() < q/2+1 {
+	if q := c.s.cfg.Core.QuorumSize; q > 0 && c.s.liveVoters() < q/2+1 {
 		c.s.RunFor(boundMs)
 		sts, up := c.s.Statuses()
 		for i, st := range sts {
@@ -265,20 +266,20 @@ func (s *Sim) ConnectedMajority() []string {
 // once membership has converged, the connected majority (ConnectedMajority)
 // must within boundMs agree on one confirmed coordinator among its own
 // members, whatever the old coordinator can still reach. Without the
-// guard, or with no connected majority holding a voter, nothing is
-// required.
+// guard, or when the connected set holds fewer voters than a majority of
+// QuorumSize (non-voters never count toward one), nothing is required.
 func (c *Checker) CheckMajority(boundMs int64) bool {
 	c.s.triggers = nil
 	q := c.s.cfg.Core.QuorumSize
 	maj := c.s.ConnectedMajority()
-	voter := false
+	voters := 0
 	for _, id := range maj {
 		if p, _ := c.s.byID[id].node.Roster().Get(id); !p.NonVoter {
-			voter = true
+			voters++
 		}
 	}
-	if q == 0 || len(maj) < q/2+1 || !voter {
-		c.s.tracef("check majority: no connected majority with a voter (%v); nothing required", maj)
+	if q == 0 || voters < q/2+1 {
+		c.s.tracef("check majority: no connected majority of voters (%v); nothing required", maj)
 		return true
 	}
 	c.convergeViews()
@@ -336,6 +337,17 @@ func (s *Sim) highestLiveVoter() string {
 		}
 	}
 	return best.ID
+}
+
+// liveVoters counts the live nodes that are voters.
+func (s *Sim) liveVoters() int {
+	n := 0
+	for _, sn := range s.nodes {
+		if p, _ := sn.node.Roster().Get(sn.id); sn.up && !p.NonVoter {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *Sim) live() int {

@@ -170,12 +170,7 @@ func Schedule(alg core.Algorithm, n int, seed uint64, boundMs int64) string {
 		mode = "textbook"
 	}
 	g.b.WriteString(fmt.Sprintf("# explore: algorithm %s, n %d, seed %d\n\n", alg, n, seed))
-	// The classic schedules do not assert that two confirmed coordinators
-	// never overlap: today's quorum lease is not exclusive (a follower acks
-	// a new coordinator while the old one's lease, which it renewed, still
-	// runs), so every partition with the guard would break it. The harsh
-	// schedules assert it.
-	g.line(fmt.Sprintf("cluster algorithm=%s ids=(%s) mode=%s detector=on seed=%d%s skip=(%s)", alg, g.ids(), mode, seed, quorum, KindConfirmedOverlap))
+	g.line(fmt.Sprintf("cluster algorithm=%s ids=(%s) mode=%s detector=on seed=%d%s", alg, g.ids(), mode, seed, quorum))
 	for k := 3 + rng.IntN(10); k > 0; k-- {
 		g.line(fmt.Sprintf("advance ms=%d", 1+rng.IntN(400)))
 		g.fault()
