@@ -28,7 +28,10 @@ Runs a live coordelect cluster in this process: N nodes named 1..N with
 ratings 1..N, each a real memberlist member on its own 127.0.0.1 port with an
 elector on top, and a web page to watch them and break them (crash, restart,
 partition, heal, resign, change a rating). Per node, /nodes/NAME/status,
-/nodes/NAME/metrics and /nodes/NAME/healthz serve what 'demo node' serves.`
+/nodes/NAME/metrics and /nodes/NAME/healthz serve what 'demo node' serves.
+` + commandsHelp + `
+
+Flags of the live local cluster:`
 
 // maxClusterSize bounds -n: the page draws every node on one ring.
 const maxClusterSize = 16

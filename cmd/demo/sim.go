@@ -24,10 +24,9 @@ type simFlags struct {
 	maxMs                                                 int64
 }
 
-func parseSimFlags(args []string) (*simFlags, error) {
+func parseSimFlags(args []string, stdout io.Writer) (*simFlags, error) {
 	f := &simFlags{}
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.algorithm, "algorithm", "bully", "bully, ring or peterson")
 	fs.IntVar(&f.n, "n", 0, "members 1..N, rating = id (default 5 unless -ids)")
 	fs.StringVar(&f.ids, "ids", "", "explicit integer ids, comma-separated (rings: clockwise order)")
@@ -45,11 +44,8 @@ func parseSimFlags(args []string) (*simFlags, error) {
 	fs.Int64Var(&f.maxMs, "max-ms", 3_600_000, "give up after this much virtual time")
 	fs.IntVar(&f.explore, "explore", 0, "run K seeded random fault schedules (seeds -seed .. -seed+K-1) and check every property")
 	fs.StringVar(&f.exploreOut, "explore-out", ".", "directory for the scenario files that replay violations")
-	if err := fs.Parse(args); err != nil {
-		return nil, usagef("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, args, stdout, simSynopsis); err != nil {
+		return nil, err
 	}
 	if f.maxMs <= 0 {
 		return nil, usagef("-max-ms %d: want a positive number of virtual ms", f.maxMs)
@@ -93,7 +89,7 @@ type networkInfo struct {
 }
 
 func runSim(ctx context.Context, args []string, stdout io.Writer) error {
-	f, err := parseSimFlags(args)
+	f, err := parseSimFlags(args, stdout)
 	if err != nil {
 		return err
 	}
