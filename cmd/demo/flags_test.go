@@ -15,6 +15,7 @@ func TestLiveBadFlags(t *testing.T) {
 	for _, tc := range []struct{ args, mention string }{
 		{"-n 0", "-n"}, {"-n 17", "-n"}, {"-n x", "-n"},
 		{"-algorithm raft", "-algorithm"}, {"-quorum 6", "-quorum"}, {"-quorum -1", "-quorum"},
+		{"-quorum 3", "-quorum"}, {"-n 4 -quorum 3", "-quorum"}, {"-n 16 -quorum 14", "-quorum"},
 		{"-http nohost", "-http"}, {"-http 127.0.0.1:99999", "-http"},
 		{"-key !!!", "-key"}, {"-key c2hvcnQ=", "-key"}, {"-log-level loud", "-log-level"},
 		{"-nosuchflag", "-nosuchflag"}, {"extra", "extra"},

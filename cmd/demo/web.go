@@ -43,7 +43,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer,
 		return fmt.Errorf("-http: %w", err)
 	}
 	c := newLocalCluster(o, logger, nodeLog, sink)
-	c.disrupted() // the first agreement reports the start-up time
+	c.disrupted("the start") // the first agreement reports the start-up time
 	if err := c.start(); err != nil {
 		_ = ln.Close()
 		return err
