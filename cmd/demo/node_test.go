@@ -10,7 +10,8 @@ import (
 
 // A node whose seeds cannot be reached is alive (/healthz 200) but not
 // ready: /readyz says it is alone, instead of a 200 for a cluster of one
-// that leads itself.
+// that leads itself. That start (every node of a cluster started at once
+// has it) is quiet at INFO: no WARN, one line per entry.
 func TestNodeReadyzAlone(t *testing.T) {
 	checkLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -18,7 +19,7 @@ func TestNodeReadyzAlone(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- runContext(ctx, []string{"node", "-name", "a", "-bind", "127.0.0.1:0", "-http", "127.0.0.1:0",
-			"-profile", "local", "-join", "127.0.0.1:1", "-log-level", "off"}, &out, &errb, nil)
+			"-profile", "local", "-join", "127.0.0.1:1", "-log-level", "info"}, &out, &errb, nil)
 	}()
 	defer func() {
 		cancel()
@@ -46,5 +47,24 @@ func TestNodeReadyzAlone(t *testing.T) {
 	})
 	if code, body := getText(base + "/readyz"); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "alone:") {
 		t.Errorf("/readyz of a node whose seed is unreachable: %d %q; want 503 alone", code, body)
+	}
+	logs := errb.String()
+	if !strings.Contains(logs, "no seed reachable") {
+		t.Errorf("the unreachable seed is not logged:\n%s", logs)
+	}
+	// One naming convention: the libraries name their sub-loggers, the
+	// caller passes its own (here "demo"), so no name is doubled.
+	for _, want := range []string{"demo.membership: ", "demo.election: "} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("no line from logger %q:\n%s", strings.TrimSuffix(want, ": "), logs)
+		}
+	}
+	if strings.Contains(logs, "membership.membership") || strings.Contains(logs, "election.election") {
+		t.Errorf("a doubled logger name:\n%s", logs)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if !strings.HasPrefix(l, "20") || strings.Contains(l, "[WARN]") || strings.Contains(l, "[ERROR]") {
+			t.Errorf("start-up log line %q: want one INFO line per entry, no WARN or ERROR", l)
+		}
 	}
 }
