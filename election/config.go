@@ -75,7 +75,8 @@ type Config struct {
 	// Default HeartbeatInterval + CoordinatorTimeout.
 	HandoffTimeout time.Duration
 
-	// Logger receives the Elector's logs under the name "election"; nil
+	// Logger is the parent logger: the Elector logs under its sub-logger
+	// "election" (pass the service's logger, not log.Named("election")); nil
 	// discards them. Leadership changes and elections log at Info, every
 	// message at Debug.
 	Logger hclog.Logger

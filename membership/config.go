@@ -99,8 +99,9 @@ type Config struct {
 	// 30 s with the LAN profile), ...
 	// Delegate, Events, Logger and LogOutput are set after it returns.
 	Memberlist func(*memberlist.Config)
-	// Logger receives the node's logs and, through a "memberlist" sub-logger,
-	// memberlist's. Default nil: discard.
+	// Logger is the parent logger: the node logs under its sub-logger
+	// "membership", memberlist under "membership.memberlist". Pass the
+	// service's logger, not log.Named("membership"). Default nil: discard.
 	Logger hclog.Logger
 }
 

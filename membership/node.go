@@ -3,6 +3,7 @@ package membership
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,7 +83,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	if len(cfg.Seeds) > 0 {
 		if _, err := n.Join(cfg.Seeds...); err != nil {
-			n.log.Warn("no seed reachable; running alone until one is", "seeds", cfg.Seeds, "error", err)
+			n.log.Info("no seed reachable yet; running alone and retrying", "seeds", cfg.Seeds, "error", strings.Join(strings.Fields(err.Error()), " "))
 		} else if top := n.topVoter(); top != "" && !slices.Contains(cfg.Seeds, top) {
 			n.introduce(top)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // dashboardVars are the values the test gives the dashboard's variables:
@@ -55,7 +56,50 @@ func TestAgainstPrometheus(t *testing.T) {
 	t.Logf("split brain seen by Prometheus %v after the partition", time.Since(split).Round(time.Millisecond))
 	checkAlertExprs(t, p, rules)
 	checkPanels(t, p)
+
+	// The heal: one of the two coordinators hears of the other's higher
+	// term while it still leads, and the overlap alert fires for it.
+	healed := time.Now()
+	c.net.Heal()
+	c.eventually(5*time.Second, func() bool {
+		deposed := 0.0
+		for _, id := range c.ids {
+			deposed += testutil.ToFloat64(c.nodes[id].rec.deposed)
+		}
+		return deposed == 1
+	})
+	checkOverlapFires(t, p)
+	t.Logf("overlap alert firing %v after the heal", time.Since(healed).Round(time.Millisecond))
 	t.Logf("test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// checkOverlapFires waits until CoordelectLeadershipOverlap fires (it has
+// no `for`) for exactly one node.
+func checkOverlapFires(t *testing.T, p *promServer) {
+	t.Helper()
+	err := poll(20*time.Second, func() error {
+		rules, err := p.rules()
+		if err != nil {
+			return err
+		}
+		r := findRule(rules, "CoordelectLeadershipOverlap")
+		if r == nil {
+			return errors.New("rule CoordelectLeadershipOverlap not loaded")
+		}
+		s, err := p.query(r.Query)
+		switch {
+		case err != nil:
+			return err
+		case len(s) != 1 || s[0].Metric["node"] == "":
+			return fmt.Errorf("%s = %v, want one deposed node", r.Query, s)
+		case r.State != "firing":
+			return fmt.Errorf("CoordelectLeadershipOverlap is %s, want firing", r.State)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("overlap alert: %v\n%s", err, p.log())
+	}
 }
 
 // joinMemberlists starts a memberlist instance "prom-<id>" per node and

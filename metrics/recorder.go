@@ -31,7 +31,9 @@ type Recorder struct {
 	detach     func() // stops memberlist routing; nil without WithMemberlist
 
 	term            prometheus.Gauge
+	termEpoch       prometheus.Gauge
 	isCoordinator   prometheus.Gauge
+	deposed         prometheus.Counter
 	coordinatorInfo *prometheus.GaugeVec
 	state           *prometheus.GaugeVec
 	sent            *prometheus.CounterVec
@@ -50,6 +52,7 @@ type Recorder struct {
 
 	mu          sync.Mutex
 	coordinator string // the coordinator_info label value set to 1, or ""
+	leading     bool   // the last Leadership named this node
 	current     core.State
 }
 
@@ -87,8 +90,14 @@ func newRecorder(o options) *Recorder {
 		term: prometheus.NewGauge(gaugeOpts("term",
 			"Highest election term this node has seen: epoch<<32 | the winning node's tag. "+
 				"Unique per coordinator; it only grows.")),
+		termEpoch: prometheus.NewGauge(gaugeOpts("term_epoch",
+			"The epoch of coordelect_term (its high 32 bits): the number of the election that made it. "+
+				"Exact as a float64, unlike the term above 2^53.")),
 		isCoordinator: prometheus.NewGauge(gaugeOpts("is_coordinator",
 			"1 while this node is the coordinator, else 0.")),
+		deposed: prometheus.NewCounter(counterOpts("leader_deposed_total",
+			"Times this node, while it led, learned of a coordinator in a higher term: "+
+				"both led at once, for at least a message delay (a preemption, a healed partition).")),
 		coordinatorInfo: prometheus.NewGaugeVec(gaugeOpts("coordinator_info",
 			"1 for the coordinator this node currently follows (itself when it leads); "+
 				"no series while it knows none."), []string{"coordinator"}),
@@ -129,7 +138,7 @@ func counterOpts(name, help string) prometheus.CounterOpts {
 // register registers every collector on r.reg, then the optional ones.
 func (r *Recorder) register(o options) error {
 	cs := []prometheus.Collector{
-		r.term, r.isCoordinator, r.coordinatorInfo, r.state, r.sent, r.received,
+		r.term, r.termEpoch, r.isCoordinator, r.deposed, r.coordinatorInfo, r.state, r.sent, r.received,
 		r.dropped, r.elections, r.duration, r.leaderChanges, r.members, r.heartbeatMisses,
 	}
 	if o.transport != nil {
@@ -196,16 +205,28 @@ func (r *Recorder) SetState(s core.State) {
 	r.current = s
 }
 
-// SetTerm sets coordelect_term. A gauge holds a float64, exact for terms
-// below 2^53 (epochs below 2^21).
-func (r *Recorder) SetTerm(term uint64) { r.term.Set(float64(term)) }
+// SetTerm sets coordelect_term and coordelect_term_epoch. A gauge holds a
+// float64: the term is exact below 2^53 (epochs below 2^21), the epoch
+// always.
+func (r *Recorder) SetTerm(term uint64) {
+	r.term.Set(float64(term))
+	r.termEpoch.Set(float64(core.Term(term).Epoch()))
+}
 
 // SetLeader sets coordelect_is_coordinator and moves
 // coordelect_coordinator_info to the new coordinator, deleting the old
-// coordinator's series (none while no coordinator is known).
+// coordinator's series (none while no coordinator is known). A node that
+// goes from leading straight to following another coordinator (with no
+// "none" between, as a resignation, a lease lapse or a lost coordinator
+// have) led at the same time as that one: coordelect_leader_deposed_total
+// counts it.
 func (r *Recorder) SetLeader(l election.Leadership) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.leading && l.Known() && !l.IsSelf {
+		r.deposed.Inc()
+	}
+	r.leading = l.IsSelf
 	if l.IsSelf {
 		r.isCoordinator.Set(1)
 	} else {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -69,6 +70,54 @@ func TestRecorderScriptedElection(t *testing.T) {
 	})
 }
 
+// TestRecorderDeposed: a coordinator displaced by a higher-rated node
+// (bully's preemption) led beside it for a message delay, and counts it in
+// coordelect_leader_deposed_total; a resignation (which hands off before
+// the successor wins) and the nodes that only followed count nothing.
+func TestRecorderDeposed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newTestCluster(t, 3, testLatency, nil)
+		first := c.waitAgreed(time.Second, "c", 0)
+		if err := c.nodes["a"].e.SetRating(10); err != nil {
+			t.Fatal(err)
+		}
+		second := c.waitAgreed(time.Second, "a", first)
+		synctest.Wait()
+		for id, want := range map[string]float64{"a": 0, "b": 0, "c": 1} {
+			expect(t, id+" deposed after a's preemption", testutil.ToFloat64(c.nodes[id].rec.deposed), want)
+			expect(t, id+" term epoch", testutil.ToFloat64(c.nodes[id].rec.termEpoch), float64(core.Term(second).Epoch()))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := c.nodes["a"].e.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.waitAgreed(time.Second, "c", second)
+		synctest.Wait()
+		for id, want := range map[string]float64{"a": 0, "b": 0, "c": 1} {
+			expect(t, id+" deposed after a's resignation", testutil.ToFloat64(c.nodes[id].rec.deposed), want)
+		}
+		for _, id := range c.ids {
+			lint(t, c.nodes[id].reg)
+		}
+	})
+}
+
+// TestSetTermEpoch: the epoch gauge is exact where the term gauge, a
+// float64, is not.
+func TestSetTermEpoch(t *testing.T) {
+	r, err := New(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := uint64(core.MakeTerm(1<<31+3, 0xffffffff))
+	r.SetTerm(term)
+	expect(t, "term epoch", testutil.ToFloat64(r.termEpoch), 1<<31+3)
+	if got := testutil.ToFloat64(r.term); got == float64(term) && uint64(got) == term {
+		t.Errorf("term gauge %v holds %d exactly; the case is meant to show a term a float64 rounds", got, term)
+	}
+}
+
 // checkLeadership checks the leadership gauges of every node: term,
 // is_coordinator, a single coordinator_info series, the one-hot state.
 func checkLeadership(t *testing.T, c *testCluster, leader string, term uint64, states map[string]core.State) {
@@ -76,6 +125,8 @@ func checkLeadership(t *testing.T, c *testCluster, leader string, term uint64, s
 	for _, id := range c.ids {
 		r := c.nodes[id].rec
 		expect(t, id+" term", testutil.ToFloat64(r.term), float64(term))
+		expect(t, id+" term epoch", testutil.ToFloat64(r.termEpoch), float64(core.Term(term).Epoch()))
+		expect(t, id+" deposed", testutil.ToFloat64(r.deposed), 0) // none led beside another
 		want := 0.0
 		if id == leader {
 			want = 1

@@ -73,6 +73,8 @@ var issueMetrics = []string{
 	"coordelect_messages_sent_total", "coordelect_messages_received_total", "coordelect_messages_dropped_total",
 	"coordelect_elections_total", "coordelect_election_duration_seconds", "coordelect_leader_changes_total",
 	"coordelect_members", "coordelect_heartbeat_misses_total",
+	// issue 17: the epoch exact, and the overlaps a scrape cannot see.
+	"coordelect_term_epoch", "coordelect_leader_deposed_total",
 }
 
 // TestLabelValuesPreinitialised: every label value the code knows exists

@@ -28,7 +28,8 @@ func (c *localCluster) crash(name string) error {
 	if p == nil {
 		return fmt.Errorf("%w: node %s is already down", errConflict, name)
 	}
-	c.disrupted()
+	s.resigned.Store(false)
+	c.disrupted("the crash of " + name)
 	if err := p.crash(); err != nil {
 		c.log.Warn("crashed node did not close cleanly", "node", name, "error", err)
 	}
@@ -61,7 +62,7 @@ func (c *localCluster) restart(name string) error {
 	if err := c.startSlot(s, tr); err != nil {
 		return err
 	}
-	c.disrupted()
+	c.disrupted("the restart of " + name)
 	c.action(name, "restarted "+name)
 	return nil
 }
@@ -92,7 +93,7 @@ func (c *localCluster) partition(minority []string) error {
 	groups := [][]string{slices.Clone(minority), rest}
 	c.net.Partition(groups...)
 	c.groups.Store(&groups)
-	c.disrupted()
+	c.disrupted("the partition")
 	c.action("", fmt.Sprintf("partitioned: {%s} | {%s}", strings.Join(minority, ","), strings.Join(rest, ",")))
 	return nil
 }
@@ -123,7 +124,7 @@ func (c *localCluster) heal() error {
 	}
 	c.net.Heal()
 	c.groups.Store(nil)
-	c.disrupted()
+	c.disrupted("the heal")
 	c.action("", "healed the partition")
 	return nil
 }
@@ -140,13 +141,15 @@ func (c *localCluster) resign(name string) error {
 	if !p.el.IsLeader() {
 		return fmt.Errorf("%w: node %s is not the coordinator", errConflict, name)
 	}
-	c.disrupted()
+	c.disrupted(name + "'s resignation")
 	ctx, cancel := waitCtx()
 	defer cancel()
 	if err := p.el.Resign(ctx); err != nil {
 		return err
 	}
-	c.action(name, name+" resigned")
+	s, _ := c.slot(name)
+	s.resigned.Store(true)
+	c.action(name, name+" resigned: it hands off to the next voter by rating")
 	return nil
 }
 
@@ -174,20 +177,22 @@ func (c *localCluster) rate(name string, next func(old int64) int64) error {
 	s, _ := c.slot(name)
 	old := s.rating.Load()
 	rating := next(old)
-	c.disrupted()
+	c.disrupted("the rating change of " + name)
 	if err := p.el.SetRating(rating); err != nil {
 		return err
 	}
 	s.rating.Store(rating)
+	s.resigned.Store(false)
 	c.action(name, fmt.Sprintf("rating of %s: %d → %d", name, old, rating))
 	return nil
 }
 
-// disrupted marks the moment an action may cost the cluster its agreed
-// coordinator, so that the next agreement reports its delay from here.
-func (c *localCluster) disrupted() {
-	now := time.Now()
-	c.lostAt.CompareAndSwap(nil, &now)
+// disrupted marks the moment an action (cause) may cost the cluster its
+// agreed coordinator, so that the next agreement reports its delay from
+// here: from the latest action, so that after a partition and a heal the
+// merge is timed from the heal.
+func (c *localCluster) disrupted(cause string) {
+	c.lostAt.Store(&disruption{at: time.Now(), cause: cause})
 }
 
 // action logs a user action on the terminal and on the page.

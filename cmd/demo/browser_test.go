@@ -3,11 +3,16 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -29,6 +34,7 @@ type pageNode struct {
 	Up          bool   `json:"up"`
 	State       string `json:"state"`
 	Coordinator string `json:"coordinator"`
+	Badge       string `json:"badge"` // the state as the table shows it
 }
 
 const readPage = `(() => ({
@@ -37,6 +43,7 @@ const readPage = `(() => ({
 	nodes: [...document.querySelectorAll("#nodes tbody tr")].map((r) => ({
 		name: r.dataset.node, up: r.dataset.up === "true",
 		state: r.dataset.state || "", coordinator: r.dataset.coordinator || "",
+		badge: r.querySelector(".badge").textContent,
 	})),
 }))()`
 
@@ -56,16 +63,23 @@ func (s pageState) agreedBy(c string, up int) bool {
 	return s.Agreed == c && c != "" && n == up
 }
 
-// The page in a real headless Chromium: it shows 5 nodes and one
-// coordinator; a click on the coordinator's Crash button shows, within a
-// few seconds, a new coordinator agreed by the 4 others.
-func TestBrowserCrashCoordinator(t *testing.T) {
+// skipWithoutChromium skips the test when the browser is missing, except
+// under CI=true.
+func skipWithoutChromium(t *testing.T) {
+	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI=true and %s is missing (apt-get install -y chromium): %v", chromiumPath, err)
 		}
 		t.Skipf("skipping the browser test: %s not found (Debian: apt-get install -y chromium)", chromiumPath)
 	}
+}
+
+// The page in a real headless Chromium: it shows 5 nodes and one
+// coordinator; a click on the coordinator's Crash button shows, within a
+// few seconds, a new coordinator agreed by the 4 others.
+func TestBrowserCrashCoordinator(t *testing.T) {
+	skipWithoutChromium(t)
 	tc := startCluster(t)
 	ctx, cancel := newBrowser(t)
 	defer cancel()
@@ -76,6 +90,11 @@ func TestBrowserCrashCoordinator(t *testing.T) {
 		return len(s.Nodes) == 5 && s.agreedBy(s.Agreed, 5)
 	})
 	old := first.Agreed
+	for _, n := range first.Nodes { // the table uses the legend's words
+		if want := map[bool]string{true: "coordinator", false: "follower"}[n.Name == old]; n.Badge != want {
+			t.Errorf("node %s shown as %q in the table, want %q (the legend's word)", n.Name, n.Badge, want)
+		}
+	}
 
 	clicked := time.Now()
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[data-action="crash"][data-node="`+old+`"]`))); err != nil {
@@ -91,6 +110,144 @@ func TestBrowserCrashCoordinator(t *testing.T) {
 		t.Errorf("agreement took %v, want a few seconds at most", took)
 	}
 	saveScreenshot(ctx, t)
+}
+
+// The page with the quorum guard, in a real headless Chromium: before any
+// data the buttons are disabled; a partition shows "no quorum" for the
+// minority, in the banner and the table, with side colours the legend's
+// states do not use; after the heal the agreement is timed from the heal.
+func TestBrowserQuorumPartition(t *testing.T) {
+	skipWithoutChromium(t)
+	tc := startCluster(t, "-quorum", "5")
+	ctx, cancel := newBrowser(t)
+	defer cancel()
+
+	// No event stream: "connecting…" and nothing to click.
+	block := []*network.BlockPattern{{URLPattern: "*://*:*/api/events", Block: true}}
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: block}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(tc.url), chromedp.WaitReady(chromedp.CSS("#banner"))); err != nil {
+		t.Fatal(err)
+	}
+	const offline = `({banner: document.querySelector("#banner").textContent,
+		enabled: [...document.querySelectorAll("button")].filter((b) => !b.disabled).map((b) => b.id || b.textContent)})`
+	type offlineState struct {
+		Banner  string   `json:"banner"`
+		Enabled []string `json:"enabled"`
+	}
+	off, err := chromedp.Run(ctx, chromedp.Evaluate[offlineState](offline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.Banner != "connecting…" || len(off.Enabled) != 0 {
+		t.Errorf("before any data: banner %q, buttons enabled %q; want connecting… and none", off.Banner, off.Enabled)
+	}
+	if _, err := chromedp.Call(ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: []*network.BlockPattern{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(ctx, t, "5 agreed by all", func(s pageState) bool { return s.agreedBy("5", 5) })
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#partition"))); err != nil {
+		t.Fatal(err)
+	}
+	s := waitPage(ctx, t, "4 and 5 without quorum, 3 leading 1, 2 and 3", func(s pageState) bool {
+		badges := make([]string, len(s.Nodes))
+		for i, n := range s.Nodes {
+			badges[i] = n.Badge
+		}
+		return slices.Equal(badges, []string{"follower", "follower", "coordinator", "no quorum", "no quorum"}) &&
+			strings.Contains(s.Banner, "Coordinator 3")
+	})
+	if want := "4 and 5 have no quorum"; !strings.Contains(s.Banner, want) || strings.Contains(s.Banner, "Electing") {
+		t.Errorf("banner %q; want it to say %q", s.Banner, want)
+	}
+	// The sides' halos are in colours no state of the legend uses.
+	const colours = `(() => {
+		const css = (el, p) => getComputedStyle(el)[p];
+		return {
+			sides: [...document.querySelectorAll(".node.group1 circle.halo, .node.group2 circle.halo")].map((c) => css(c, "stroke")),
+			legend: [...document.querySelectorAll(".legend .dot")].map((d) => css(d, "background-color")),
+		};
+	})()`
+	type colourSet struct{ Sides, Legend []string }
+	cs, err := chromedp.Run(ctx, chromedp.Evaluate[colourSet](colours))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.Sides) != 5 || len(cs.Legend) < 7 {
+		t.Fatalf("read %d halos and %d legend colours; want 5 and 7", len(cs.Sides), len(cs.Legend))
+	}
+	for _, c := range cs.Sides {
+		for _, l := range cs.Legend {
+			if hueClash(c, l) {
+				t.Errorf("a partition side is drawn in %s, the hue of %s, a state of the legend", c, l)
+			}
+		}
+	}
+	lead, err := chromedp.Run(ctx, chromedp.Evaluate[string](`leadText(["3", "4", "5"])`))
+	if err != nil || lead != "3, 4 and 5 all lead" {
+		t.Errorf("leadText of three: %q, %v", lead, err)
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#heal"))); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(ctx, t, "5 agreed by all after the heal", func(s pageState) bool { return s.agreedBy("5", 5) })
+	var entry string
+	if !poll(waitTimeout, func() bool {
+		entry, err = chromedp.Run(ctx, chromedp.Evaluate[string](
+			`[...document.querySelectorAll("#log li.agreed span")].map((e) => e.textContent).find((t) => t.includes("coordinator 5")) || ""`))
+		return err == nil && entry != ""
+	}) {
+		t.Fatalf("no agreement on 5 in the page's log: %v", err)
+	}
+	if !strings.Contains(entry, "after the heal") {
+		t.Errorf("the agreement after the heal reads %q; want it timed from the heal", entry)
+	}
+	t.Logf("after the heal: %q", entry)
+}
+
+// hueClash reports whether two CSS colours "rgb(r, g, b)" are both
+// saturated and less than 30 degrees of hue apart: one could be taken for
+// the other (greys are told apart by the states' other cues).
+func hueClash(a, b string) bool {
+	ha, sa := hueSat(a)
+	hb, sb := hueSat(b)
+	if sa < 0.25 || sb < 0.25 {
+		return false
+	}
+	d := math.Abs(ha - hb)
+	return math.Min(d, 360-d) < 30
+}
+
+// hueSat is the HSL hue (degrees) and saturation of "rgb(r, g, b)".
+func hueSat(css string) (hue, sat float64) {
+	var r, g, b float64
+	if _, err := fmt.Sscanf(css, "rgb(%g, %g, %g)", &r, &g, &b); err != nil {
+		return 0, 0
+	}
+	r, g, b = r/255, g/255, b/255
+	hi, lo := max(r, g, b), min(r, g, b)
+	d, l := hi-lo, (hi+lo)/2
+	if d == 0 {
+		return 0, 0
+	}
+	sat = d / (1 - math.Abs(2*l-1))
+	switch hi {
+	case r:
+		hue = math.Mod((g-b)/d+6, 6)
+	case g:
+		hue = (b-r)/d + 2
+	default:
+		hue = (r-g)/d + 4
+	}
+	return hue * 60, sat
 }
 
 // newBrowser starts headless Chromium with a fresh profile and no

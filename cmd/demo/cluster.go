@@ -28,7 +28,10 @@ Runs a live coordelect cluster in this process: N nodes named 1..N with
 ratings 1..N, each a real memberlist member on its own 127.0.0.1 port with an
 elector on top, and a web page to watch them and break them (crash, restart,
 partition, heal, resign, change a rating). Per node, /nodes/NAME/status,
-/nodes/NAME/metrics and /nodes/NAME/healthz serve what 'demo node' serves.`
+/nodes/NAME/metrics and /nodes/NAME/healthz serve what 'demo node' serves.
+` + commandsHelp + `
+
+Flags of the live local cluster:`
 
 // maxClusterSize bounds -n: the page draws every node on one ring.
 const maxClusterSize = 16
@@ -57,7 +60,7 @@ func parseClusterFlags(args []string, stdout io.Writer) (*clusterOptions, error)
 	fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson")
 	fs.StringVar(&o.http, "http", "127.0.0.1:8080", "HOST:PORT of the web page; port 0 picks one")
 	fs.StringVar(&key, "key", "", "gossip encryption key, base64 of 16, 24 or 32 bytes")
-	fs.IntVar(&o.quorum, "quorum", 0, "quorum guard: S = the cluster size; 0 turns it off (a partition then elects one coordinator per side)")
+	fs.IntVar(&o.quorum, "quorum", 0, "quorum guard: S = the cluster size -n; 0 turns it off (a partition then elects one coordinator per side)")
 	fs.Var(&level, "log-level", "level of the nodes' own logs (elector, membership, memberlist): trace, debug, info, warn, error or off")
 	if err := parseFlags(fs, args, stdout, clusterSynopsis); err != nil {
 		return nil, err
@@ -69,12 +72,29 @@ func parseClusterFlags(args []string, stdout io.Writer) (*clusterOptions, error)
 		return nil, usagef("-n %d: want 1 to %d nodes", o.n, maxClusterSize)
 	case o.quorum < 0 || o.quorum > o.n:
 		return nil, usagef("-quorum %d: want 0 (off) to -n = %d", o.quorum, o.n)
+	case o.quorum > 0 && 2*(o.quorum/2+1) <= o.n:
+		want := fmt.Sprintf("%d to %d", minQuorum(o.n), o.n)
+		if minQuorum(o.n) == o.n {
+			want = strconv.Itoa(o.n)
+		}
+		return nil, usagef("-quorum %d: a majority of %d is %d nodes, which both sides of a partition of %d can hold (two coordinators); want 0 (off) or %s",
+			o.quorum, o.quorum, o.quorum/2+1, o.n, want)
 	}
 	if _, _, err = checkHostPort("http", o.http, false, 0); err != nil {
 		return nil, err
 	}
 	o.key, err = decodeKey(key)
 	return o, err
+}
+
+// minQuorum is the smallest quorum size whose majority no two disjoint
+// sides of n nodes can both hold.
+func minQuorum(n int) int {
+	s := 1
+	for 2*(s/2+1) <= n {
+		s++
+	}
+	return s
 }
 
 // localCluster is the demo's cluster: every node a real membership.Node
@@ -96,9 +116,17 @@ type localCluster struct {
 	mu     sync.Mutex                 // serialises actions
 	groups atomic.Pointer[[][]string] // the partition, nil when healed
 
-	// lostAt is when the cluster lost its agreed coordinator (zero while it
-	// has one); actions set it so that failover times count from them.
-	lostAt atomic.Pointer[time.Time]
+	// lostAt is the last disruption since the cluster had an agreed
+	// coordinator (nil while it has one): the latest action, or the moment
+	// the agreement was lost. The next agreement reports its delay from it.
+	lostAt atomic.Pointer[disruption]
+}
+
+// disruption is a moment the cluster may have lost its agreed coordinator,
+// and what happened then ("the heal", "the crash of 5").
+type disruption struct {
+	at    time.Time
+	cause string
 }
 
 // slot is one node of the local cluster across its restarts.
@@ -109,6 +137,10 @@ type slot struct {
 	tally  *tally
 	rating atomic.Int64         // the last rating set, used at restart
 	peer   atomic.Pointer[peer] // nil while crashed
+	// resigned is set when the node resigns and cleared when its rating
+	// changes or it crashes: a resigned node that leads again was taken
+	// back by the bully rule, which the page explains.
+	resigned atomic.Bool
 }
 
 // address is the node's advertised "127.0.0.1:port".

@@ -82,6 +82,7 @@ func TestClusterNodeEndpoints(t *testing.T) {
 		"/nodes/3/metrics": `coordelect_is_coordinator{node="3"} 1`,
 		"/metrics":         `coordelect_is_coordinator{node="1"} 0`,
 		"/nodes/1/healthz": "ok",
+		"/nodes/1/readyz":  "ready: coordinator 3",
 		"/healthz":         "ok",
 	} {
 		if body := get(t, tc.url+path); !strings.Contains(body, want) {
@@ -91,6 +92,17 @@ func TestClusterNodeEndpoints(t *testing.T) {
 	if code, _ := getJSON(tc.url+"/nodes/9/status", new(nodeStatus)); code != http.StatusNotFound {
 		t.Errorf("status of an unknown node: %d, want 404", code)
 	}
+}
+
+// getText returns the status and body at url (0 and "" when unreachable).
+func getText(url string) (int, string) {
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func get(t *testing.T, url string) string {
@@ -135,6 +147,14 @@ func TestClusterPartitionQuorum(t *testing.T) {
 			got[i] = n.Coordinator
 		}
 		return slices.Equal(got, []string{"3", "3", "3", "", ""}) && v.Nodes[3].Group == 1 && v.Nodes[0].Group == 2
+	})
+	// /readyz tells the minority's "no quorum" from the majority's "ready"
+	// (memberlist declares the other side dead within about a second).
+	waitFor(t, waitTimeout, "4 not ready for want of a quorum, 1 ready", func() bool {
+		code4, body4 := getText(tc.url + "/nodes/4/readyz")
+		code1, body1 := getText(tc.url + "/nodes/1/readyz")
+		return code4 == http.StatusServiceUnavailable && strings.HasPrefix(body4, "no quorum: 2 members alive, a coordinator needs 3") &&
+			code1 == http.StatusOK && body1 == "ready: coordinator 3\n"
 	})
 	tc.mustPost(t, "/api/heal", "")
 	tc.waitAgreed(t, "5")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ func TestLiveBadFlags(t *testing.T) {
 	for _, tc := range []struct{ args, mention string }{
 		{"-n 0", "-n"}, {"-n 17", "-n"}, {"-n x", "-n"},
 		{"-algorithm raft", "-algorithm"}, {"-quorum 6", "-quorum"}, {"-quorum -1", "-quorum"},
+		{"-quorum 3", "-quorum"}, {"-n 4 -quorum 3", "-quorum"}, {"-n 16 -quorum 14", "-quorum"},
 		{"-http nohost", "-http"}, {"-http 127.0.0.1:99999", "-http"},
 		{"-key !!!", "-key"}, {"-key c2hvcnQ=", "-key"}, {"-log-level loud", "-log-level"},
 		{"-nosuchflag", "-nosuchflag"}, {"extra", "extra"},
@@ -74,11 +76,60 @@ func TestBadFlagsBeforeListening(t *testing.T) {
 	}
 }
 
+// Every command prints its usage on -h to stdout and exits 0 (not "flag:
+// help requested", exit 2); demo -h and demo help name every command.
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"-h"}, {"node", "-h"}} {
+	for _, tc := range []struct {
+		args string
+		want []string
+	}{
+		{"-h", []string{"usage: demo [flags]", "-algorithm", "demo node", "demo sim", "demo bench", "demo help"}},
+		{"-help", []string{"usage: demo [flags]", "demo node", "demo sim", "demo bench"}},
+		{"help", []string{"usage: demo [flags]", "-algorithm", "demo node", "demo sim", "demo bench", "demo help"}},
+		{"node -h", []string{"usage: demo node", "-algorithm", "-http"}},
+		{"help node", []string{"usage: demo node", "-join"}},
+		{"sim -h", []string{"usage: demo sim", "-algorithm", "-explore", "-script"}},
+		{"sim -n 3 -help", []string{"usage: demo sim", "-max-ms"}},
+		{"help sim", []string{"usage: demo sim", "-seed"}},
+		{"bench -h", []string{"usage: demo bench", "failover", "soak", "memory"}},
+		{"help bench", []string{"usage: demo bench", "failover"}},
+		{"bench failover -h", []string{"usage: demo bench failover", "-rounds"}},
+		{"help bench soak", []string{"usage: demo bench soak", "-d"}},
+		{"bench memory -h", []string{"usage: demo bench memory", "-n"}},
+	} {
 		var out, errb bytes.Buffer
-		if rc := run(args, &out, &errb); rc != 0 || !strings.Contains(out.String(), "-algorithm") || errb.Len() != 0 {
-			t.Errorf("%q: rc=%d stdout %q stderr %q; want the flags on stdout", args, rc, out.String(), errb.String())
+		rc := run(strings.Fields(tc.args), &out, &errb)
+		if rc != 0 || errb.Len() != 0 {
+			t.Errorf("%q: rc=%d stderr %q; want rc 0 and the usage on stdout", tc.args, rc, errb.String())
 		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%q: stdout does not contain %q:\n%s", tc.args, w, out.String())
+			}
+		}
+	}
+	// Help for a command that does not exist is a usage error.
+	var out, errb bytes.Buffer
+	if rc := run([]string{"help", "nosuch"}, &out, &errb); rc != 2 || !strings.Contains(errb.String(), "nosuch") {
+		t.Errorf("help nosuch: rc=%d stderr %q; want rc 2 naming it", rc, errb.String())
+	}
+}
+
+// demo node's HTTP port does not default to the page's: both run on one
+// host at once with their defaults.
+func TestNodeHTTPDefault(t *testing.T) {
+	node, err := parseNodeFlags([]string{"-name", "a"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := parseClusterFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.http == page.http {
+		t.Fatalf("demo node -http defaults to %s, the page's address", node.http)
+	}
+	if _, port, _ := net.SplitHostPort(node.http); port != "0" {
+		t.Errorf("demo node -http defaults to %s; want port 0 (a free port, printed at start)", node.http)
 	}
 }

@@ -46,7 +46,7 @@ func FuzzFlags(f *testing.F) {
 // simSetupError parses a `demo sim` line and, unless it asks for a script
 // or exploration (which run), checks its values against each other.
 func simSetupError(args []string) error {
-	f, err := parseSimFlags(args)
+	f, err := parseSimFlags(args, io.Discard)
 	if err != nil || f.script != "" || f.explore != 0 {
 		return err
 	}

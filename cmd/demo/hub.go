@@ -12,7 +12,7 @@ import (
 type logEntry struct {
 	Seq  int64  `json:"seq"`
 	Time int64  `json:"t"`    // ms since the Unix epoch
-	Kind string `json:"kind"` // action, node, agreed or split
+	Kind string `json:"kind"` // action, node, agreed, split or note
 	Node string `json:"node,omitempty"`
 	Text string `json:"text"`
 }

@@ -4,6 +4,7 @@
 //	demo node [flags]    runs one node, for clusters across processes and hosts (see demo node -h)
 //	demo sim [flags]     runs one simulated election (see demo sim -h)
 //	demo bench failover|soak|memory [flags]  measures a real cluster (see demo bench -h)
+//	demo help [COMMAND]  prints the usage of demo or of COMMAND (as -h does)
 //
 // Bad flags print one line naming the flag and exit with status 2, before
 // anything starts. SIGINT or SIGTERM stops the live modes gracefully: a
@@ -67,6 +68,15 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, si
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, rest = args[0], args[1:]
 	}
+	if cmd == "help" { // demo help [COMMAND] is demo [COMMAND] -h
+		cmd, rest = "", []string{"-h"}
+		if len(args) > 1 {
+			cmd, rest = args[1], []string{"-h"}
+			if cmd == "bench" && len(args) > 2 {
+				rest = []string{args[2], "-h"}
+			}
+		}
+	}
 	prefix := strings.TrimSpace("demo " + cmd)
 	var err error
 	switch cmd {
@@ -80,11 +90,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, si
 		err = runBench(ctx, rest, stdout, stderr)
 	default:
 		prefix = "demo"
-		err = usagef("unknown command %q (want node, sim, bench, or no command for the live local cluster)", cmd)
+		err = usagef("unknown command %q (want node, sim, bench, help, or no command for the live local cluster; see demo -h)", cmd)
 	}
 	var ue usageError
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "%s: %s\n", prefix, oneLine(ue.msg))
@@ -94,6 +104,27 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, si
 		return 1
 	}
 }
+
+// commandsHelp ends the usage of demo -h: the commands besides the default.
+const commandsHelp = `
+Commands:
+  demo [flags]                        the live local cluster and its web page (the flags below)
+  demo node -name NAME [flags]        one node, for clusters across processes and hosts
+  demo sim [flags]                    one simulated election, or a scenario file, or an exploration
+  demo bench failover|soak|memory     measurements on a real cluster in this process
+  demo help [COMMAND]                 this text, or a command's (the same as demo COMMAND -h)`
+
+// simSynopsis heads demo sim -h.
+const simSynopsis = `usage: demo sim [flags]
+
+Runs one election of the chosen algorithm on a simulated network, in
+virtual time, and prints its trace (or, with -json, one JSON object):
+members 1..N with rating = id unless -ids and -ratings say otherwise.
+With -script it runs a scenario file instead (docs/scenarios.md), and with
+-explore K it runs K seeded random fault schedules and checks every
+property, writing a replayable scenario for each violation.
+
+Flags:`
 
 // oneLine keeps an error on one line even when it quotes user input with
 // line breaks in it (a flag name, a file name).

@@ -20,7 +20,8 @@ import (
 const nodeSynopsis = `usage: demo node -name NAME [flags]
 
 Runs one coordelect node in this process: a memberlist member and an elector,
-with /status (JSON), /metrics (Prometheus) and /healthz over HTTP. Start one
+with /status (JSON), /metrics (Prometheus), /healthz (200 while it runs) and
+/readyz (200 once it knows a coordinator, else 503 and why) over HTTP. Start one
 per process or host and point them at each other with -join. SIGINT or
 SIGTERM resigns (a coordinator hands off) and leaves the cluster.`
 
@@ -49,7 +50,7 @@ func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 	fs.StringVar(&name, "name", "", "this node's name, unique in the cluster (required)")
 	fs.StringVar(&bind, "bind", "127.0.0.1:7946", "IP:PORT for gossip and election traffic (UDP and TCP); port 0 picks one")
 	fs.StringVar(&advertise, "advertise", "", "IP:PORT the others reach this node at, when not -bind (NAT, containers)")
-	fs.StringVar(&o.http, "http", "127.0.0.1:8080", "HOST:PORT for /status, /metrics and /healthz; port 0 picks one")
+	fs.StringVar(&o.http, "http", "127.0.0.1:0", "HOST:PORT for /status, /metrics and /healthz; port 0 (the default) picks a free one, printed at start")
 	fs.StringVar(&join, "join", "", "HOST:PORT[,HOST:PORT...] of members to join (and re-join every 10 s)")
 	fs.Int64Var(&o.el.Rating, "rating", 0, "this node's rating: the live node with the highest rating leads (ties: the name)")
 	fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson (the same on every node)")
@@ -119,10 +120,7 @@ func (o *nodeOptions) check() error {
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer, sink *metrics.MemberlistSink) error {
 	o, err := parseNodeFlags(args, stdout)
 	if err != nil {
-		if errors.Is(err, errHelp) {
-			return nil
-		}
-		return err
+		return err // errHelp: exit status 0
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "demo", Level: o.level, Output: stderr})
 	ln, err := net.Listen("tcp", o.http)

@@ -26,6 +26,8 @@ type peer struct {
 	cancel context.CancelFunc // ends Run's context: the graceful hand-off
 	done   chan struct{}      // closed when Run has returned
 	runErr error              // Run's result, set before done is closed
+	seeds  int                // members it was told to join (membership.Config.Seeds)
+	quorum int                // election.Config.QuorumSize
 }
 
 // peerConfig is what startPeer needs.
@@ -55,7 +57,8 @@ func startPeer(pc peerConfig) (*peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &peer{name: name, mem: mem, reg: prometheus.NewRegistry(), done: make(chan struct{})}
+	p := &peer{name: name, mem: mem, reg: prometheus.NewRegistry(), done: make(chan struct{}),
+		seeds: len(pc.mem.Seeds), quorum: pc.el.QuorumSize}
 	opts := []metrics.Option{metrics.WithTransportStats(mem)}
 	if pc.sink != nil {
 		opts = append(opts, metrics.WithMemberlist(pc.sink, name))
@@ -134,6 +137,34 @@ func (p *peer) running() bool {
 	default:
 		return true
 	}
+}
+
+// readiness reports whether the node is ready, that is, follows or is a
+// coordinator it found with others, and otherwise why not: the elector
+// stopped; it is alone although it has seeds to join (they are unreachable,
+// or refuse it); it is cut off from a majority of the quorum size; or an
+// election is still running.
+func (p *peer) readiness() (ready bool, why string) {
+	if !p.running() {
+		return false, "stopped: the elector stopped"
+	}
+	alive := 0
+	for _, m := range p.mem.Members() {
+		if m.Alive {
+			alive++
+		}
+	}
+	coord, _, _ := p.el.Leader()
+	switch {
+	case p.seeds > 0 && alive <= 1:
+		return false, "alone: no other member reached yet (the -join seeds are unreachable or refuse this node); retrying"
+	case coord == "" && p.quorum > 0 && alive < p.quorum/2+1:
+		return false, fmt.Sprintf("no quorum: %d members alive, a coordinator needs %d of the quorum size %d",
+			alive, p.quorum/2+1, p.quorum)
+	case coord == "":
+		return false, "electing: no coordinator known yet"
+	}
+	return true, "ready: coordinator " + coord
 }
 
 // nodeStatus is the /status document of one node.

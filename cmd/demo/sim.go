@@ -24,10 +24,9 @@ type simFlags struct {
 	maxMs                                                 int64
 }
 
-func parseSimFlags(args []string) (*simFlags, error) {
+func parseSimFlags(args []string, stdout io.Writer) (*simFlags, error) {
 	f := &simFlags{}
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.algorithm, "algorithm", "bully", "bully, ring or peterson")
 	fs.IntVar(&f.n, "n", 0, "members 1..N, rating = id (default 5 unless -ids)")
 	fs.StringVar(&f.ids, "ids", "", "explicit integer ids, comma-separated (rings: clockwise order)")
@@ -47,11 +46,8 @@ func parseSimFlags(args []string) (*simFlags, error) {
 	fs.StringVar(&f.exploreOut, "explore-out", ".", "directory for the scenario files that replay violations")
 	fs.StringVar(&f.faults, "faults", "classic", "explorer fault kinds: classic, harsh, or a list such as crash=3,forge-max,nonvoters (docs/reliability.md)")
 	fs.BoolVar(&f.shrink, "shrink", false, "with -explore: also write a shrunk replay per violated property (…-KIND-min.txt)")
-	if err := fs.Parse(args); err != nil {
-		return nil, usagef("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, args, stdout, simSynopsis); err != nil {
+		return nil, err
 	}
 	if f.maxMs <= 0 {
 		return nil, usagef("-max-ms %d: want a positive number of virtual ms", f.maxMs)
@@ -95,7 +91,7 @@ type networkInfo struct {
 }
 
 func runSim(ctx context.Context, args []string, stdout io.Writer) error {
-	f, err := parseSimFlags(args)
+	f, err := parseSimFlags(args, stdout)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,9 @@ type peerLookup func(r *http.Request) (*peer, error)
 //	GET prefix/status   the node's nodeStatus as JSON
 //	GET prefix/metrics  the node's Prometheus registry
 //	GET prefix/healthz  200 "ok" while the node's elector runs, else 503
+//	GET prefix/readyz   200 "ready: coordinator NAME" while the node knows a
+//	                    coordinator found with others, else 503 and why
+//	                    (peer.readiness): wait for it before using the node
 func handlePeer(mux *http.ServeMux, prefix string, lookup peerLookup) {
 	mux.HandleFunc("GET "+prefix+"/status", func(w http.ResponseWriter, r *http.Request) {
 		if p := findPeer(w, r, lookup); p != nil {
@@ -40,6 +43,17 @@ func handlePeer(mux *http.ServeMux, prefix string, lookup peerLookup) {
 			}
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			_, _ = w.Write([]byte("ok\n"))
+		}
+	})
+	mux.HandleFunc("GET "+prefix+"/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if p := findPeer(w, r, lookup); p != nil {
+			ready, why := p.readiness()
+			if !ready {
+				http.Error(w, why, http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte(why + "\n"))
 		}
 	})
 }

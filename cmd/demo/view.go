@@ -28,16 +28,23 @@ type nodeView struct {
 	Alive       int    `json:"alive"` // members the node holds alive, itself included
 	Known       int    `json:"known"`
 	Group       int    `json:"group"` // partition side, 1 or 2; 0 when healed
-	Sent        uint64 `json:"sent"`  // messages sent since the demo started
+	// NoQuorum: with the quorum guard on, the node reports no coordinator
+	// and fewer than a majority of the quorum size run on its side (its
+	// side of the partition, or the whole cluster): it cannot elect one.
+	NoQuorum bool   `json:"no_quorum"`
+	Sent     uint64 `json:"sent"` // messages sent since the demo started
 	// leaderTerm is the term of Coordinator, as the node reports it.
 	leaderTerm uint64
 }
 
 // clusterView is the page's state: one event of the event stream.
 type clusterView struct {
-	Algorithm string     `json:"algorithm"`
-	Quorum    int        `json:"quorum"`
-	Nodes     []nodeView `json:"nodes"` // in ring order
+	Algorithm string `json:"algorithm"`
+	Quorum    int    `json:"quorum"`
+	// Majority is the number of running nodes a side needs to elect with
+	// the quorum guard (Quorum/2 + 1); 0 with the guard off.
+	Majority int        `json:"majority"`
+	Nodes    []nodeView `json:"nodes"` // in ring order
 	// Agreed: every running node names the same coordinator and term, and
 	// that coordinator runs and leads.
 	Agreed      bool   `json:"agreed"`
@@ -66,9 +73,29 @@ func (c *localCluster) view() clusterView {
 		}
 		v.Nodes = append(v.Nodes, n)
 	}
+	v.quorum()
 	v.agree()
 	v.Messages, v.Dropped = c.totals()
 	return v
+}
+
+// quorum sets Majority and each node's NoQuorum from the running nodes on
+// each side of the partition: the demo knows who can reach whom.
+func (v *clusterView) quorum() {
+	if v.Quorum <= 0 {
+		return
+	}
+	v.Majority = v.Quorum/2 + 1
+	running := map[int]int{} // side -> running nodes
+	for _, n := range v.Nodes {
+		if n.Up {
+			running[n.Group]++
+		}
+	}
+	for i := range v.Nodes {
+		n := &v.Nodes[i]
+		n.NoQuorum = n.Up && n.Coordinator == "" && running[n.Group] < v.Majority
+	}
 }
 
 func (s *slot) view(partition [][]string) nodeView {
@@ -203,28 +230,56 @@ func stateKey(v clusterView) string {
 	return string(b)
 }
 
-// track logs a newly agreed coordinator, with the time since the cluster
-// lost the previous one, and a split brain.
+// track logs a newly agreed coordinator, with the time since the last
+// disruption (the latest action, or the loss of the previous agreement),
+// a resigned coordinator taken back, and a split brain.
 func (w *watcher) track(v clusterView) {
 	c := w.c
 	if !v.Agreed {
-		now := time.Now()
-		c.lostAt.CompareAndSwap(nil, &now)
+		c.lostAt.CompareAndSwap(nil, &disruption{at: time.Now(), cause: "the agreement was lost"})
 	} else if cur := v.Coordinator + "@" + v.Term; cur != w.lastAgreed {
 		w.lastAgreed = cur
-		after := time.Duration(0)
-		if t := c.lostAt.Load(); t != nil {
-			after = time.Since(*t).Round(time.Millisecond)
+		after, since := time.Duration(0), "the last change"
+		if d := c.lostAt.Load(); d != nil {
+			after, since = time.Since(d.at).Round(time.Millisecond), d.cause
 		}
 		c.log.Info("coordinator agreed", "coordinator", v.Coordinator, "term", v.Term,
-			"nodes", fmt.Sprintf("%d/%d", v.up(), len(v.Nodes)), "after", after)
+			"nodes", fmt.Sprintf("%d/%d", v.up(), len(v.Nodes)), "after", after, "since", since)
 		c.events.addLog(logEntry{Kind: "agreed", Node: v.Coordinator, Text: fmt.Sprintf(
-			"coordinator %s (term %s) agreed by all %d running nodes, after %v", v.Coordinator, v.Term, v.up(), after)})
+			"coordinator %s (term %s) agreed by all %d running nodes, %v after %s", v.Coordinator, v.Term, v.up(), after, since)})
+		if s, _ := c.slot(v.Coordinator); s != nil && s.resigned.CompareAndSwap(true, false) {
+			text := takenBack(v.Coordinator)
+			c.log.Info(text)
+			c.events.addLog(logEntry{Kind: "note", Node: v.Coordinator, Text: text})
+		}
 	}
 	if v.Agreed {
 		c.lostAt.Store(nil)
 	}
 	w.trackSplit(v)
+}
+
+// takenBack explains why a node that resigned leads again.
+func takenBack(name string) string {
+	return name + " leads again although it resigned: it still has the highest rating, and under the bully rule " +
+		"(preemption, election.Config.Preemption = PreemptAlways) the highest-rated voter takes the role back " +
+		"at the next election; a resignation only hands off until then. Lower its rating to keep it off."
+}
+
+// andList joins names as "3", "3 and 4", "3, 4 and 5".
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// leadText says that names all lead: "3 and 4 both lead", "3, 4 and 5 all lead".
+func leadText(names []string) string {
+	if len(names) == 2 {
+		return andList(names) + " both lead"
+	}
+	return andList(names) + " all lead"
 }
 
 func (w *watcher) trackSplit(v clusterView) {
@@ -241,7 +296,11 @@ func (w *watcher) trackSplit(v clusterView) {
 		return
 	}
 	w.lastSplit = v.Leaders
-	text := "split brain: " + strings.Join(v.Leaders, " and ") + " both lead (no quorum guard); terms order them"
+	guard := "no quorum guard"
+	if v.Quorum > 0 {
+		guard = fmt.Sprintf("quorum guard %d", v.Quorum)
+	}
+	text := "split brain: " + leadText(v.Leaders) + " (" + guard + "); terms order them"
 	w.c.log.Warn(text)
 	w.c.events.addLog(logEntry{Kind: "split", Text: text})
 }

@@ -43,7 +43,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer,
 		return fmt.Errorf("-http: %w", err)
 	}
 	c := newLocalCluster(o, logger, nodeLog, sink)
-	c.disrupted() // the first agreement reports the start-up time
+	c.disrupted("the start") // the first agreement reports the start-up time
 	if err := c.start(); err != nil {
 		_ = ln.Close()
 		return err
@@ -112,6 +112,7 @@ func pageURL(a net.Addr) string {
 //	GET  /nodes/{name}/status       the node's status, as `demo node` serves /status
 //	GET  /nodes/{name}/metrics      the node's Prometheus metrics
 //	GET  /nodes/{name}/healthz      200 while the node runs, 503 while it is down
+//	GET  /nodes/{name}/readyz       200 while it knows a coordinator, else 503 and why
 //	GET  /metrics                   every running node's metrics, each series labelled node="name"
 //	GET  /healthz                   200 "ok"
 //

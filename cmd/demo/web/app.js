@@ -14,6 +14,19 @@ let layers = null;        // svg layers, created once
 let last = null;          // the last state
 let prev = null;          // message totals at the previous rate sample
 
+// The legend's words for the elector's states (core.State's names).
+const STATE_LABEL = { lost: "follower", cand: "candidate", sleep: "starting" };
+const stateLabel = (state) => STATE_LABEL[state] || state;
+
+// andList joins names as "3", "3 and 4", "3, 4 and 5".
+function andList(names) {
+  if (names.length < 2) return names.join("");
+  return `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+}
+
+// leadText: "3 and 4 both lead", "3, 4 and 5 all lead".
+const leadText = (names) => `${andList(names)} ${names.length === 2 ? "both" : "all"} lead`;
+
 // ---------- actions ----------
 
 async function post(path, body) {
@@ -93,8 +106,8 @@ function renderRing(v) {
     s.g.setAttribute("transform", `translate(${p.x.toFixed(1)},${p.y.toFixed(1)})`);
     s.g.setAttribute("class", `node ${node.state}${node.electing ? " electing" : ""}${node.group ? " group" + node.group : ""}`);
     s.crown.textContent = node.state === "coordinator" ? "♛" : "";
-    placeLabel(s, p, node.up ? [`rating ${node.rating}`, `term ${node.term}`] : ["down"]);
-    s.title.textContent = `node ${node.name} (${node.addr}): ${node.state}`;
+    placeLabel(s, p, !node.up ? ["down"] : node.no_quorum ? ["no quorum", `rating ${node.rating}`] : [`rating ${node.rating}`, `term ${node.term}`]);
+    s.title.textContent = `node ${node.name} (${node.addr}): ${node.no_quorum ? "no quorum" : stateLabel(node.state)}`;
   });
   renderFollows(L.follow, v, pos);
   renderCut(L.cut, v, pos);
@@ -213,10 +226,15 @@ function renderNodes(v) {
     r.up = node.up;
     Object.assign(r.tr.dataset, { state: node.state, coordinator: node.coordinator, up: node.up, term: node.term });
     r.tr.className = node.up ? "" : "down";
-    r.state.className = `badge ${node.state}`;
-    r.state.textContent = node.electing && node.state !== "coordinator" ? `${node.state} · electing` : node.state;
+    r.state.className = `badge ${node.no_quorum ? "noquorum" : node.state}`;
+    r.state.textContent = node.no_quorum ? "no quorum"
+      : node.electing && node.state !== "coordinator" ? `${stateLabel(node.state)} · electing` : stateLabel(node.state);
+    r.state.title = node.no_quorum
+      ? `fewer than ${last.majority} of the quorum size ${last.quorum} run on its side: it cannot elect a coordinator (the quorum guard)`
+      : "";
     r.rating.textContent = node.rating;
     r.minus.disabled = r.plus.disabled = !node.up;
+    r.crash.disabled = false;
     r.term.textContent = node.up ? node.term : "–";
     r.follows.textContent = node.up ? (node.coordinator === node.name ? "itself" : node.coordinator || "none") : "–";
     r.members.textContent = node.up ? `${node.alive}/${node.known}` : "–";
@@ -231,25 +249,52 @@ function renderNodes(v) {
 
 function renderBanner(v) {
   const b = $("#banner");
-  const up = v.nodes.filter((n) => n.up).length;
+  const running = v.nodes.filter((n) => n.up);
+  const up = running.length;
+  const noQuorum = running.filter((n) => n.no_quorum).map((n) => n.name);
   document.body.dataset.agreed = v.agreed ? v.coordinator : "";
   if (v.agreed) {
     b.className = "banner ok";
     b.textContent = `Coordinator ${v.coordinator} · term ${v.term} · agreed by all ${up} running nodes`;
   } else if (v.leaders.length > 1) {
     b.className = "banner bad";
-    b.textContent = `Split brain: ${v.leaders.join(" and ")} both lead (quorum guard off); the higher term wins when the sides meet`;
+    const guard = v.quorum ? `quorum guard ${v.quorum}` : "quorum guard off";
+    b.textContent = `Split brain: ${leadText(v.leaders)} (${guard}); the higher term wins when the sides meet`;
   } else if (up === 0) {
     b.className = "banner bad";
     b.textContent = "Every node is down";
+  } else if (noQuorum.length > 0) {
+    renderNoQuorum(b, v, running, noQuorum);
   } else {
     b.className = "banner wait";
     b.textContent = "Electing: no coordinator agreed by every running node yet";
   }
   $("#algorithm").textContent = v.algorithm;
   $("#quorum").textContent = v.quorum ? `quorum ${v.quorum}` : "no quorum guard";
+  document.body.classList.toggle("partitioned", Boolean(v.partition));
+  $("#partition").disabled = up < 2;
   $("#heal").disabled = !v.partition;
   $("#resign").disabled = !v.agreed;
+}
+
+// renderNoQuorum: with the quorum guard, nodes on a side with fewer than a
+// majority of the quorum size report no coordinator, by design.
+function renderNoQuorum(b, v, running, noQuorum) {
+  const why = `fewer than ${v.majority} of ${v.quorum} nodes on their side`;
+  const who = noQuorum.length === 1 ? `${noQuorum[0]} has` : `${andList(noQuorum)} have`;
+  const rest = running.filter((n) => !n.no_quorum);
+  const leader = v.leaders.length === 1 ? running.find((n) => n.name === v.leaders[0]) : null;
+  if (rest.length === 0) {
+    b.className = "banner bad";
+    b.textContent = `No quorum: no coordinator anywhere, every running node has ${why} (quorum guard)`;
+  } else if (leader && rest.every((n) => n.coordinator === leader.name)) {
+    b.className = "banner ok";
+    b.textContent = `Coordinator ${leader.name} · term ${leader.term} · agreed by ${andList(rest.map((n) => n.name))}; ` +
+      `${who} no quorum (${why}): no coordinator, as the quorum guard intends`;
+  } else {
+    b.className = "banner wait";
+    b.textContent = `Electing on the majority side; ${who} no quorum (${why})`;
+  }
 }
 
 function renderMessages(v) {
@@ -307,8 +352,16 @@ function addLog(e) {
 
 // ---------- the event stream ----------
 
+// setActions enables the page's buttons (on) or disables all of them
+// (off: no state from the server yet, or the stream broke).
+function setActions(on) {
+  document.body.dataset.live = on ? "true" : "";
+  for (const b of document.querySelectorAll("button")) if (!on) b.disabled = true;
+}
+
 function render(v) {
   last = v;
+  document.body.dataset.live = "true";
   renderBanner(v);
   renderRing(v);
   renderNodes(v);
@@ -319,7 +372,11 @@ function connect() {
   const conn = $("#conn");
   const es = new EventSource("api/events");
   es.addEventListener("open", () => { conn.className = "conn on"; conn.textContent = "live"; });
-  es.addEventListener("error", () => { conn.className = "conn off"; conn.textContent = "reconnecting"; });
+  es.addEventListener("error", () => {
+    conn.className = "conn off";
+    conn.textContent = "reconnecting";
+    setActions(false); // the buttons come back with the next state
+  });
   es.addEventListener("state", (ev) => render(JSON.parse(ev.data)));
   es.addEventListener("log", (ev) => addLog(JSON.parse(ev.data)));
   es.addEventListener("backlog", (ev) => {
