@@ -97,7 +97,8 @@ type Config struct {
 	// it, a member restarted at another address under the same name is
 	// refused until memberlist forgets the dead one, GossipToTheDeadTime:
 	// 30 s with the LAN profile), ...
-	// Delegate, Events, Logger and LogOutput are set after it returns.
+	// Delegate, Events, Merge, Conflict, Logger and LogOutput are set
+	// after it returns.
 	Memberlist func(*memberlist.Config)
 	// Logger receives the node's logs and, through a "memberlist" sub-logger,
 	// memberlist's. Default nil: discard.
@@ -230,7 +231,7 @@ func (c *Config) memberlistConfig(d *delegate, logger hclog.Logger) *memberlist.
 	if c.Memberlist != nil {
 		c.Memberlist(mc)
 	}
-	mc.Delegate, mc.Events = d, d
+	mc.Delegate, mc.Events, mc.Merge, mc.Conflict = d, d, d, d
 	mc.LogOutput = nil
 	mc.Logger = logger.Named("memberlist").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	return mc

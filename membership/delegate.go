@@ -19,11 +19,14 @@ import (
 type delegate struct {
 	meta  atomic.Pointer[[]byte] // current encoded metadata
 	inbox *inbox
+	guard *guard
 }
 
 var (
-	_ memberlist.Delegate      = (*delegate)(nil)
-	_ memberlist.EventDelegate = (*delegate)(nil)
+	_ memberlist.Delegate         = (*delegate)(nil)
+	_ memberlist.EventDelegate    = (*delegate)(nil)
+	_ memberlist.MergeDelegate    = (*delegate)(nil)
+	_ memberlist.ConflictDelegate = (*delegate)(nil)
 )
 
 // NodeMeta returns this node's metadata; it is far below limit (see meta).
@@ -50,13 +53,31 @@ func (d *delegate) LocalState(join bool) []byte { return nil }
 func (d *delegate) MergeRemoteState(buf []byte, join bool) {}
 
 // NotifyJoin queues a member that became alive.
-func (d *delegate) NotifyJoin(n *memberlist.Node) { d.inbox.push(nodeItem(itemJoin, n)) }
+func (d *delegate) NotifyJoin(n *memberlist.Node) {
+	d.guard.joined(n)
+	d.inbox.push(nodeItem(itemJoin, n))
+}
 
 // NotifyLeave queues a member that left or was declared dead.
-func (d *delegate) NotifyLeave(n *memberlist.Node) { d.inbox.push(nodeItem(itemLeave, n)) }
+func (d *delegate) NotifyLeave(n *memberlist.Node) {
+	d.guard.left(n)
+	d.inbox.push(nodeItem(itemLeave, n))
+}
 
 // NotifyUpdate queues a member whose metadata or address changed.
-func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.inbox.push(nodeItem(itemUpdate, n)) }
+func (d *delegate) NotifyUpdate(n *memberlist.Node) {
+	d.guard.joined(n)
+	d.inbox.push(nodeItem(itemUpdate, n))
+}
+
+// NotifyMerge vets the members of a join's push-pull (either side of it)
+// before memberlist merges them; an error cancels the whole merge.
+func (d *delegate) NotifyMerge(peers []*memberlist.Node) error { return d.guard.merge(peers) }
+
+// NotifyConflict: memberlist ignored other, which claims existing's name.
+func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
+	d.guard.conflict(existing, other)
+}
 
 type itemKind uint8
 

@@ -177,7 +177,7 @@ func TestDispatcherRun(t *testing.T) {
 	d.hold = 20 * time.Millisecond
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() { defer close(done); d.run(stop) }()
+	go func() { defer close(done); d.run(stop, nil) }()
 	d.inbox.push(join("a", 7))
 	for _, seq := range []uint64{3, 1} {
 		d.inbox.push(msgItem(t, Header{Seq: seq, FromBoot: 7, ToBoot: selfBoot},

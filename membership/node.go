@@ -43,6 +43,10 @@ type Node struct {
 	rated      chan struct{} // capacity 1: the rating changed
 	updateWait time.Duration
 
+	failOnce sync.Once
+	failErr  atomic.Pointer[error]
+	failed   chan struct{} // closed by fail
+
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	lifeMu sync.Mutex // serialises Leave and Close
@@ -55,8 +59,9 @@ var _ election.Transport = (*Node)(nil)
 // starts the Node. Failing to reach any seed is logged, not returned: the
 // first members of a cluster start before their seeds, and the re-joiner
 // tries again every RejoinInterval (call Join to see the error instead).
-// The events for the members already present are queued for Events when
-// New returns.
+// A seed that answers but refuses this node is returned: a *NameTakenError
+// when a live member already holds cfg.NodeName. The events for the
+// members already present are queued for Events when New returns.
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -65,7 +70,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.goFunc(func() { n.disp.run(n.stop) })
+	n.goFunc(func() { n.disp.run(n.stop, n.failed) })
 	if n.ml, err = memberlist.Create(mc); err != nil {
 		close(n.stop)
 		n.wg.Wait()
@@ -77,18 +82,61 @@ func New(cfg Config) (*Node, error) {
 	n.out.ml = n.ml
 	n.addr = n.ml.LocalNode().FullAddress().Addr
 	n.goFunc(n.publishRatings)
+	n.goFunc(n.shutdownOnFailure)
 	if cfg.RejoinInterval > 0 {
 		n.goFunc(n.rejoinLoop)
 	}
 	if len(cfg.Seeds) > 0 {
-		if _, err := n.Join(cfg.Seeds...); err != nil {
+		if _, err := n.Join(cfg.Seeds...); err != nil && n.Err() == nil {
 			n.log.Warn("no seed reachable; running alone until one is", "seeds", cfg.Seeds, "error", err)
-		} else if top := n.topVoter(); top != "" && !slices.Contains(cfg.Seeds, top) {
+		} else if top := n.topVoter(); err == nil && top != "" && !slices.Contains(cfg.Seeds, top) {
 			n.introduce(top)
 		}
 	}
+	n.del.guard.started()
+	if err := n.Err(); err != nil {
+		_ = n.Close()
+		return nil, err
+	}
 	n.log.Info("member started", "name", cfg.NodeName, "addr", n.addr, "boot", n.boot)
 	return n, nil
+}
+
+// fail records a fatal error: this node must not take part any more (it
+// holds a name another member has). It never blocks, so memberlist's
+// callbacks may call it: the dispatcher closes Events, which stops the
+// elector, and shutdownOnFailure shuts memberlist down. The first error
+// wins.
+func (n *Node) fail(err error) {
+	n.failOnce.Do(func() {
+		n.failErr.Store(&err)
+		close(n.failed)
+	})
+}
+
+// Err returns the fatal error that stopped this node (see fail), or nil.
+// Events is closed after a fatal error; an elector reading it then returns
+// an error that wraps this one.
+func (n *Node) Err() error {
+	if p := n.failErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// shutdownOnFailure shuts memberlist down after a fatal error, without a
+// leave message: a leave under a name another member holds would be taken
+// as that member's. Close is still to be called.
+func (n *Node) shutdownOnFailure() {
+	select {
+	case <-n.stop:
+	case <-n.failed:
+		n.log.Error("leaving the cluster: fatal membership error", "error", n.Err())
+		n.inbox.close()
+		if err := n.ml.Shutdown(); err != nil {
+			n.log.Warn("memberlist shutdown", "error", err)
+		}
+	}
 }
 
 // newNode builds the Node's parts and memberlist's configuration.
@@ -102,10 +150,11 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	n := &Node{cfg: cfg, log: logger, boot: boot, rated: make(chan struct{}, 1), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: logger, boot: boot, rated: make(chan struct{}, 1),
+		stop: make(chan struct{}), failed: make(chan struct{})}
 	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm}
 	n.inbox = newInbox(cfg.QueueSize, &n.stats)
-	n.del = &delegate{inbox: n.inbox}
+	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.NodeName, boot, logger, &n.stats, n.fail)}
 	b := n.meta.encode()
 	n.del.meta.Store(&b)
 	mc := cfg.memberlistConfig(n.del, logger)
@@ -152,7 +201,8 @@ func (n *Node) Addr() string { return n.addr }
 func (n *Node) BootID() uint64 { return n.boot }
 
 // Events delivers messages and membership changes, in the order memberlist
-// reported them; this node itself never appears. It is closed by Close.
+// reported them; this node itself never appears. It is closed by Close,
+// and after a fatal error (see Err).
 // Membership events are never dropped; messages are dropped (and counted,
 // DropQueueFull) only when Config.QueueSize of them already wait.
 func (n *Node) Events() <-chan election.Event { return n.disp.events }
@@ -166,6 +216,9 @@ func (n *Node) Events() <-chan election.Event { return n.disp.events }
 func (n *Node) Send(m core.Message) error {
 	if n.closed.Load() {
 		return ErrClosed
+	}
+	if err := n.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	if m.From != n.cfg.NodeName {
 		// The receiver would drop it: the boot ID would not be From's.

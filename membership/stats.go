@@ -86,6 +86,9 @@ type Stats struct {
 	// whose metadata did not decode (not coordelect, or another version).
 	RefusedTagCollision uint64
 	RefusedBadMeta      uint64
+	// RefusedDuplicateName counts members refused because a live member
+	// (maybe this node) already holds their name at another address.
+	RefusedDuplicateName uint64
 
 	// Rejoins counts periodic re-joins of the seeds; RejoinFailures those
 	// that reached no seed.
@@ -99,23 +102,25 @@ type counters struct {
 	dropped                                          [NumDropReasons]atomic.Uint64
 	sent, sendFailed, sendQueueFull, sendAbandoned   atomic.Uint64
 	refusedTag, refusedMeta, rejoins, rejoinFailures atomic.Uint64
+	refusedName                                      atomic.Uint64
 }
 
 func (c *counters) drop(r DropReason) { c.dropped[r].Add(1) }
 
 func (c *counters) snapshot() Stats {
 	s := Stats{
-		Received:            c.received.Load(),
-		Reordered:           c.reordered.Load(),
-		GapsSkipped:         c.gapsSkipped.Load(),
-		Sent:                c.sent.Load(),
-		SendFailed:          c.sendFailed.Load(),
-		SendQueueFull:       c.sendQueueFull.Load(),
-		SendAbandoned:       c.sendAbandoned.Load(),
-		RefusedTagCollision: c.refusedTag.Load(),
-		RefusedBadMeta:      c.refusedMeta.Load(),
-		Rejoins:             c.rejoins.Load(),
-		RejoinFailures:      c.rejoinFailures.Load(),
+		Received:             c.received.Load(),
+		Reordered:            c.reordered.Load(),
+		GapsSkipped:          c.gapsSkipped.Load(),
+		Sent:                 c.sent.Load(),
+		SendFailed:           c.sendFailed.Load(),
+		SendQueueFull:        c.sendQueueFull.Load(),
+		SendAbandoned:        c.sendAbandoned.Load(),
+		RefusedTagCollision:  c.refusedTag.Load(),
+		RefusedBadMeta:       c.refusedMeta.Load(),
+		RefusedDuplicateName: c.refusedName.Load(),
+		Rejoins:              c.rejoins.Load(),
+		RejoinFailures:       c.rejoinFailures.Load(),
 	}
 	for i := range c.dropped {
 		s.Dropped[i] = c.dropped[i].Load()
