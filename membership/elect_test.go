@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,8 +14,28 @@ import (
 // what membership's refusals and drops mean to a running election.
 type voter struct {
 	*Node
-	el   *election.Elector
-	done chan error // Run's result
+	el    *election.Elector
+	done  chan error // Run's result
+	drops *dropCounter
+}
+
+// dropCounter counts the messages an elector dropped, by reason.
+type dropCounter struct {
+	election.NopRecorder
+	mu sync.Mutex
+	by map[string]uint64
+}
+
+func (r *dropCounter) MessagesDropped(reason string, n uint64) {
+	r.mu.Lock()
+	r.by[reason] += n
+	r.mu.Unlock()
+}
+
+func (r *dropCounter) get(reason string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.by[reason]
 }
 
 // startVoter creates a node from cfg and runs an elector on it (rating
@@ -32,11 +53,13 @@ func runVoter(t *testing.T, n *Node, cfg Config) *voter {
 	t.Helper()
 	ec := election.DefaultConfig()
 	ec.Transport, ec.Rating, ec.NonVoter = n, cfg.Rating, cfg.NonVoter
+	drops := &dropCounter{by: map[string]uint64{}}
+	ec.Recorder = drops
 	el, err := election.New(ec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &voter{Node: n, el: el, done: make(chan error, 1)}
+	v := &voter{Node: n, el: el, done: make(chan error, 1), drops: drops}
 	go func() { v.done <- el.Run(context.Background()) }()
 	t.Cleanup(func() {
 		_ = el.Close()

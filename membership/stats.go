@@ -10,7 +10,8 @@ type DropReason uint8
 
 // The reasons.
 const (
-	// DropMalformed: the frame failed to decode (ErrMalformed, ErrTooLarge).
+	// DropMalformed: the frame failed to decode (ErrMalformed): not a
+	// frame, truncated, or a field out of range.
 	DropMalformed DropReason = iota
 	// DropVersion: the frame has a version this build does not read.
 	DropVersion
@@ -25,11 +26,14 @@ const (
 	// DropQueueFull: Config.QueueSize received messages were already
 	// waiting for the elector.
 	DropQueueFull
+	// DropTooLarge: the frame is over MaxFrameSize (ErrTooLarge); no
+	// member sends one, so it is an attack or a foreign program.
+	DropTooLarge
 	// NumDropReasons bounds DropReason values.
 	NumDropReasons
 )
 
-var dropNames = [...]string{"malformed", "version", "unknown_sender", "stale", "duplicate", "queue_full"}
+var dropNames = [...]string{"malformed", "version", "unknown_sender", "stale", "duplicate", "queue_full", "too_large"}
 
 func (r DropReason) String() string {
 	if r < NumDropReasons {
@@ -49,8 +53,11 @@ func DropReasons() []DropReason {
 
 // decodeDropReason sorts a DecodeFrame error.
 func decodeDropReason(err error) DropReason {
-	if errors.Is(err, ErrVersion) {
+	switch {
+	case errors.Is(err, ErrVersion):
 		return DropVersion
+	case errors.Is(err, ErrTooLarge):
+		return DropTooLarge
 	}
 	return DropMalformed
 }
