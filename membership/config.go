@@ -41,11 +41,16 @@ type Config struct {
 	// AdvertiseAddr means BindPort.
 	AdvertiseAddr string
 	AdvertisePort int
-	// Seeds are "host:port" addresses of members to join; New joins them
-	// once and every RejoinInterval after. Having joined, New also joins
-	// the highest-rated voter it learnt of (one more push-pull), usually
-	// the coordinator, so that the coordinator knows the new member at
-	// once rather than after gossip rounds. Default none (a new cluster).
+	// Seeds are "host:port" addresses of members to join; a host may be a
+	// DNS name, and every address it resolves to is joined (a Kubernetes
+	// headless service). New joins them once; if none answers, they are
+	// tried again after 20 ms, 40 ms, ... doubling up to RejoinInterval,
+	// until one does; after that every RejoinInterval, together with the
+	// addresses of members that left or died recently. Having joined, New
+	// also joins the highest-rated voter it learnt of (one more push-pull),
+	// usually the coordinator, so that the coordinator knows the new
+	// member at once rather than after gossip rounds. Default none (a new
+	// cluster).
 	Seeds []string
 	// Rating is this node's initial rating (est(S) in ALGORITHMS.md); see
 	// Node.SetRating. Default 0.
@@ -69,9 +74,13 @@ type Config struct {
 	// Label is the cluster label stamped on every packet and stream;
 	// members with another label are ignored. At most 255 bytes. Default "".
 	Label string
-	// RejoinInterval is how often the seeds are joined again, so that the
-	// two sides of a healed partition meet once memberlist has reaped the
-	// dead on each side. 0 disables re-joining. Default 10 s.
+	// RejoinInterval is how often the seeds (and recently departed
+	// members) are joined again, so that the two sides of a healed
+	// partition meet once memberlist has reaped the dead on each side, and
+	// the longest wait between retries while no seed has answered yet. 0
+	// disables re-joining and retries. Independently of it, a member whose
+	// answer to a probe shows a new boot ID that gossip has not brought yet
+	// (a restarted seed that knows nobody) is joined at once. Default 10 s.
 	RejoinInterval time.Duration
 	// ReorderTimeout is how long a reliable message that arrived ahead of
 	// an earlier one on the same link is held, waiting for the gap to fill,
@@ -97,8 +106,8 @@ type Config struct {
 	// it, a member restarted at another address under the same name is
 	// refused until memberlist forgets the dead one, GossipToTheDeadTime:
 	// 30 s with the LAN profile), ...
-	// Delegate, Events, Merge, Conflict, Logger and LogOutput are set
-	// after it returns.
+	// Delegate, Events, Merge, Conflict, Ping, Logger and LogOutput are
+	// set after it returns.
 	Memberlist func(*memberlist.Config)
 	// Logger receives the node's logs and, through a "memberlist" sub-logger,
 	// memberlist's. Default nil: discard.
@@ -231,7 +240,7 @@ func (c *Config) memberlistConfig(d *delegate, logger hclog.Logger) *memberlist.
 	if c.Memberlist != nil {
 		c.Memberlist(mc)
 	}
-	mc.Delegate, mc.Events, mc.Merge, mc.Conflict = d, d, d, d
+	mc.Delegate, mc.Events, mc.Merge, mc.Conflict, mc.Ping = d, d, d, d, d
 	mc.LogOutput = nil
 	mc.Logger = logger.Named("memberlist").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	return mc

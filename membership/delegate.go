@@ -1,10 +1,12 @@
 package membership
 
 import (
+	"encoding/binary"
 	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -17,9 +19,11 @@ import (
 // NotifyMsg's buffer and owns *Node) into the inbox and returns; the Node's
 // dispatcher goroutine does the rest.
 type delegate struct {
-	meta  atomic.Pointer[[]byte] // current encoded metadata
-	inbox *inbox
-	guard *guard
+	meta   atomic.Pointer[[]byte] // current encoded metadata
+	inbox  *inbox
+	guard  *guard
+	ack    []byte            // this node's boot ID, sent in every ping ack
+	rejoin func(addr string) // asks for a join of addr; never blocks
 }
 
 var (
@@ -27,6 +31,7 @@ var (
 	_ memberlist.EventDelegate    = (*delegate)(nil)
 	_ memberlist.MergeDelegate    = (*delegate)(nil)
 	_ memberlist.ConflictDelegate = (*delegate)(nil)
+	_ memberlist.PingDelegate     = (*delegate)(nil)
 )
 
 // NodeMeta returns this node's metadata; it is far below limit (see meta).
@@ -173,4 +178,23 @@ func (q *inbox) close() {
 	q.closed = true
 	q.items = nil
 	q.mu.Unlock()
+}
+
+// AckPayload puts this node's boot ID in its answers to probes.
+func (d *delegate) AckPayload() []byte { return d.ack }
+
+// NotifyPingComplete: other answered a probe with its boot ID. A boot ID
+// later than the one other's metadata gives is a restart that has not
+// reached this node by gossip: often a seed restarted without seeds of
+// its own, which knows nobody and would lead alone. Joining it (not here:
+// memberlist holds no lock, but a join takes a round trip) merges it back
+// at once.
+func (d *delegate) NotifyPingComplete(other *memberlist.Node, _ time.Duration, payload []byte) {
+	if len(payload) != 8 {
+		return
+	}
+	m, err := decodeMeta(other.Meta)
+	if err == nil && binary.BigEndian.Uint64(payload) > m.Boot {
+		d.rejoin(nodeAddr(other))
+	}
 }

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -43,6 +44,10 @@ type Node struct {
 	rated      chan struct{} // capacity 1: the rating changed
 	updateWait time.Duration
 
+	restarted chan string            // addresses to join at once (see NotifyPingComplete)
+	joined    atomic.Bool            // a join has reached a member (seed or other)
+	joinErr   atomic.Pointer[string] // the last join's error, "" after a success
+
 	failOnce sync.Once
 	failErr  atomic.Pointer[error]
 	failed   chan struct{} // closed by fail
@@ -83,9 +88,6 @@ func New(cfg Config) (*Node, error) {
 	n.addr = n.ml.LocalNode().FullAddress().Addr
 	n.goFunc(n.publishRatings)
 	n.goFunc(n.shutdownOnFailure)
-	if cfg.RejoinInterval > 0 {
-		n.goFunc(n.rejoinLoop)
-	}
 	if len(cfg.Seeds) > 0 {
 		if _, err := n.Join(cfg.Seeds...); err != nil && n.Err() == nil {
 			n.log.Warn("no seed reachable; running alone until one is", "seeds", cfg.Seeds, "error", err)
@@ -98,6 +100,7 @@ func New(cfg Config) (*Node, error) {
 		_ = n.Close()
 		return nil, err
 	}
+	n.goFunc(n.rejoinLoop)
 	n.log.Info("member started", "name", cfg.NodeName, "addr", n.addr, "boot", n.boot)
 	return n, nil
 }
@@ -154,7 +157,9 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 		stop: make(chan struct{}), failed: make(chan struct{})}
 	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm}
 	n.inbox = newInbox(cfg.QueueSize, &n.stats)
-	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.NodeName, boot, logger, &n.stats, n.fail)}
+	n.restarted = make(chan string, 16)
+	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.NodeName, boot, logger, &n.stats, n.fail),
+		ack: binary.BigEndian.AppendUint64(nil, boot), rejoin: n.askJoin}
 	b := n.meta.encode()
 	n.del.meta.Store(&b)
 	mc := cfg.memberlistConfig(n.del, logger)
@@ -268,7 +273,25 @@ func (n *Node) Join(addrs ...string) (int, error) {
 	if n.closed.Load() {
 		return 0, ErrClosed
 	}
-	return n.ml.Join(addrs)
+	k, err := n.ml.Join(addrs)
+	if err == nil {
+		n.joined.Store(true)
+		empty := ""
+		n.joinErr.Store(&empty)
+	} else {
+		msg := err.Error()
+		n.joinErr.Store(&msg)
+	}
+	return k, err
+}
+
+// askJoin queues addr for an immediate join; it never blocks (memberlist's
+// probe goroutine calls it), and drops the request when many are queued.
+func (n *Node) askJoin(addr string) {
+	select {
+	case n.restarted <- addr:
+	default:
+	}
 }
 
 // topVoter returns the address of the highest-ranked voter (by rating, then
@@ -308,36 +331,85 @@ func (n *Node) introduce(addr string) {
 	}
 }
 
-// rejoinLoop joins the seeds every RejoinInterval. memberlist forgets dead
-// members after GossipToTheDeadTime; after that the two sides of a healed
-// partition would never probe each other again, so someone must join.
+// minRejoinWait is the first wait before the seeds are tried again when
+// none answered: a cluster whose members start together (a deployment)
+// finds itself within tens of milliseconds, not a RejoinInterval later.
+const minRejoinWait = 20 * time.Millisecond
+
+// rejoinLoop joins, at once, the members whose probe answers show a
+// restart (askJoin), and re-joins the seeds and the recently departed
+// members: with backoff from minRejoinWait until a join has succeeded,
+// then every RejoinInterval. memberlist forgets dead members after
+// GossipToTheDeadTime; after that the two sides of a healed partition
+// would never probe each other again, so someone must join.
 func (n *Node) rejoinLoop() {
-	t := time.NewTicker(n.cfg.RejoinInterval)
-	defer t.Stop()
+	var t *time.Timer
+	var tick <-chan time.Time
+	wait := n.cfg.RejoinInterval
+	if wait > 0 {
+		if !n.joined.Load() && len(n.cfg.Seeds) > 0 {
+			wait = min(minRejoinWait, wait)
+		}
+		t = time.NewTimer(wait)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-n.stop:
 			return
-		case <-t.C:
+		case addr := <-n.restarted:
+			n.joinRestarted(addr)
+		case <-tick:
 			n.rejoin()
+			wait = n.nextRejoinWait(wait)
+			t.Reset(wait)
 		}
 	}
 }
 
+// nextRejoinWait doubles the wait until a join has succeeded, up to
+// RejoinInterval, and is RejoinInterval after.
+func (n *Node) nextRejoinWait(wait time.Duration) time.Duration {
+	if n.joined.Load() {
+		return n.cfg.RejoinInterval
+	}
+	return min(2*wait, n.cfg.RejoinInterval)
+}
+
+func (n *Node) joinRestarted(addr string) {
+	n.log.Debug("a member restarted and does not know this node yet: joining it", "addr", addr)
+	if _, err := n.ml.Join([]string{addr}); err != nil {
+		n.log.Debug("joining a restarted member failed", "addr", addr, "error", err)
+	}
+}
+
+// maxRejoinDeparted caps the departed members re-joined with the seeds:
+// memberlist joins one address after another, each unreachable one
+// costing up to TCPTimeout.
+const maxRejoinDeparted = 3
+
+// rejoin joins the seeds and up to maxRejoinDeparted members that left or
+// died recently (the latest first), but never this node.
 func (n *Node) rejoin() {
-	seeds := make([]string, 0, len(n.cfg.Seeds))
+	targets := make([]string, 0, len(n.cfg.Seeds)+maxRejoinDeparted)
 	for _, s := range n.cfg.Seeds {
-		if s != n.addr {
-			seeds = append(seeds, s)
+		if s != n.addr && !slices.Contains(targets, s) {
+			targets = append(targets, s)
 		}
 	}
-	if len(seeds) == 0 {
+	for _, a := range n.table.departed(maxRejoinDeparted) {
+		if a != n.addr && !slices.Contains(targets, a) {
+			targets = append(targets, a)
+		}
+	}
+	if len(targets) == 0 {
 		return
 	}
 	n.stats.rejoins.Add(1)
-	if _, err := n.ml.Join(seeds); err != nil {
+	if _, err := n.Join(targets...); err != nil {
 		n.stats.rejoinFailures.Add(1)
-		n.log.Debug("re-join reached no seed", "error", err)
+		n.log.Debug("re-join reached nobody", "targets", targets, "error", err)
 	}
 }
 
