@@ -1,13 +1,18 @@
 package membership
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
+
+	"github.com/coordelect/coordelect/election"
 )
 
 // The memberlist profiles Config.Profile names.
@@ -58,9 +63,20 @@ type Config struct {
 	// NonVoter marks a member that follows the coordinator but never stands.
 	NonVoter bool
 	// Algorithm is the election algorithm name this node runs, published in
-	// its metadata for operators (Members); not checked here. At most 32
-	// bytes. Default "".
-	Algorithm string
+	// its metadata. At most 32 bytes. Default "".
+	//
+	// Algorithm, QuorumSize, HeartbeatInterval, HeartbeatMisses and
+	// QuorumLease are the election settings every member must share
+	// (SetElection copies them from an election.Config). They travel in the
+	// metadata with ProtocolVersion; a member whose values differ is
+	// refused at join, on both sides, with an *IncompatibleError naming
+	// the field and both values (New returns it). Defaults "" and 0: then
+	// every member must leave them unset.
+	Algorithm         string
+	QuorumSize        int
+	HeartbeatInterval time.Duration
+	HeartbeatMisses   int
+	QuorumLease       time.Duration
 	// Profile selects memberlist's timing defaults: ProfileLAN (default),
 	// ProfileLocal or ProfileWAN.
 	Profile string
@@ -106,8 +122,8 @@ type Config struct {
 	// it, a member restarted at another address under the same name is
 	// refused until memberlist forgets the dead one, GossipToTheDeadTime:
 	// 30 s with the LAN profile), ...
-	// Delegate, Events, Merge, Conflict, Ping, Logger and LogOutput are
-	// set after it returns.
+	// Delegate, Events, Merge, Conflict, Ping, Alive, Logger and LogOutput
+	// are set after it returns.
 	Memberlist func(*memberlist.Config)
 	// Logger receives the node's logs and, through a "memberlist" sub-logger,
 	// memberlist's. Default nil: discard.
@@ -126,6 +142,16 @@ func DefaultConfig() Config {
 		QueueSize:      4096,
 		SendQueueSize:  256,
 	}
+}
+
+// SetElection copies from ec, with its defaults filled in, what the
+// membership publishes: the rating, the non-voter flag, and the settings
+// every member must share (see Algorithm).
+func (c *Config) SetElection(ec election.Config) {
+	ec = ec.WithDefaults()
+	c.Rating, c.NonVoter, c.Algorithm = ec.Rating, ec.NonVoter, ec.Algorithm.String()
+	c.QuorumSize, c.HeartbeatInterval = ec.QuorumSize, ec.HeartbeatInterval
+	c.HeartbeatMisses, c.QuorumLease = ec.HeartbeatMisses, ec.QuorumLease
 }
 
 // Validate checks the configuration. Errors name the field and the value.
@@ -210,6 +236,14 @@ func (c *Config) validateCluster() error {
 
 func (c *Config) validateSizes() error {
 	switch {
+	case c.QuorumSize < 0:
+		return fieldError("QuorumSize", c.QuorumSize, "must be >= 0")
+	case c.HeartbeatInterval < 0:
+		return fieldError("HeartbeatInterval", c.HeartbeatInterval.String(), "must be >= 0")
+	case c.HeartbeatMisses < 0:
+		return fieldError("HeartbeatMisses", c.HeartbeatMisses, "must be >= 0")
+	case c.QuorumLease < 0:
+		return fieldError("QuorumLease", c.QuorumLease.String(), "must be >= 0")
 	case c.RejoinInterval < 0:
 		return fieldError("RejoinInterval", c.RejoinInterval.String(), "must be >= 0 (0 disables)")
 	case c.ReorderTimeout <= 0:
@@ -240,8 +274,27 @@ func (c *Config) memberlistConfig(d *delegate, logger hclog.Logger) *memberlist.
 	if c.Memberlist != nil {
 		c.Memberlist(mc)
 	}
-	mc.Delegate, mc.Events, mc.Merge, mc.Conflict, mc.Ping = d, d, d, d, d
+	mc.Delegate, mc.Events, mc.Merge, mc.Conflict, mc.Ping, mc.Alive = d, d, d, d, d, d
 	mc.LogOutput = nil
-	mc.Logger = logger.Named("memberlist").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	w := logger.Named("memberlist").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true})
+	mc.Logger = log.New(&logWatch{next: w, keyMismatch: d.keyMismatch}, "", 0)
 	return mc
+}
+
+// keyMismatchLog is what memberlist logs when a packet or stream was
+// encrypted with a key this node does not hold (security.go).
+var keyMismatchLog = []byte("no installed keys could decrypt the message")
+
+// logWatch passes memberlist's log lines on, and reports the ones that
+// show a key mismatch, which memberlist reports only in its log.
+type logWatch struct {
+	next        io.Writer
+	keyMismatch func(line string)
+}
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	if bytes.Contains(p, keyMismatchLog) {
+		w.keyMismatch(string(bytes.TrimSpace(p)))
+	}
+	return w.next.Write(p)
 }

@@ -24,6 +24,9 @@ type delegate struct {
 	guard  *guard
 	ack    []byte            // this node's boot ID, sent in every ping ack
 	rejoin func(addr string) // asks for a join of addr; never blocks
+	// keyMismatch is called with memberlist's log line when a packet or
+	// stream could not be decrypted with any installed key.
+	keyMismatch func(line string)
 }
 
 var (
@@ -32,6 +35,7 @@ var (
 	_ memberlist.MergeDelegate    = (*delegate)(nil)
 	_ memberlist.ConflictDelegate = (*delegate)(nil)
 	_ memberlist.PingDelegate     = (*delegate)(nil)
+	_ memberlist.AliveDelegate    = (*delegate)(nil)
 )
 
 // NodeMeta returns this node's metadata; it is far below limit (see meta).
@@ -78,6 +82,10 @@ func (d *delegate) NotifyUpdate(n *memberlist.Node) {
 // NotifyMerge vets the members of a join's push-pull (either side of it)
 // before memberlist merges them; an error cancels the whole merge.
 func (d *delegate) NotifyMerge(peers []*memberlist.Node) error { return d.guard.merge(peers) }
+
+// NotifyAlive vets a member memberlist heard is alive; an error makes
+// memberlist ignore the news.
+func (d *delegate) NotifyAlive(p *memberlist.Node) error { return d.guard.vetAlive(p) }
 
 // NotifyConflict: memberlist ignored other, which claims existing's name.
 func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {

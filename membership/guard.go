@@ -37,6 +37,31 @@ func (e *NameTakenError) Error() string {
 
 func (e *NameTakenError) Unwrap() error { return ErrNameTaken }
 
+// ErrIncompatible: a member's protocol version or shared election settings
+// differ from this node's (see IncompatibleError).
+var ErrIncompatible = errors.New("membership: incompatible member")
+
+// IncompatibleError names the first setting in which a member differs from
+// this node (a Config field, or ProtocolVersion) and both values. Both
+// sides of a refused join log it; New returns it to the joining side.
+type IncompatibleError struct {
+	Member, Addr string
+	Field        string
+	Ours, Theirs string
+	// Self: this node was joining (New returns the error).
+	Self bool
+}
+
+func (e *IncompatibleError) Error() string {
+	s := fmt.Sprintf("membership: member %q at %s is incompatible: %s is %s there and %s here", e.Member, e.Addr, e.Field, e.Theirs, e.Ours)
+	if e.Self {
+		s += "; this node refuses to join: give every member the same " + e.Field
+	}
+	return s
+}
+
+func (e *IncompatibleError) Unwrap() error { return ErrIncompatible }
+
 // guard decides, inside memberlist's callbacks, which members the node
 // refuses before memberlist merges them: a second process under a name
 // that a live member holds. It runs under memberlist's locks: it never
@@ -51,6 +76,7 @@ func (e *NameTakenError) Unwrap() error { return ErrNameTaken }
 type guard struct {
 	name  string
 	boot  uint64
+	own   meta // this node's settings, for compat
 	log   hclog.Logger
 	stats *counters
 	fail  func(error)
@@ -62,8 +88,8 @@ type guard struct {
 	reported map[[2]string]bool // clashes already logged: name, address
 }
 
-func newGuard(name string, boot uint64, log hclog.Logger, stats *counters, fail func(error)) *guard {
-	return &guard{name: name, boot: boot, log: log, stats: stats, fail: fail, starting: true,
+func newGuard(name string, own meta, log hclog.Logger, stats *counters, fail func(error)) *guard {
+	return &guard{name: name, boot: own.Boot, own: own, log: log, stats: stats, fail: fail, starting: true,
 		alive: make(map[string]string), reported: make(map[[2]string]bool)}
 }
 
@@ -107,8 +133,65 @@ func (g *guard) merge(peers []*memberlist.Node) error {
 		if err := g.checkName(p.Name, nodeAddr(p), p.Meta); err != nil {
 			return err
 		}
+		if err := g.checkCompat(p, true); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// vetAlive vets a member memberlist heard is alive (gossip or push-pull): an
+// error makes memberlist ignore the news. It refuses incompatible members
+// that reach this node other than by a join.
+func (g *guard) vetAlive(p *memberlist.Node) error { return g.checkCompat(p, false) }
+
+// checkCompat refuses a coordelect member whose protocol version or shared
+// election settings differ from this node's. A member without metadata is
+// let through (the table refuses it as a peer, as for any non-coordelect
+// member). At a join while New runs, the refusal is this node's fatal
+// error, which New returns.
+func (g *guard) checkCompat(p *memberlist.Node, merge bool) error {
+	if p.Name == g.name || len(p.Meta) == 0 {
+		return nil
+	}
+	err := g.incompatible(p)
+	if err == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key := [2]string{p.Name, err.Field + "=" + err.Theirs}
+	if !g.reported[key] {
+		g.reported[key] = true
+		g.stats.refusedCompat.Add(1)
+		g.log.Error("refusing an incompatible member", "member", p.Name, "addr", err.Addr,
+			"field", err.Field, "ours", err.Ours, "theirs", err.Theirs)
+	}
+	if merge && g.starting {
+		self := *err
+		self.Self = true
+		g.fail(&self)
+	}
+	return err
+}
+
+func (g *guard) incompatible(p *memberlist.Node) *IncompatibleError {
+	e := &IncompatibleError{Member: p.Name, Addr: nodeAddr(p)}
+	if p.Meta[0] != metaVersion {
+		e.Field, e.Ours, e.Theirs = "ProtocolVersion", fmt.Sprint(metaVersion), fmt.Sprint(p.Meta[0])
+		return e
+	}
+	m, err := decodeMeta(p.Meta)
+	if err != nil {
+		e.Field, e.Ours, e.Theirs = "metadata", "valid", err.Error()
+		return e
+	}
+	field, ours, theirs, ok := g.own.compat(m)
+	if ok {
+		return nil
+	}
+	e.Field, e.Ours, e.Theirs = field, fmt.Sprint(ours), fmt.Sprint(theirs)
+	return e
 }
 
 // conflict is memberlist's report that other claims the name of a live

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,7 +91,7 @@ func New(cfg Config) (*Node, error) {
 	n.goFunc(n.shutdownOnFailure)
 	if len(cfg.Seeds) > 0 {
 		if _, err := n.Join(cfg.Seeds...); err != nil && n.Err() == nil {
-			n.log.Warn("no seed reachable; running alone until one is", "seeds", cfg.Seeds, "error", err)
+			n.warnJoin(cfg.Seeds, err)
 		} else if top := n.topVoter(); err == nil && top != "" && !slices.Contains(cfg.Seeds, top) {
 			n.introduce(top)
 		}
@@ -103,6 +104,42 @@ func New(cfg Config) (*Node, error) {
 	n.goFunc(n.rejoinLoop)
 	n.log.Info("member started", "name", cfg.NodeName, "addr", n.addr, "boot", n.boot)
 	return n, nil
+}
+
+// warnJoin logs why the first join reached no seed: none answered, or one
+// answered and then closed the exchange, which is what a member does with
+// a stream it cannot decrypt or whose label differs.
+func (n *Node) warnJoin(seeds []string, err error) {
+	if unreachable(err) {
+		n.log.Warn("no seed reachable; retrying, running alone until one is", "seeds", seeds, "error", err)
+		return
+	}
+	n.log.Error("a seed answered but the join failed: a key or label mismatch? (the seed logs \"key mismatch\")",
+		"seeds", seeds, "error", err)
+}
+
+// unreachable reports whether a join error says only that no seed could
+// be connected to (as opposed to one that answered and then failed).
+func unreachable(err error) bool {
+	s := err.Error()
+	for _, sub := range []string{"connection refused", "i/o timeout", "no route to host", "network is unreachable", "failed to resolve", "no such host"} {
+		if !strings.Contains(s, sub) {
+			continue
+		}
+		if strings.Count(s, "failed to join") <= strings.Count(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyMismatch reports a packet or stream that no installed key decrypts:
+// a member (or a would-be member) runs with another key or none.
+func (n *Node) keyMismatch(line string) {
+	if n.stats.keyMismatch.Add(1) == 1 {
+		n.log.Error("key mismatch: a member or would-be member uses another SecretKey (or none); it cannot join",
+			"memberlist", line)
+	}
 }
 
 // fail records a fatal error: this node must not take part any more (it
@@ -155,11 +192,13 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 	}
 	n := &Node{cfg: cfg, log: logger, boot: boot, rated: make(chan struct{}, 1),
 		stop: make(chan struct{}), failed: make(chan struct{})}
-	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm}
+	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm,
+		Quorum: uint64(cfg.QuorumSize), Heartbeat: uint64(cfg.HeartbeatInterval),
+		Misses: uint64(cfg.HeartbeatMisses), Lease: uint64(cfg.QuorumLease)}
 	n.inbox = newInbox(cfg.QueueSize, &n.stats)
 	n.restarted = make(chan string, 16)
-	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.NodeName, boot, logger, &n.stats, n.fail),
-		ack: binary.BigEndian.AppendUint64(nil, boot), rejoin: n.askJoin}
+	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.NodeName, n.meta, logger, &n.stats, n.fail),
+		ack: binary.BigEndian.AppendUint64(nil, boot), rejoin: n.askJoin, keyMismatch: n.keyMismatch}
 	b := n.meta.encode()
 	n.del.meta.Store(&b)
 	mc := cfg.memberlistConfig(n.del, logger)

@@ -96,6 +96,12 @@ type Stats struct {
 	// RefusedDuplicateName counts members refused because a live member
 	// (maybe this node) already holds their name at another address.
 	RefusedDuplicateName uint64
+	// RefusedIncompatible counts members refused because their protocol
+	// version or shared election settings differ (IncompatibleError).
+	RefusedIncompatible uint64
+	// KeyMismatch counts packets and streams that no installed key could
+	// decrypt (memberlist drops them): someone uses another SecretKey.
+	KeyMismatch uint64
 
 	// Rejoins counts periodic re-joins of the seeds; RejoinFailures those
 	// that reached no seed.
@@ -109,7 +115,7 @@ type counters struct {
 	dropped                                          [NumDropReasons]atomic.Uint64
 	sent, sendFailed, sendQueueFull, sendAbandoned   atomic.Uint64
 	refusedTag, refusedMeta, rejoins, rejoinFailures atomic.Uint64
-	refusedName                                      atomic.Uint64
+	refusedName, refusedCompat, keyMismatch          atomic.Uint64
 }
 
 func (c *counters) drop(r DropReason) { c.dropped[r].Add(1) }
@@ -126,6 +132,8 @@ func (c *counters) snapshot() Stats {
 		RefusedTagCollision:  c.refusedTag.Load(),
 		RefusedBadMeta:       c.refusedMeta.Load(),
 		RefusedDuplicateName: c.refusedName.Load(),
+		RefusedIncompatible:  c.refusedCompat.Load(),
+		KeyMismatch:          c.keyMismatch.Load(),
 		Rejoins:              c.rejoins.Load(),
 		RejoinFailures:       c.rejoinFailures.Load(),
 	}
