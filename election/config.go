@@ -126,6 +126,13 @@ func DefaultConfig() Config {
 	return c
 }
 
+// WithDefaults returns c with every zero field that has a default set to
+// it, as New would use it.
+func (c Config) WithDefaults() Config {
+	c.setDefaults()
+	return c
+}
+
 func (c *Config) setDefaults() {
 	def := func(p *time.Duration, v time.Duration) {
 		if *p == 0 {

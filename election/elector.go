@@ -120,7 +120,8 @@ func (e *Elector) ID() string { return e.id }
 // and waits up to Config.HandoffTimeout for the successor to announce
 // itself; Close stops at once, with no hand-off. Run returns after every
 // callback has been delivered: nil when ctx ended or Close was called,
-// ErrTransportClosed when the transport closed its events, ErrClosed or
+// ErrTransportClosed when the transport closed its events (wrapping the
+// transport's error if it is a FailingTransport that failed), ErrClosed or
 // ErrRunning when the Elector is closed or already running.
 func (e *Elector) Run(ctx context.Context) error {
 	if err := e.start(); err != nil {

@@ -18,7 +18,8 @@ import (
 
 // Bad frames sent into a live cluster, from a plain memberlist member that
 // holds the cluster's key (so its packets get through, but it is no
-// coordelect member): truncated, wrong version, oversized, from an
+// coordelect member): truncated, wrong version, oversized (its own
+// reason, too_large), from an
 // unknown sender, addressed to another incarnation, and a well-formed
 // COORDINATOR that impersonates n1 with a stale term. Each is dropped and
 // counted by reason (the stale term passes membership and the state
@@ -53,8 +54,8 @@ func TestMemberlistBadFramesDroppedAndCounted(t *testing.T) {
 		Term: core.MakeTerm(core.Term(term).Epoch()-1, core.Tag("n1"))}
 	good := frame(membership.Header{FromBoot: n1Boot, ToBoot: n2Boot}, coord)
 	sends := map[membership.DropReason][][]byte{
-		membership.DropMalformed: {good[:len(good)-3], bytes.Repeat([]byte{0xff}, 64), // truncated, not a frame
-			append(append([]byte{}, good...), make([]byte, membership.MaxFrameSize)...)}, // oversized
+		membership.DropMalformed:     {good[:len(good)-3], bytes.Repeat([]byte{0xff}, 64)}, // truncated, not a frame
+		membership.DropTooLarge:      {append(append([]byte{}, good...), make([]byte, membership.MaxFrameSize)...)},
 		membership.DropVersion:       {append([]byte{good[0], good[1] + 1}, good[2:]...)},
 		membership.DropUnknownSender: {frame(membership.Header{FromBoot: 1, ToBoot: n2Boot}, core.Message{Type: core.MsgElection, From: "raw", To: "n2"})},
 		membership.DropStale: {frame(membership.Header{FromBoot: n1Boot - 1, ToBoot: n2Boot}, coord), // an earlier n1

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/coordelect/coordelect/election/core"
@@ -22,9 +23,9 @@ func (e *Elector) loop(ctx context.Context) error {
 			e.node.Tick()
 		case ev, ok := <-events:
 			if !ok {
-				e.log.Warn("transport closed its events; stopping")
+				err := e.transportClosed()
 				e.finish()
-				return ErrTransportClosed
+				return err
 			}
 			e.handle(ev)
 		case r := <-e.requests:
@@ -279,4 +280,17 @@ func (e *Elector) finish() {
 	s.Coordinator, s.Stopped = "", true
 	e.snap.Store(&s)
 	e.log.Info("elector stopped")
+}
+
+// transportClosed logs why the transport closed its events and returns
+// ErrTransportClosed, wrapping the transport's own error if it has one.
+func (e *Elector) transportClosed() error {
+	if f, ok := e.tr.(FailingTransport); ok {
+		if err := f.Err(); err != nil {
+			e.log.Error("transport failed; stopping", "error", err)
+			return fmt.Errorf("%w: %w", ErrTransportClosed, err)
+		}
+	}
+	e.log.Warn("transport closed its events; stopping")
+	return ErrTransportClosed
 }

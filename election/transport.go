@@ -47,3 +47,13 @@ type Transport interface {
 	// SetRating publishes this node's new rating to the cluster.
 	SetRating(rating int64) error
 }
+
+// FailingTransport is a Transport that can fail for good, for a reason the
+// operator must see (membership.Node does when another member holds its
+// name). After closing Events it returns that reason from Err; Run then
+// returns an error that wraps both ErrTransportClosed and it.
+type FailingTransport interface {
+	Transport
+	// Err is nil until the transport has failed.
+	Err() error
+}

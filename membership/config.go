@@ -1,13 +1,18 @@
 package membership
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
+
+	"github.com/coordelect/coordelect/election"
 )
 
 // The memberlist profiles Config.Profile names.
@@ -41,11 +46,16 @@ type Config struct {
 	// AdvertiseAddr means BindPort.
 	AdvertiseAddr string
 	AdvertisePort int
-	// Seeds are "host:port" addresses of members to join; New joins them
-	// once and every RejoinInterval after. Having joined, New also joins
-	// the highest-rated voter it learnt of (one more push-pull), usually
-	// the coordinator, so that the coordinator knows the new member at
-	// once rather than after gossip rounds. Default none (a new cluster).
+	// Seeds are "host:port" addresses of members to join; a host may be a
+	// DNS name, and every address it resolves to is joined (a Kubernetes
+	// headless service). New joins them once; if none answers, they are
+	// tried again after 20 ms, 40 ms, ... doubling up to RejoinInterval,
+	// until one does; after that every RejoinInterval, together with the
+	// addresses of members that left or died recently. Having joined, New
+	// also joins the highest-rated voter it learnt of (one more push-pull),
+	// usually the coordinator, so that the coordinator knows the new
+	// member at once rather than after gossip rounds. Default none (a new
+	// cluster).
 	Seeds []string
 	// Rating is this node's initial rating (est(S) in ALGORITHMS.md); see
 	// Node.SetRating. Default 0.
@@ -53,9 +63,20 @@ type Config struct {
 	// NonVoter marks a member that follows the coordinator but never stands.
 	NonVoter bool
 	// Algorithm is the election algorithm name this node runs, published in
-	// its metadata for operators (Members); not checked here. At most 32
-	// bytes. Default "".
-	Algorithm string
+	// its metadata. At most 32 bytes. Default "".
+	//
+	// Algorithm, QuorumSize, HeartbeatInterval, HeartbeatMisses and
+	// QuorumLease are the election settings every member must share
+	// (SetElection copies them from an election.Config). They travel in the
+	// metadata with ProtocolVersion; a member whose values differ is
+	// refused at join, on both sides, with an *IncompatibleError naming
+	// the field and both values (New returns it). Defaults "" and 0: then
+	// every member must leave them unset.
+	Algorithm         string
+	QuorumSize        int
+	HeartbeatInterval time.Duration
+	HeartbeatMisses   int
+	QuorumLease       time.Duration
 	// Profile selects memberlist's timing defaults: ProfileLAN (default),
 	// ProfileLocal or ProfileWAN.
 	Profile string
@@ -69,9 +90,13 @@ type Config struct {
 	// Label is the cluster label stamped on every packet and stream;
 	// members with another label are ignored. At most 255 bytes. Default "".
 	Label string
-	// RejoinInterval is how often the seeds are joined again, so that the
-	// two sides of a healed partition meet once memberlist has reaped the
-	// dead on each side. 0 disables re-joining. Default 10 s.
+	// RejoinInterval is how often the seeds (and recently departed
+	// members) are joined again, so that the two sides of a healed
+	// partition meet once memberlist has reaped the dead on each side, and
+	// the longest wait between retries while no seed has answered yet. 0
+	// disables re-joining and retries. Independently of it, a member whose
+	// answer to a probe shows a new boot ID that gossip has not brought yet
+	// (a restarted seed that knows nobody) is joined at once. Default 10 s.
 	RejoinInterval time.Duration
 	// ReorderTimeout is how long a reliable message that arrived ahead of
 	// an earlier one on the same link is held, waiting for the gap to fill,
@@ -97,7 +122,8 @@ type Config struct {
 	// it, a member restarted at another address under the same name is
 	// refused until memberlist forgets the dead one, GossipToTheDeadTime:
 	// 30 s with the LAN profile), ...
-	// Delegate, Events, Logger and LogOutput are set after it returns.
+	// Delegate, Events, Merge, Conflict, Ping, Alive, Logger and LogOutput
+	// are set after it returns.
 	Memberlist func(*memberlist.Config)
 	// Logger is the parent logger: the node logs under its sub-logger
 	// "membership", memberlist under "membership.memberlist". Pass the
@@ -117,6 +143,16 @@ func DefaultConfig() Config {
 		QueueSize:      4096,
 		SendQueueSize:  256,
 	}
+}
+
+// SetElection copies from ec, with its defaults filled in, what the
+// membership publishes: the rating, the non-voter flag, and the settings
+// every member must share (see Algorithm).
+func (c *Config) SetElection(ec election.Config) {
+	ec = ec.WithDefaults()
+	c.Rating, c.NonVoter, c.Algorithm = ec.Rating, ec.NonVoter, ec.Algorithm.String()
+	c.QuorumSize, c.HeartbeatInterval = ec.QuorumSize, ec.HeartbeatInterval
+	c.HeartbeatMisses, c.QuorumLease = ec.HeartbeatMisses, ec.QuorumLease
 }
 
 // Validate checks the configuration. Errors name the field and the value.
@@ -201,6 +237,14 @@ func (c *Config) validateCluster() error {
 
 func (c *Config) validateSizes() error {
 	switch {
+	case c.QuorumSize < 0:
+		return fieldError("QuorumSize", c.QuorumSize, "must be >= 0")
+	case c.HeartbeatInterval < 0:
+		return fieldError("HeartbeatInterval", c.HeartbeatInterval.String(), "must be >= 0")
+	case c.HeartbeatMisses < 0:
+		return fieldError("HeartbeatMisses", c.HeartbeatMisses, "must be >= 0")
+	case c.QuorumLease < 0:
+		return fieldError("QuorumLease", c.QuorumLease.String(), "must be >= 0")
 	case c.RejoinInterval < 0:
 		return fieldError("RejoinInterval", c.RejoinInterval.String(), "must be >= 0 (0 disables)")
 	case c.ReorderTimeout <= 0:
@@ -231,8 +275,27 @@ func (c *Config) memberlistConfig(d *delegate, logger hclog.Logger) *memberlist.
 	if c.Memberlist != nil {
 		c.Memberlist(mc)
 	}
-	mc.Delegate, mc.Events = d, d
+	mc.Delegate, mc.Events, mc.Merge, mc.Conflict, mc.Ping, mc.Alive = d, d, d, d, d, d
 	mc.LogOutput = nil
-	mc.Logger = logger.Named("memberlist").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	w := logger.Named("memberlist").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true})
+	mc.Logger = log.New(&logWatch{next: w, keyMismatch: d.keyMismatch}, "", 0)
 	return mc
+}
+
+// keyMismatchLog is what memberlist logs when a packet or stream was
+// encrypted with a key this node does not hold (security.go).
+var keyMismatchLog = []byte("no installed keys could decrypt the message")
+
+// logWatch passes memberlist's log lines on, and reports the ones that
+// show a key mismatch, which memberlist reports only in its log.
+type logWatch struct {
+	next        io.Writer
+	keyMismatch func(line string)
+}
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	if bytes.Contains(p, keyMismatchLog) {
+		w.keyMismatch(string(bytes.TrimSpace(p)))
+	}
+	return w.next.Write(p)
 }

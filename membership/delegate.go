@@ -1,10 +1,12 @@
 package membership
 
 import (
+	"encoding/binary"
 	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -17,13 +19,23 @@ import (
 // NotifyMsg's buffer and owns *Node) into the inbox and returns; the Node's
 // dispatcher goroutine does the rest.
 type delegate struct {
-	meta  atomic.Pointer[[]byte] // current encoded metadata
-	inbox *inbox
+	meta   atomic.Pointer[[]byte] // current encoded metadata
+	inbox  *inbox
+	guard  *guard
+	ack    []byte            // this node's boot ID, sent in every ping ack
+	rejoin func(addr string) // asks for a join of addr; never blocks
+	// keyMismatch is called with memberlist's log line when a packet or
+	// stream could not be decrypted with any installed key.
+	keyMismatch func(line string)
 }
 
 var (
-	_ memberlist.Delegate      = (*delegate)(nil)
-	_ memberlist.EventDelegate = (*delegate)(nil)
+	_ memberlist.Delegate         = (*delegate)(nil)
+	_ memberlist.EventDelegate    = (*delegate)(nil)
+	_ memberlist.MergeDelegate    = (*delegate)(nil)
+	_ memberlist.ConflictDelegate = (*delegate)(nil)
+	_ memberlist.PingDelegate     = (*delegate)(nil)
+	_ memberlist.AliveDelegate    = (*delegate)(nil)
 )
 
 // NodeMeta returns this node's metadata; it is far below limit (see meta).
@@ -50,13 +62,35 @@ func (d *delegate) LocalState(join bool) []byte { return nil }
 func (d *delegate) MergeRemoteState(buf []byte, join bool) {}
 
 // NotifyJoin queues a member that became alive.
-func (d *delegate) NotifyJoin(n *memberlist.Node) { d.inbox.push(nodeItem(itemJoin, n)) }
+func (d *delegate) NotifyJoin(n *memberlist.Node) {
+	d.guard.joined(n)
+	d.inbox.push(nodeItem(itemJoin, n))
+}
 
 // NotifyLeave queues a member that left or was declared dead.
-func (d *delegate) NotifyLeave(n *memberlist.Node) { d.inbox.push(nodeItem(itemLeave, n)) }
+func (d *delegate) NotifyLeave(n *memberlist.Node) {
+	d.guard.left(n)
+	d.inbox.push(nodeItem(itemLeave, n))
+}
 
 // NotifyUpdate queues a member whose metadata or address changed.
-func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.inbox.push(nodeItem(itemUpdate, n)) }
+func (d *delegate) NotifyUpdate(n *memberlist.Node) {
+	d.guard.joined(n)
+	d.inbox.push(nodeItem(itemUpdate, n))
+}
+
+// NotifyMerge vets the members of a join's push-pull (either side of it)
+// before memberlist merges them; an error cancels the whole merge.
+func (d *delegate) NotifyMerge(peers []*memberlist.Node) error { return d.guard.merge(peers) }
+
+// NotifyAlive vets a member memberlist heard is alive; an error makes
+// memberlist ignore the news.
+func (d *delegate) NotifyAlive(p *memberlist.Node) error { return d.guard.vetAlive(p) }
+
+// NotifyConflict: memberlist ignored other, which claims existing's name.
+func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
+	d.guard.conflict(existing, other)
+}
 
 type itemKind uint8
 
@@ -152,4 +186,23 @@ func (q *inbox) close() {
 	q.closed = true
 	q.items = nil
 	q.mu.Unlock()
+}
+
+// AckPayload puts this node's boot ID in its answers to probes.
+func (d *delegate) AckPayload() []byte { return d.ack }
+
+// NotifyPingComplete: other answered a probe with its boot ID. A boot ID
+// later than the one other's metadata gives is a restart that has not
+// reached this node by gossip: often a seed restarted without seeds of
+// its own, which knows nobody and would lead alone. Joining it (not here:
+// memberlist holds no lock, but a join takes a round trip) merges it back
+// at once.
+func (d *delegate) NotifyPingComplete(other *memberlist.Node, _ time.Duration, payload []byte) {
+	if len(payload) != 8 {
+		return
+	}
+	m, err := decodeMeta(other.Meta)
+	if err == nil && binary.BigEndian.Uint64(payload) > m.Boot {
+		d.rejoin(nodeAddr(other))
+	}
 }

@@ -36,8 +36,8 @@ type dispatcher struct {
 	scratch     []core.Message
 }
 
-// run loops until stop is closed, then closes events.
-func (d *dispatcher) run(stop <-chan struct{}) {
+// run loops until stop or failed is closed, then closes events.
+func (d *dispatcher) run(stop, failed <-chan struct{}) {
 	defer close(d.events)
 	d.timer = time.NewTimer(time.Hour)
 	d.timer.Stop()
@@ -51,6 +51,8 @@ func (d *dispatcher) run(stop <-chan struct{}) {
 		}
 		select {
 		case <-stop:
+			return
+		case <-failed:
 			return
 		case <-d.inbox.ready:
 			buf = d.inbox.take(buf)

@@ -69,12 +69,13 @@ func TestDispatcherDropsByReason(t *testing.T) {
 		msgItem(t, Header{Seq: 1, FromBoot: 7, ToBoot: 101}, m("a", 0)),      // for a later incarnation of self
 		{kind: itemMessage, msg: good[:len(good)-1]},
 		{kind: itemMessage, msg: badVersion},
+		{kind: itemMessage, msg: append(append([]byte{}, good...), make([]byte, MaxFrameSize)...)},
 		{kind: itemMessage, msg: good},
 		{kind: itemMessage, msg: good}, // duplicate
 	}, now)
 	d.expire(now.Add(2 * d.hold)) // held frames whose sender never came are dropped now
 	s := d.stats.snapshot()
-	want := [NumDropReasons]uint64{DropMalformed: 1, DropVersion: 1, DropUnknownSender: 1, DropStale: 2, DropDuplicate: 1}
+	want := [NumDropReasons]uint64{DropMalformed: 1, DropVersion: 1, DropUnknownSender: 1, DropStale: 2, DropDuplicate: 1, DropTooLarge: 1}
 	if s.Dropped != want || s.Received != 1 {
 		t.Fatalf("dropped %v received %d; want %v and 1", s.Dropped, s.Received, want)
 	}
@@ -177,7 +178,7 @@ func TestDispatcherRun(t *testing.T) {
 	d.hold = 20 * time.Millisecond
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() { defer close(done); d.run(stop) }()
+	go func() { defer close(done); d.run(stop, nil) }()
 	d.inbox.push(join("a", 7))
 	for _, seq := range []uint64{3, 1} {
 		d.inbox.push(msgItem(t, Header{Seq: seq, FromBoot: 7, ToBoot: selfBoot},

@@ -4,32 +4,66 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // meta is what a member publishes in its memberlist node metadata
 // (Delegate.NodeMeta, at most memberlist.MetaMaxSize = 512 bytes).
 //
-// Encoding, version 1 (at most 1+1+10+8+1+maxAlgorithmLen = 53 bytes):
+// Encoding, version 2 (at most 1+1+10+8+1+maxAlgorithmLen+4*10 = 93 bytes):
 //
-//	version   1 byte  1
+//	version   1 byte  2: ProtocolVersion
 //	flags     1 byte  bit 0: NonVoter; the other bits must be zero
 //	rating    varint
 //	boot      8 bytes big-endian
 //	algorithm uvarint length + bytes, at most maxAlgorithmLen
+//	quorum    uvarint  QuorumSize
+//	heartbeat uvarint  HeartbeatInterval, ns
+//	misses    uvarint  HeartbeatMisses
+//	lease     uvarint  QuorumLease, ns
 //
 // Like frames, the decoder is strict: unknown version or flags, truncation
-// and trailing bytes are errors, and the member is refused.
+// and trailing bytes are errors. A member without metadata is no coordelect
+// member and is refused as a peer; one with another version, or with
+// settings that differ from this node's (compat), is refused at join.
 type meta struct {
 	Rating    int64
 	NonVoter  bool
 	Boot      uint64
 	Algorithm string
+	Quorum    uint64
+	Heartbeat uint64 // ns
+	Misses    uint64
+	Lease     uint64 // ns
 }
 
+// ProtocolVersion is the version of the frames and metadata this build
+// speaks; it leads the metadata, and members of another version are
+// refused at join.
+const ProtocolVersion = 2
+
 const (
-	metaVersion     = 1
+	metaVersion     = ProtocolVersion
 	maxAlgorithmLen = 32
 )
+
+// compat compares the settings that every member must share and returns
+// the first that differs: its name (the Config field) and both values.
+func (m meta) compat(o meta) (field string, ours, theirs any, ok bool) {
+	switch {
+	case m.Algorithm != o.Algorithm:
+		return "Algorithm", m.Algorithm, o.Algorithm, false
+	case m.Quorum != o.Quorum:
+		return "QuorumSize", m.Quorum, o.Quorum, false
+	case m.Heartbeat != o.Heartbeat:
+		return "HeartbeatInterval", time.Duration(m.Heartbeat), time.Duration(o.Heartbeat), false
+	case m.Misses != o.Misses:
+		return "HeartbeatMisses", m.Misses, o.Misses, false
+	case m.Lease != o.Lease:
+		return "QuorumLease", time.Duration(m.Lease), time.Duration(o.Lease), false
+	}
+	return "", nil, nil, true
+}
 
 var errMeta = errors.New("membership: bad node metadata")
 
@@ -38,7 +72,11 @@ func (m meta) encode() []byte {
 	b = append(b, metaVersion, boolFlag(m.NonVoter, flagNonVoter))
 	b = binary.AppendVarint(b, m.Rating)
 	b = binary.BigEndian.AppendUint64(b, m.Boot)
-	return appendString(b, m.Algorithm)
+	b = appendString(b, m.Algorithm)
+	for _, v := range [...]uint64{m.Quorum, m.Heartbeat, m.Misses, m.Lease} {
+		b = binary.AppendUvarint(b, v)
+	}
+	return b
 }
 
 func decodeMeta(b []byte) (meta, error) {
@@ -59,6 +97,7 @@ func decodeMeta(b []byte) (meta, error) {
 		m.Algorithm = string(b[r.off : r.off+int(n)])
 		r.off += int(n)
 	}
+	m.Quorum, m.Heartbeat, m.Misses, m.Lease = r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint()
 	if r.err == nil && r.off != len(b) {
 		r.fail("%d trailing bytes", len(b)-r.off)
 	}

@@ -13,6 +13,7 @@ func TestMetaRoundTrip(t *testing.T) {
 		{},
 		{Rating: -7, NonVoter: true, Boot: ^uint64(0), Algorithm: "peterson"},
 		{Rating: 1 << 62, Boot: 1, Algorithm: strings.Repeat("a", maxAlgorithmLen)},
+		{Boot: 2, Algorithm: "ring", Quorum: 5, Heartbeat: 1 << 62, Misses: 3, Lease: 150e6},
 	} {
 		b := m.encode()
 		if len(b) > memberlist.MetaMaxSize {
@@ -31,7 +32,8 @@ func TestMetaRejects(t *testing.T) {
 	tests := map[string][]byte{
 		"empty":          nil,
 		"version 0":      append([]byte{0}, good[1:]...),
-		"version 2":      append([]byte{2}, good[1:]...),
+		"version 1":      append([]byte{1}, good[1:]...),
+		"version 3":      append([]byte{3}, good[1:]...),
 		"unknown flag":   append([]byte{metaVersion, 2}, good[2:]...),
 		"truncated boot": good[:5],
 		"truncated name": good[:len(good)-1],

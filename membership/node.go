@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,6 +45,14 @@ type Node struct {
 	rated      chan struct{} // capacity 1: the rating changed
 	updateWait time.Duration
 
+	restarted chan string            // addresses to join at once (see NotifyPingComplete)
+	joined    atomic.Bool            // a join has reached a member (seed or other)
+	joinErr   atomic.Pointer[string] // the last join's error, "" after a success
+
+	failOnce sync.Once
+	failErr  atomic.Pointer[error]
+	failed   chan struct{} // closed by fail
+
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	lifeMu sync.Mutex // serialises Leave and Close
@@ -56,8 +65,9 @@ var _ election.Transport = (*Node)(nil)
 // starts the Node. Failing to reach any seed is logged, not returned: the
 // first members of a cluster start before their seeds, and the re-joiner
 // tries again every RejoinInterval (call Join to see the error instead).
-// The events for the members already present are queued for Events when
-// New returns.
+// A seed that answers but refuses this node is returned: a *NameTakenError
+// when a live member already holds cfg.NodeName. The events for the
+// members already present are queued for Events when New returns.
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -66,7 +76,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.goFunc(func() { n.disp.run(n.stop) })
+	n.goFunc(func() { n.disp.run(n.stop, n.failed) })
 	if n.ml, err = memberlist.Create(mc); err != nil {
 		close(n.stop)
 		n.wg.Wait()
@@ -78,18 +88,98 @@ func New(cfg Config) (*Node, error) {
 	n.out.ml = n.ml
 	n.addr = n.ml.LocalNode().FullAddress().Addr
 	n.goFunc(n.publishRatings)
-	if cfg.RejoinInterval > 0 {
-		n.goFunc(n.rejoinLoop)
-	}
+	n.goFunc(n.shutdownOnFailure)
 	if len(cfg.Seeds) > 0 {
-		if _, err := n.Join(cfg.Seeds...); err != nil {
-			n.log.Info("no seed reachable yet; running alone and retrying", "seeds", cfg.Seeds, "error", strings.Join(strings.Fields(err.Error()), " "))
-		} else if top := n.topVoter(); top != "" && !slices.Contains(cfg.Seeds, top) {
+		if _, err := n.Join(cfg.Seeds...); err != nil && n.Err() == nil {
+			n.warnJoin(cfg.Seeds, err)
+		} else if top := n.topVoter(); err == nil && top != "" && !slices.Contains(cfg.Seeds, top) {
 			n.introduce(top)
 		}
 	}
+	n.del.guard.started()
+	if err := n.Err(); err != nil {
+		_ = n.Close()
+		return nil, err
+	}
+	n.goFunc(n.rejoinLoop)
 	n.log.Info("member started", "name", cfg.NodeName, "addr", n.addr, "boot", n.boot)
 	return n, nil
+}
+
+// warnJoin logs why the first join reached no seed: none answered, or one
+// answered and then closed the exchange, which is what a member does with
+// a stream it cannot decrypt or whose label differs.
+func (n *Node) warnJoin(seeds []string, err error) {
+	if unreachable(err) {
+		// A cold start meets this whenever the seed is not up yet: one
+		// line at INFO, the error on one line.
+		n.log.Info("no seed reachable yet; running alone and retrying", "seeds", seeds,
+			"error", strings.Join(strings.Fields(err.Error()), " "))
+		return
+	}
+	n.log.Error("a seed answered but the join failed: a key or label mismatch? (the seed logs \"key mismatch\")",
+		"seeds", seeds, "error", err)
+}
+
+// unreachable reports whether a join error says only that no seed could
+// be connected to (as opposed to one that answered and then failed).
+func unreachable(err error) bool {
+	s := err.Error()
+	for _, sub := range []string{"connection refused", "i/o timeout", "no route to host", "network is unreachable", "failed to resolve", "no such host"} {
+		if !strings.Contains(s, sub) {
+			continue
+		}
+		if strings.Count(s, "failed to join") <= strings.Count(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyMismatch reports a packet or stream that no installed key decrypts:
+// a member (or a would-be member) runs with another key or none.
+func (n *Node) keyMismatch(line string) {
+	if n.stats.keyMismatch.Add(1) == 1 {
+		n.log.Error("key mismatch: a member or would-be member uses another SecretKey (or none); it cannot join",
+			"memberlist", line)
+	}
+}
+
+// fail records a fatal error: this node must not take part any more (it
+// holds a name another member has). It never blocks, so memberlist's
+// callbacks may call it: the dispatcher closes Events, which stops the
+// elector, and shutdownOnFailure shuts memberlist down. The first error
+// wins.
+func (n *Node) fail(err error) {
+	n.failOnce.Do(func() {
+		n.failErr.Store(&err)
+		close(n.failed)
+	})
+}
+
+// Err returns the fatal error that stopped this node (see fail), or nil.
+// Events is closed after a fatal error; an elector reading it then returns
+// an error that wraps this one.
+func (n *Node) Err() error {
+	if p := n.failErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// shutdownOnFailure shuts memberlist down after a fatal error, without a
+// leave message: a leave under a name another member holds would be taken
+// as that member's. Close is still to be called.
+func (n *Node) shutdownOnFailure() {
+	select {
+	case <-n.stop:
+	case <-n.failed:
+		n.log.Error("leaving the cluster: fatal membership error", "error", n.Err())
+		n.inbox.close()
+		if err := n.ml.Shutdown(); err != nil {
+			n.log.Warn("memberlist shutdown", "error", err)
+		}
+	}
 }
 
 // newNode builds the Node's parts and memberlist's configuration.
@@ -103,10 +193,15 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	n := &Node{cfg: cfg, log: logger, boot: boot, rated: make(chan struct{}, 1), stop: make(chan struct{})}
-	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm}
+	n := &Node{cfg: cfg, log: logger, boot: boot, rated: make(chan struct{}, 1),
+		stop: make(chan struct{}), failed: make(chan struct{})}
+	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm,
+		Quorum: uint64(cfg.QuorumSize), Heartbeat: uint64(cfg.HeartbeatInterval),
+		Misses: uint64(cfg.HeartbeatMisses), Lease: uint64(cfg.QuorumLease)}
 	n.inbox = newInbox(cfg.QueueSize, &n.stats)
-	n.del = &delegate{inbox: n.inbox}
+	n.restarted = make(chan string, 16)
+	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.NodeName, n.meta, logger, &n.stats, n.fail),
+		ack: binary.BigEndian.AppendUint64(nil, boot), rejoin: n.askJoin, keyMismatch: n.keyMismatch}
 	b := n.meta.encode()
 	n.del.meta.Store(&b)
 	mc := cfg.memberlistConfig(n.del, logger)
@@ -153,7 +248,8 @@ func (n *Node) Addr() string { return n.addr }
 func (n *Node) BootID() uint64 { return n.boot }
 
 // Events delivers messages and membership changes, in the order memberlist
-// reported them; this node itself never appears. It is closed by Close.
+// reported them; this node itself never appears. It is closed by Close,
+// and after a fatal error (see Err).
 // Membership events are never dropped; messages are dropped (and counted,
 // DropQueueFull) only when Config.QueueSize of them already wait.
 func (n *Node) Events() <-chan election.Event { return n.disp.events }
@@ -167,6 +263,9 @@ func (n *Node) Events() <-chan election.Event { return n.disp.events }
 func (n *Node) Send(m core.Message) error {
 	if n.closed.Load() {
 		return ErrClosed
+	}
+	if err := n.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	if m.From != n.cfg.NodeName {
 		// The receiver would drop it: the boot ID would not be From's.
@@ -216,7 +315,25 @@ func (n *Node) Join(addrs ...string) (int, error) {
 	if n.closed.Load() {
 		return 0, ErrClosed
 	}
-	return n.ml.Join(addrs)
+	k, err := n.ml.Join(addrs)
+	if err == nil {
+		n.joined.Store(true)
+		empty := ""
+		n.joinErr.Store(&empty)
+	} else {
+		msg := err.Error()
+		n.joinErr.Store(&msg)
+	}
+	return k, err
+}
+
+// askJoin queues addr for an immediate join; it never blocks (memberlist's
+// probe goroutine calls it), and drops the request when many are queued.
+func (n *Node) askJoin(addr string) {
+	select {
+	case n.restarted <- addr:
+	default:
+	}
 }
 
 // topVoter returns the address of the highest-ranked voter (by rating, then
@@ -256,36 +373,85 @@ func (n *Node) introduce(addr string) {
 	}
 }
 
-// rejoinLoop joins the seeds every RejoinInterval. memberlist forgets dead
-// members after GossipToTheDeadTime; after that the two sides of a healed
-// partition would never probe each other again, so someone must join.
+// minRejoinWait is the first wait before the seeds are tried again when
+// none answered: a cluster whose members start together (a deployment)
+// finds itself within tens of milliseconds, not a RejoinInterval later.
+const minRejoinWait = 20 * time.Millisecond
+
+// rejoinLoop joins, at once, the members whose probe answers show a
+// restart (askJoin), and re-joins the seeds and the recently departed
+// members: with backoff from minRejoinWait until a join has succeeded,
+// then every RejoinInterval. memberlist forgets dead members after
+// GossipToTheDeadTime; after that the two sides of a healed partition
+// would never probe each other again, so someone must join.
 func (n *Node) rejoinLoop() {
-	t := time.NewTicker(n.cfg.RejoinInterval)
-	defer t.Stop()
+	var t *time.Timer
+	var tick <-chan time.Time
+	wait := n.cfg.RejoinInterval
+	if wait > 0 {
+		if !n.joined.Load() && len(n.cfg.Seeds) > 0 {
+			wait = min(minRejoinWait, wait)
+		}
+		t = time.NewTimer(wait)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-n.stop:
 			return
-		case <-t.C:
+		case addr := <-n.restarted:
+			n.joinRestarted(addr)
+		case <-tick:
 			n.rejoin()
+			wait = n.nextRejoinWait(wait)
+			t.Reset(wait)
 		}
 	}
 }
 
+// nextRejoinWait doubles the wait until a join has succeeded, up to
+// RejoinInterval, and is RejoinInterval after.
+func (n *Node) nextRejoinWait(wait time.Duration) time.Duration {
+	if n.joined.Load() {
+		return n.cfg.RejoinInterval
+	}
+	return min(2*wait, n.cfg.RejoinInterval)
+}
+
+func (n *Node) joinRestarted(addr string) {
+	n.log.Debug("a member restarted and does not know this node yet: joining it", "addr", addr)
+	if _, err := n.ml.Join([]string{addr}); err != nil {
+		n.log.Debug("joining a restarted member failed", "addr", addr, "error", err)
+	}
+}
+
+// maxRejoinDeparted caps the departed members re-joined with the seeds:
+// memberlist joins one address after another, each unreachable one
+// costing up to TCPTimeout.
+const maxRejoinDeparted = 3
+
+// rejoin joins the seeds and up to maxRejoinDeparted members that left or
+// died recently (the latest first), but never this node.
 func (n *Node) rejoin() {
-	seeds := make([]string, 0, len(n.cfg.Seeds))
+	targets := make([]string, 0, len(n.cfg.Seeds)+maxRejoinDeparted)
 	for _, s := range n.cfg.Seeds {
-		if s != n.addr {
-			seeds = append(seeds, s)
+		if s != n.addr && !slices.Contains(targets, s) {
+			targets = append(targets, s)
 		}
 	}
-	if len(seeds) == 0 {
+	for _, a := range n.table.departed(maxRejoinDeparted) {
+		if a != n.addr && !slices.Contains(targets, a) {
+			targets = append(targets, a)
+		}
+	}
+	if len(targets) == 0 {
 		return
 	}
 	n.stats.rejoins.Add(1)
-	if _, err := n.ml.Join(seeds); err != nil {
+	if _, err := n.Join(targets...); err != nil {
 		n.stats.rejoinFailures.Add(1)
-		n.log.Debug("re-join reached no seed", "error", err)
+		n.log.Debug("re-join reached nobody", "targets", targets, "error", err)
 	}
 }
 

@@ -10,7 +10,8 @@ type DropReason uint8
 
 // The reasons.
 const (
-	// DropMalformed: the frame failed to decode (ErrMalformed, ErrTooLarge).
+	// DropMalformed: the frame failed to decode (ErrMalformed): not a
+	// frame, truncated, or a field out of range.
 	DropMalformed DropReason = iota
 	// DropVersion: the frame has a version this build does not read.
 	DropVersion
@@ -25,11 +26,14 @@ const (
 	// DropQueueFull: Config.QueueSize received messages were already
 	// waiting for the elector.
 	DropQueueFull
+	// DropTooLarge: the frame is over MaxFrameSize (ErrTooLarge); no
+	// member sends one, so it is an attack or a foreign program.
+	DropTooLarge
 	// NumDropReasons bounds DropReason values.
 	NumDropReasons
 )
 
-var dropNames = [...]string{"malformed", "version", "unknown_sender", "stale", "duplicate", "queue_full"}
+var dropNames = [...]string{"malformed", "version", "unknown_sender", "stale", "duplicate", "queue_full", "too_large"}
 
 func (r DropReason) String() string {
 	if r < NumDropReasons {
@@ -49,8 +53,11 @@ func DropReasons() []DropReason {
 
 // decodeDropReason sorts a DecodeFrame error.
 func decodeDropReason(err error) DropReason {
-	if errors.Is(err, ErrVersion) {
+	switch {
+	case errors.Is(err, ErrVersion):
 		return DropVersion
+	case errors.Is(err, ErrTooLarge):
+		return DropTooLarge
 	}
 	return DropMalformed
 }
@@ -86,6 +93,15 @@ type Stats struct {
 	// whose metadata did not decode (not coordelect, or another version).
 	RefusedTagCollision uint64
 	RefusedBadMeta      uint64
+	// RefusedDuplicateName counts members refused because a live member
+	// (maybe this node) already holds their name at another address.
+	RefusedDuplicateName uint64
+	// RefusedIncompatible counts members refused because their protocol
+	// version or shared election settings differ (IncompatibleError).
+	RefusedIncompatible uint64
+	// KeyMismatch counts packets and streams that no installed key could
+	// decrypt (memberlist drops them): someone uses another SecretKey.
+	KeyMismatch uint64
 
 	// Rejoins counts periodic re-joins of the seeds; RejoinFailures those
 	// that reached no seed.
@@ -99,23 +115,27 @@ type counters struct {
 	dropped                                          [NumDropReasons]atomic.Uint64
 	sent, sendFailed, sendQueueFull, sendAbandoned   atomic.Uint64
 	refusedTag, refusedMeta, rejoins, rejoinFailures atomic.Uint64
+	refusedName, refusedCompat, keyMismatch          atomic.Uint64
 }
 
 func (c *counters) drop(r DropReason) { c.dropped[r].Add(1) }
 
 func (c *counters) snapshot() Stats {
 	s := Stats{
-		Received:            c.received.Load(),
-		Reordered:           c.reordered.Load(),
-		GapsSkipped:         c.gapsSkipped.Load(),
-		Sent:                c.sent.Load(),
-		SendFailed:          c.sendFailed.Load(),
-		SendQueueFull:       c.sendQueueFull.Load(),
-		SendAbandoned:       c.sendAbandoned.Load(),
-		RefusedTagCollision: c.refusedTag.Load(),
-		RefusedBadMeta:      c.refusedMeta.Load(),
-		Rejoins:             c.rejoins.Load(),
-		RejoinFailures:      c.rejoinFailures.Load(),
+		Received:             c.received.Load(),
+		Reordered:            c.reordered.Load(),
+		GapsSkipped:          c.gapsSkipped.Load(),
+		Sent:                 c.sent.Load(),
+		SendFailed:           c.sendFailed.Load(),
+		SendQueueFull:        c.sendQueueFull.Load(),
+		SendAbandoned:        c.sendAbandoned.Load(),
+		RefusedTagCollision:  c.refusedTag.Load(),
+		RefusedBadMeta:       c.refusedMeta.Load(),
+		RefusedDuplicateName: c.refusedName.Load(),
+		RefusedIncompatible:  c.refusedCompat.Load(),
+		KeyMismatch:          c.keyMismatch.Load(),
+		Rejoins:              c.rejoins.Load(),
+		RejoinFailures:       c.rejoinFailures.Load(),
 	}
 	for i := range c.dropped {
 		s.Dropped[i] = c.dropped[i].Load()

@@ -234,6 +234,25 @@ func (t *table) prune(now time.Time) []string {
 	return gone
 }
 
+// departed returns the addresses of up to k members that left or died
+// and are still remembered, the latest first.
+func (t *table) departed(k int) []string {
+	t.mu.RLock()
+	var gone []*entry
+	for _, e := range t.peers {
+		if !e.alive && e.info.Addr != nil {
+			gone = append(gone, e)
+		}
+	}
+	slices.SortFunc(gone, func(a, b *entry) int { return b.since.Compare(a.since) })
+	out := make([]string, 0, min(k, len(gone)))
+	for _, e := range gone[:min(k, len(gone))] {
+		out = append(out, e.info.address())
+	}
+	t.mu.RUnlock()
+	return out
+}
+
 // target is what the sender needs to reach an admitted member.
 type target struct {
 	node memberlist.Node

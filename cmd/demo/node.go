@@ -93,7 +93,7 @@ func (o *nodeOptions) setMembership(name, bind, advertise, join, key string) err
 		}
 	}
 	o.mem.SecretKey, err = decodeKey(key)
-	o.mem.Rating, o.mem.Algorithm = o.el.Rating, o.el.Algorithm.String()
+	o.mem.SetElection(o.el) // rating, algorithm and the settings every member must share
 	return err
 }
 

@@ -1,0 +1,161 @@
+package membership
+
+import (
+	"errors"
+	"io"
+	"log"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// shared is the election configuration of the running cluster in the
+// compatibility tests.
+func shared(c *Config) {
+	ec := election.DefaultConfig()
+	ec.Algorithm, ec.Rating = core.Bully, c.Rating
+	c.SetElection(ec)
+}
+
+// A newcomer whose shared election settings differ from the running
+// cluster's is refused at join: New returns an *IncompatibleError naming
+// the field and both values, the seed counts the refusal, and the cluster
+// keeps its coordinator and term.
+func TestIncompatibleMemberRefused(t *testing.T) {
+	checkLeaks(t)
+	vs, term := voters(t, 3, shared)
+	for _, c := range []struct {
+		field, ours, theirs string
+		change              func(*election.Config)
+	}{
+		{"Algorithm", "bully", "ring", func(ec *election.Config) { ec.Algorithm = core.Ring }},
+		{"QuorumSize", "0", "3", func(ec *election.Config) { ec.QuorumSize = 3 }},
+		{"HeartbeatInterval", "50ms", "100ms", func(ec *election.Config) { ec.HeartbeatInterval = 100 * time.Millisecond }},
+		{"HeartbeatMisses", "3", "5", func(ec *election.Config) { ec.HeartbeatMisses = 5 }},
+	} {
+		before := vs[0].Stats().RefusedIncompatible
+		cfg := testConfig("n9")
+		ec := election.DefaultConfig()
+		ec.Rating = 99
+		c.change(&ec)
+		cfg.SetElection(ec)
+		cfg.Seeds = []string{vs[0].Addr()}
+		n, err := New(cfg)
+		if err == nil {
+			_ = n.Close()
+			t.Fatalf("%s: New accepted an incompatible member", c.field)
+		}
+		var inc *IncompatibleError
+		if !errors.As(err, &inc) || !errors.Is(err, ErrIncompatible) || !inc.Self {
+			t.Fatalf("%s: New = %v, want an *IncompatibleError", c.field, err)
+		}
+		// Seen from the newcomer: the seed's values are "theirs".
+		if inc.Field != c.field || inc.Theirs != c.ours || inc.Ours != c.theirs {
+			t.Errorf("%s: %+v", c.field, inc)
+		}
+		if !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: error %q does not name the field", c.field, err)
+		}
+		if !waitUntil(waitTimeout, func() bool { return vs[0].Stats().RefusedIncompatible > before }) {
+			t.Errorf("%s: the seed did not count the refusal", c.field)
+		}
+	}
+	steady(t, vs, "n3", term, time.Second)
+	if ms := vs[0].Members(); len(ms) != 3 {
+		t.Fatalf("members: %+v", ms)
+	}
+}
+
+// A member of another protocol version (a plain memberlist member whose
+// metadata starts with version 3) is refused: its join's merge, then its
+// gossip (the alive delegate). A plain memberlist member merges the
+// seed's state whatever the seed thinks; a coordelect joiner would refuse
+// too (TestIncompatibleMemberRefused).
+func TestOtherProtocolVersionRefused(t *testing.T) {
+	checkLeaks(t)
+	n1 := start(t, testConfig("n1"))
+	mc := memberlist.DefaultLocalConfig()
+	mc.Name, mc.BindAddr, mc.BindPort, mc.AdvertisePort = "future", "127.0.0.1", 0, 0
+	mc.Logger = log.New(io.Discard, "", 0)
+	mc.Delegate = metaDelegate{ProtocolVersion + 1}
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ml.Shutdown()
+	if _, err := ml.Join([]string{n1.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	if !waitUntil(waitTimeout, func() bool { return n1.Stats().RefusedIncompatible == 1 }) {
+		t.Fatalf("stats %+v", n1.Stats())
+	}
+	if waitUntil(500*time.Millisecond, func() bool { return len(n1.Members()) != 1 }) {
+		t.Fatalf("members: %+v", n1.Members())
+	}
+}
+
+// metaDelegate is a memberlist.Delegate that publishes fixed metadata.
+type metaDelegate []byte
+
+func (d metaDelegate) NodeMeta(int) []byte           { return d }
+func (metaDelegate) NotifyMsg([]byte)                {}
+func (metaDelegate) GetBroadcasts(int, int) [][]byte { return nil }
+func (metaDelegate) LocalState(bool) []byte          { return nil }
+func (metaDelegate) MergeRemoteState([]byte, bool)   {}
+
+// A newcomer with another key: the seed reports a key mismatch (counted,
+// and in its readiness), and the newcomer's readiness says it is alone
+// with a join error, not that nothing listens.
+func TestKeyMismatchReported(t *testing.T) {
+	checkLeaks(t)
+	key := func(b byte) []byte { k := make([]byte, 16); k[0] = b; return k }
+	c1 := testConfig("n1")
+	c1.SecretKey = key(1)
+	n1 := start(t, c1)
+	c2 := testConfig("n2")
+	c2.SecretKey, c2.Seeds = key(2), []string{n1.Addr()}
+	n2 := start(t, c2)
+	if !waitUntil(waitTimeout, func() bool { return n1.Stats().KeyMismatch > 0 }) {
+		t.Fatalf("the seed saw no key mismatch: %+v", n1.Stats())
+	}
+	r := n2.Readiness()
+	if r.SeedsReached || r.JoinError == "" || unreachable(errors.New(r.JoinError)) {
+		t.Fatalf("newcomer readiness %+v", r)
+	}
+	if why := r.Reason(0); !strings.HasPrefix(why, "alone") {
+		t.Fatalf("reason %q", why)
+	}
+}
+
+// Readiness tells "alone" (seeds unreachable), "waiting for expected
+// members" and "no quorum" apart from ready.
+func TestReadinessReasons(t *testing.T) {
+	checkLeaks(t)
+	cfg := testConfig("n2")
+	cfg.QuorumSize, cfg.Seeds = 3, []string{"127.0.0.1:1"}
+	n2 := start(t, cfg)
+	if why := n2.Readiness().Reason(0); !strings.HasPrefix(why, "alone: no seed reachable") {
+		t.Fatalf("seed unreachable: reason %q", why)
+	}
+	c1 := testConfig("n1")
+	c1.QuorumSize = 3
+	n1 := start(t, c1)
+	if _, err := n2.Join(n1.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	n2.waitPeerEvents(t, "n1", "up:n1/0")
+	r := n2.Readiness()
+	if r.Voters != 2 || r.Reason(3) != "waiting for expected members: 2 of 3 voters visible" || r.Reason(0) != "" {
+		t.Fatalf("two of three: %+v: %q, %q", r, r.Reason(3), r.Reason(0))
+	}
+	n1.stop(t)
+	n2.waitPeerEvents(t, "n1", "down:n1")
+	if why := n2.Readiness().Reason(0); why != "no quorum: 1 of 3 voters visible, 2 needed" {
+		t.Fatalf("alone after a join: reason %q", why)
+	}
+}

@@ -1,0 +1,249 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+)
+
+// ErrNameTaken: another live member already holds this node's name (see
+// NameTakenError).
+var ErrNameTaken = errors.New("membership: name taken")
+
+// NameTakenError says that two processes claim one member name. New
+// returns it when this node is the newcomer; Node.Err returns it when the
+// clash is found after New returned and this node yielded.
+type NameTakenError struct {
+	Name string
+	// Incumbent is the address of the member that keeps the name; Newcomer
+	// the address of the one refused.
+	Incumbent, Newcomer string
+	// Self: this node is the newcomer (it has shut itself down).
+	Self bool
+}
+
+func (e *NameTakenError) Error() string {
+	if e.Self {
+		return fmt.Sprintf("membership: name %q is taken by the member at %s; this node (%s) refuses to run under it: give it another name",
+			e.Name, e.Incumbent, e.Newcomer)
+	}
+	return fmt.Sprintf("membership: refusing the member at %s: name %q is taken by the member at %s", e.Newcomer, e.Name, e.Incumbent)
+}
+
+func (e *NameTakenError) Unwrap() error { return ErrNameTaken }
+
+// ErrIncompatible: a member's protocol version or shared election settings
+// differ from this node's (see IncompatibleError).
+var ErrIncompatible = errors.New("membership: incompatible member")
+
+// IncompatibleError names the first setting in which a member differs from
+// this node (a Config field, or ProtocolVersion) and both values. Both
+// sides of a refused join log it; New returns it to the joining side.
+type IncompatibleError struct {
+	Member, Addr string
+	Field        string
+	Ours, Theirs string
+	// Self: this node was joining (New returns the error).
+	Self bool
+}
+
+func (e *IncompatibleError) Error() string {
+	s := fmt.Sprintf("membership: member %q at %s is incompatible: %s is %s there and %s here", e.Member, e.Addr, e.Field, e.Theirs, e.Ours)
+	if e.Self {
+		s += "; this node refuses to join: give every member the same " + e.Field
+	}
+	return s
+}
+
+func (e *IncompatibleError) Unwrap() error { return ErrIncompatible }
+
+// guard decides, inside memberlist's callbacks, which members the node
+// refuses before memberlist merges them: a second process under a name
+// that a live member holds. It runs under memberlist's locks: it never
+// blocks and never calls into memberlist; fail only records the error.
+//
+// Who yields when two processes claim one name: a node still inside New
+// always does (it has not started electing); a running node yields only to
+// a member that started before it (a smaller boot ID, the start time; ties
+// by address), so both sides of a clash found after join agree on which
+// one goes. Members learnt from a push-pull are mirrored in alive from
+// memberlist's own events, so the check needs no call back into memberlist.
+type guard struct {
+	name  string
+	boot  uint64
+	own   meta // this node's settings, for compat
+	log   hclog.Logger
+	stats *counters
+	fail  func(error)
+
+	mu       sync.Mutex
+	self     string             // this node's address, from its own NotifyJoin
+	starting bool               // New has not returned
+	alive    map[string]string  // live members' addresses, by name
+	reported map[[2]string]bool // clashes already logged: name, address
+}
+
+func newGuard(name string, own meta, log hclog.Logger, stats *counters, fail func(error)) *guard {
+	return &guard{name: name, boot: own.Boot, own: own, log: log, stats: stats, fail: fail, starting: true,
+		alive: make(map[string]string), reported: make(map[[2]string]bool)}
+}
+
+func nodeAddr(n *memberlist.Node) string {
+	return net.JoinHostPort(net.IP(n.Addr).String(), strconv.Itoa(int(n.Port)))
+}
+
+// joined and left mirror memberlist's view of live members.
+func (g *guard) joined(n *memberlist.Node) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n.Name == g.name && g.self == "" {
+		g.self = nodeAddr(n)
+	}
+	if n.Name != g.name {
+		g.alive[n.Name] = nodeAddr(n)
+	}
+}
+
+func (g *guard) left(n *memberlist.Node) {
+	g.mu.Lock()
+	delete(g.alive, n.Name)
+	g.mu.Unlock()
+}
+
+// started marks the end of New: from now on this node yields a clash only
+// to an older member.
+func (g *guard) started() {
+	g.mu.Lock()
+	g.starting = false
+	g.mu.Unlock()
+}
+
+// merge checks the live members of a push-pull that memberlist is about to
+// merge (a join, in either direction); an error cancels the merge.
+func (g *guard) merge(peers []*memberlist.Node) error {
+	for _, p := range peers {
+		if p.State != memberlist.StateAlive {
+			continue
+		}
+		if err := g.checkName(p.Name, nodeAddr(p), p.Meta); err != nil {
+			return err
+		}
+		if err := g.checkCompat(p, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vetAlive vets a member memberlist heard is alive (gossip or push-pull): an
+// error makes memberlist ignore the news. It refuses incompatible members
+// that reach this node other than by a join.
+func (g *guard) vetAlive(p *memberlist.Node) error { return g.checkCompat(p, false) }
+
+// checkCompat refuses a coordelect member whose protocol version or shared
+// election settings differ from this node's. A member without metadata is
+// let through (the table refuses it as a peer, as for any non-coordelect
+// member). At a join while New runs, the refusal is this node's fatal
+// error, which New returns.
+func (g *guard) checkCompat(p *memberlist.Node, merge bool) error {
+	if p.Name == g.name || len(p.Meta) == 0 {
+		return nil
+	}
+	err := g.incompatible(p)
+	if err == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key := [2]string{p.Name, err.Field + "=" + err.Theirs}
+	if !g.reported[key] {
+		g.reported[key] = true
+		g.stats.refusedCompat.Add(1)
+		g.log.Error("refusing an incompatible member", "member", p.Name, "addr", err.Addr,
+			"field", err.Field, "ours", err.Ours, "theirs", err.Theirs)
+	}
+	if merge && g.starting {
+		self := *err
+		self.Self = true
+		g.fail(&self)
+	}
+	return err
+}
+
+func (g *guard) incompatible(p *memberlist.Node) *IncompatibleError {
+	e := &IncompatibleError{Member: p.Name, Addr: nodeAddr(p)}
+	if p.Meta[0] != metaVersion {
+		e.Field, e.Ours, e.Theirs = "ProtocolVersion", fmt.Sprint(metaVersion), fmt.Sprint(p.Meta[0])
+		return e
+	}
+	m, err := decodeMeta(p.Meta)
+	if err != nil {
+		e.Field, e.Ours, e.Theirs = "metadata", "valid", err.Error()
+		return e
+	}
+	field, ours, theirs, ok := g.own.compat(m)
+	if ok {
+		return nil
+	}
+	e.Field, e.Ours, e.Theirs = field, fmt.Sprint(ours), fmt.Sprint(theirs)
+	return e
+}
+
+// conflict is memberlist's report that other claims the name of a live
+// member it knows (existing); memberlist has already ignored other. The
+// check logs the clash, or makes this node yield.
+func (g *guard) conflict(existing, other *memberlist.Node) {
+	_ = g.checkName(other.Name, nodeAddr(other), other.Meta)
+}
+
+// checkName checks a live member named name at addr, with metadata raw.
+func (g *guard) checkName(name, addr string, raw []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if name != g.name {
+		if known, ok := g.alive[name]; ok && known != addr {
+			return g.refuse(name, known, addr)
+		}
+		return nil
+	}
+	if g.self == "" || addr == g.self {
+		return nil
+	}
+	if g.yields(raw, addr) {
+		err := &NameTakenError{Name: name, Incumbent: addr, Newcomer: g.self, Self: true}
+		g.fail(err)
+		return err
+	}
+	return g.refuse(name, g.self, addr)
+}
+
+// yields reports whether this node gives its name up to the member at addr
+// with metadata raw. Called with g.mu held.
+func (g *guard) yields(raw []byte, addr string) bool {
+	if g.starting {
+		return true
+	}
+	m, err := decodeMeta(raw)
+	if err != nil || m.Boot == 0 {
+		return false // not a coordelect member: it cannot displace us
+	}
+	return m.Boot < g.boot || (m.Boot == g.boot && addr < g.self)
+}
+
+// refuse logs and counts a refused newcomer, once per name and address.
+// Called with g.mu held.
+func (g *guard) refuse(name, incumbent, newcomer string) error {
+	err := &NameTakenError{Name: name, Incumbent: incumbent, Newcomer: newcomer}
+	key := [2]string{name, newcomer}
+	if !g.reported[key] {
+		g.reported[key] = true
+		g.stats.refusedName.Add(1)
+		g.log.Error("refusing a member: its name is taken", "member", name, "incumbent", incumbent, "newcomer", newcomer)
+	}
+	return err
+}

@@ -1,0 +1,101 @@
+package membership
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coordelect/coordelect/election"
+)
+
+// A second process under the coordinator's name, with the highest rating,
+// joining through the coordinator itself or through another member: New
+// refuses it with an error that names the name and both addresses, the
+// member it reached counts the refusal, and the running cluster keeps its
+// coordinator and term.
+func TestDuplicateNameRefusedAtJoin(t *testing.T) {
+	checkLeaks(t)
+	vs, term := voters(t, 3, nil)
+	for i, via := range []*voter{vs[2], vs[0]} {
+		before := via.Stats().RefusedDuplicateName
+		cfg := testConfig("n3")
+		cfg.Rating, cfg.Seeds = 99, []string{via.Addr()}
+		n, err := New(cfg)
+		if err == nil {
+			_ = n.Close()
+			t.Fatalf("join %d through %s: New accepted a second n3", i, via.LocalID())
+		}
+		var taken *NameTakenError
+		if !errors.As(err, &taken) || !errors.Is(err, ErrNameTaken) {
+			t.Fatalf("join through %s: New = %v, want a *NameTakenError", via.LocalID(), err)
+		}
+		if !taken.Self || taken.Name != "n3" || taken.Incumbent != vs[2].Addr() || taken.Newcomer == "" || taken.Newcomer == taken.Incumbent {
+			t.Fatalf("join through %s: %+v", via.LocalID(), taken)
+		}
+		for _, s := range []string{`"n3"`, taken.Incumbent, taken.Newcomer} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("error %q does not name %s", err, s)
+			}
+		}
+		if !waitUntil(waitTimeout, func() bool { return via.Stats().RefusedDuplicateName > before }) {
+			t.Errorf("%s did not count the refusal: %+v", via.LocalID(), via.Stats())
+		}
+	}
+	steady(t, vs, "n3", term, time.Second)
+	for _, v := range vs {
+		for _, m := range v.Members() {
+			if m.Name == "n3" && m.Addr != vs[2].Addr() {
+				t.Fatalf("%s lists the refused n3: %+v", v.LocalID(), m)
+			}
+		}
+	}
+}
+
+// Two processes named n3 that met only after both had started (the second
+// ran alone, then a join brought them together, from either side): the
+// later one yields: it reports the clash through Err, closes Events, so
+// its elector stops leading and Run returns the error, and shuts
+// memberlist down. The running cluster keeps its term.
+func TestDuplicateNameFoundAfterJoin(t *testing.T) {
+	for _, fromCluster := range []bool{false, true} {
+		name := map[bool]string{false: "newcomer joins", true: "cluster joins"}[fromCluster]
+		t.Run(name, func(t *testing.T) {
+			checkLeaks(t)
+			vs, term := voters(t, 3, nil)
+			cfg := testConfig("n3")
+			cfg.Rating = 99
+			dup := startVoter(t, cfg)
+			if !waitUntil(waitTimeout, dup.el.IsLeader) {
+				t.Fatal("the lone duplicate never led itself")
+			}
+			var err error
+			if fromCluster {
+				_, err = vs[0].Join(dup.Addr())
+			} else {
+				_, err = dup.Join(vs[0].Addr())
+			}
+			if err == nil {
+				t.Fatal("the join succeeded")
+			}
+			var runErr error
+			select {
+			case runErr = <-dup.done:
+			case <-time.After(waitTimeout):
+				t.Fatal("the duplicate's elector is still running")
+			}
+			var taken *NameTakenError
+			if !errors.As(runErr, &taken) || !errors.Is(runErr, election.ErrTransportClosed) {
+				t.Fatalf("Run = %v, want ErrTransportClosed wrapping a *NameTakenError", runErr)
+			}
+			if !taken.Self || taken.Incumbent != vs[2].Addr() || taken.Newcomer != dup.Addr() || !errors.Is(dup.Err(), ErrNameTaken) {
+				t.Fatalf("Run = %+v, Err = %v", taken, dup.Err())
+			}
+			dup.done <- runErr // for the cleanup
+			if dup.el.IsLeader() {
+				t.Fatal("the duplicate still leads")
+			}
+			steady(t, vs, "n3", term, time.Second)
+		})
+	}
+}
