@@ -328,27 +328,18 @@ func (p *peterson) finish() {
 	t := MakeTerm(n.term.Epoch()+1, Tag(leader))
 	m := Message{Type: MsgCoordinator, Term: t, Coordinator: leader, Value: p.d,
 		Phase: p.phase, Initiator: n.self.ID}
-	p.record(leader, t, p.phase) // resets the election state: m is built first
-	p.announce(m, n.view.r.Index(n.self.ID))
+	at := n.view.r.Index(n.self.ID)
+	// record resets the election state: m is built first.
+	p.record(leader, t, p.phase, lapHops(at, at, n.view.r.Index(leader), n.view.r.Len()))
+	p.announce(m, at)
 }
 
 // record accepts c as coordinator in term t after an election of the given
-// number of phases.
-func (p *peterson) record(c string, t Term, phases uint32) {
-	n := p.n
+// number of phases; the COORDINATOR lap reaches c hops after this node.
+func (p *peterson) record(c string, t Term, phases uint32, hops int) {
 	p.phases, p.handingOff = int(phases), false
-	defer p.link.noteLeader()
-	if n.coordinator == c && n.term == t {
-		return
-	}
-	if c == n.self.ID {
-		n.becomeCoordinator(t)
-		if n.cfg.QuorumSize > 0 {
-			n.heartbeat() // collect the acks that confirm us
-		}
-		return
-	}
-	n.follow(c, t, false)
+	recordLap(p.n, c, t, hops)
+	p.link.noteLeader()
 }
 
 // announce sends the COORDINATOR lap on clockwise after ring position at;
@@ -378,8 +369,10 @@ func (p *peterson) onCoordinator(m Message) {
 		// d was its rank; a view that never heard from it may not know it.
 		n.learnRating(m.Coordinator, m.Value.Rating)
 	}
-	p.record(m.Coordinator, m.Term, m.Phase)
-	p.announce(m, n.view.r.Index(n.self.ID))
+	r := n.view.r
+	at := r.Index(n.self.ID)
+	p.record(m.Coordinator, m.Term, m.Phase, lapHops(r.Index(m.Initiator), at, r.Index(m.Coordinator), r.Len()))
+	p.announce(m, at)
 	n.maybePreempt()
 }
 

@@ -528,3 +528,71 @@ func TestRingsResignTwice(t *testing.T) {
 		}
 	}
 }
+
+// lapHops: how far the COORDINATOR lap still has to go from this node to
+// the winner, the grace before a follower's failure detector counts.
+func TestLapHops(t *testing.T) {
+	for _, tc := range []struct {
+		start, self, c, size, want int
+	}{
+		{0, 0, 5, 8, 5},  // the node that turns the lap, winner 5 hops on
+		{0, 3, 5, 8, 2},  // on the way, before the winner
+		{0, 6, 5, 8, 0},  // after the winner: it heartbeats already
+		{6, 7, 5, 8, 6},  // the lap wraps round
+		{6, 2, 5, 8, 3},  // after the wrap
+		{2, 4, 2, 8, 0},  // the winner turned the lap
+		{-1, 3, 5, 8, 2}, // unknown start: count from here
+		{0, 3, -1, 8, 7}, // unknown winner: the farthest
+		{0, -1, 5, 8, 0}, // this node is not on the lap
+		{0, 0, 0, 1, 0},  // alone
+	} {
+		if got := lapHops(tc.start, tc.self, tc.c, tc.size); got != tc.want {
+			t.Errorf("lapHops(%d, %d, %d, %d) = %d, want %d", tc.start, tc.self, tc.c, tc.size, got, tc.want)
+		}
+	}
+}
+
+// A follower that the COORDINATOR lap reaches before the winner does not
+// start an election before the lap can have reached the winner and the
+// winner's heartbeat come back. Every message here takes one tick; the
+// coordinator 62 crashes, every member starts a lap at once, the lap of
+// the highest tag (64) wins, and its COORDINATOR lap goes 63 hops to the
+// winner 63, four times the K·H = 15 ticks of the failure detector.
+func TestRingsFollowerWaitsForLap(t *testing.T) {
+	for _, alg := range []Algorithm{Ring, Peterson} {
+		t.Run(alg.String(), func(t *testing.T) {
+			const n = 64
+			w := newTestNet(t, Config{Algorithm: alg, Mode: View}, members(n, func(i int) int64 {
+				return map[int]int64{61: 2000, 62: 1000}[i] + int64(i+1)
+			}))
+			w.bootstrap("62")
+			w.crash("62")
+			for i := 0; i < 10*n; i++ {
+				w.hop()
+			}
+			if c, _, ok := w.agreed(); !ok || c != "63" {
+				t.Fatalf("no agreement on 63:\n%s", w.dump())
+			}
+			if s := w.counter(func(c *Counters) uint64 { return c.ElectionsStarted }); s > n-1 {
+				t.Errorf("%d elections started by %d members: followers timed out waiting for the lap", s, n-1)
+			}
+		})
+	}
+}
+
+// hop delivers the messages queued now (not those they cause), then ticks
+// every running node: every message takes one tick.
+func (w *testNet) hop() {
+	for end := len(w.queue); w.head < end; {
+		if m := w.pop(); !w.down[m.To] {
+			w.nodes[m.To].Step(m)
+			w.flush(m.To)
+		}
+	}
+	for _, id := range w.ids {
+		if !w.down[id] {
+			w.nodes[id].Tick()
+			w.flush(id)
+		}
+	}
+}

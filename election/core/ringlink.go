@@ -304,6 +304,58 @@ func lapTicks(n *Node) int {
 	return n.view.r.Len()*per + n.cfg.CoordinatorTimeout
 }
 
+// hopTicks bounds one hop of a lap: a one-way trip (at most RoundTrip)
+// and, in Textbook mode, a hop timeout for a dead member skipped on the way.
+func hopTicks(n *Node) int {
+	if n.cfg.Mode == Textbook {
+		return n.cfg.RoundTrip + n.cfg.HopTimeout
+	}
+	return n.cfg.RoundTrip
+}
+
+// lapHops is how many hops after position self a lap that started at
+// position start reaches position c, on a ring (or list) of size members:
+// 0 when the lap has passed c already. An unknown start counts from self;
+// an unknown c is taken as the farthest.
+func lapHops(start, self, c, size int) int {
+	if size == 0 || self < 0 {
+		return 0
+	}
+	if c < 0 {
+		return size - 1
+	}
+	if start < 0 {
+		start = self
+	}
+	ds, dc := (self-start+size)%size, (c-start+size)%size
+	return max(dc-ds, 0)
+}
+
+// recordLap accepts c as coordinator in term t as a COORDINATOR lap tells
+// it, the lap reaching c hops after this node. Both rings use it.
+//
+// The lap is how the winner learns that it has won, so a follower that the
+// lap reaches before the winner cannot hear a heartbeat until the lap has
+// gone those hops: its failure detector starts counting only then (plus
+// the heartbeat's own trip). Counting from the moment the lap passed made
+// every follower more than about K·H of lap time upstream of the winner
+// (some 45 hops at the defaults) time out and start a new election, over
+// and over (docs/reliability.md, "Ring liveness at scale").
+func recordLap(n *Node, c string, t Term, hops int) {
+	if n.coordinator == c && n.term == t {
+		return
+	}
+	if c == n.self.ID {
+		n.becomeCoordinator(t)
+		if n.cfg.QuorumSize > 0 {
+			n.heartbeat() // collect the acks that confirm us
+		}
+		return
+	}
+	n.follow(c, t, false)
+	n.silence = -(hops*hopTicks(n) + n.cfg.RoundTrip)
+}
+
 // restartLap abandons a ring election and starts the next one, in a new
 // term; a non-voter, which cannot stand, only abandons. Both rings use it.
 func restartLap(n *Node, reset func()) {
