@@ -32,15 +32,23 @@ type hop struct {
 // order is kept across skips and a dead member costs one failed attempt per
 // election, not one per message.
 //
-// View mode skips members the view holds dead and acknowledges nothing (a
-// lost message is covered by the election's timeout), with one exception:
-// the coordinator this node followed when the election began is the one
-// member likely to be dead before membership says so (its silence is what
-// usually starts an election). An ELECTION sent to it names it in
-// Coordinator ("the coordinator I suspect"); the receiver so named
-// acknowledges it, and a silent one is skipped as in Textbook mode. A live
-// old coordinator thus stays in the election, a dead one costs HopTimeout
-// instead of the election, and the price is one Ack per election.
+// View mode skips members the view holds dead. An ELECTION whose
+// Coordinator names its receiver asks for an Ack, and a silent receiver is
+// skipped as in Textbook mode; other hops are not acknowledged (a lost
+// message is covered by the election's timeout). A node asks for Acks:
+//   - on the hop to the coordinator it followed when the election began,
+//     the one member likely to be dead before membership says so (its
+//     silence is what usually starts an election): a live old coordinator
+//     stays in the election, a dead one costs HopTimeout instead of the
+//     election;
+//   - on every ELECTION hop of an election that replaces a coordinator
+//     (careful): a crash is under way that membership has not reported, and
+//     failures come together (a rack, a redeploy, a kill of two processes),
+//     so another member may be dead too. Without the Acks a lap handed to it
+//     is lost, and so is every lap after it until membership notices, which
+//     takes memberlist seconds (issue 13 item 6). The price is one Ack per
+//     hop of such elections; an election with no coordinator to replace (a
+//     cold start) asks for none.
 type link struct {
 	n      *Node
 	out    []hop               // hops held back; out[0] is in flight when busy
@@ -50,6 +58,9 @@ type link struct {
 	// suspect is the one that must acknowledge, in View mode, for this
 	// election.
 	leader, suspect string
+	// careful: this election replaces a coordinator, so in View mode every
+	// ELECTION hop is acknowledged too.
+	careful bool
 	// exhausted receives a queued message that found no member left to
 	// try (every other member is dead): the caller decides what it means.
 	exhausted func(Message)
@@ -80,7 +91,7 @@ func (l *link) send(m Message, rt route, from int) (string, bool) {
 
 // needsAck reports whether the hop to position h.at must be acknowledged.
 func (l *link) needsAck(h *hop) bool {
-	if l.n.cfg.Mode == Textbook {
+	if l.n.cfg.Mode == Textbook || l.careful && h.m.Type == MsgElection {
 		return true
 	}
 	return l.suspect != "" && l.target(h) == l.suspect
@@ -101,9 +112,11 @@ func (l *link) transmit(h *hop) string {
 	case h.route == listed:
 		h.m.Phase = uint32(h.at) // the receiver's place in the list
 	case h.m.Type == MsgElection:
-		h.m.Coordinator = "" // an ELECTION names only a suspect it goes to
-		if l.n.cfg.Mode == View && h.m.To == l.suspect {
-			h.m.Coordinator = l.suspect
+		// An ELECTION names its receiver when it wants an Ack (View mode),
+		// else nobody.
+		h.m.Coordinator = ""
+		if l.n.cfg.Mode == View && l.needsAck(h) {
+			h.m.Coordinator = h.m.To
 		}
 	}
 	h.timer = l.n.cfg.HopTimeout
@@ -150,7 +163,7 @@ func (l *link) usable(id string) bool {
 }
 
 // ack acknowledges a ring message: always in Textbook mode; in View mode
-// an ELECTION whose sender suspects this node (it names it). The Ack echoes
+// an ELECTION that names this node (its sender wants the Ack). The Ack echoes
 // what identifies the message on its link; its term is this node's, so
 // that a sender that is behind learns the newer term.
 func (l *link) ack(m Message) {
@@ -196,13 +209,15 @@ func (l *link) noteLeader() {
 }
 
 // begin starts a new election's memory: no member failed yet (one that
-// failed last time may be back), and the last coordinator suspected.
+// failed last time may be back), the last coordinator suspected, and
+// careful if there is one (another member's).
 func (l *link) begin() {
 	clear(l.failed)
 	l.suspect = ""
 	if l.leader != l.n.self.ID {
 		l.suspect = l.leader
 	}
+	l.careful = l.n.cfg.Mode == View && l.suspect != ""
 }
 
 // release abandons a hop in flight whose term this node has left behind

@@ -115,3 +115,44 @@ func TestExploreRingsAt64(t *testing.T) {
 		t.Logf("%s: %d runs, max convergence %dms", alg, res.Runs, res.MaxConvergenceMs)
 	}
 }
+
+// Issue 13 item 6: when the coordinator and another member die together,
+// the rings waited for membership (memberlist's seconds: view-delay 5,000
+// ms here) because a lap handed to the other dead member was lost, and so
+// was every lap after it. A failover after a double failure must take at
+// most twice as long as after the coordinator's crash alone.
+func TestRingsDoubleFailureWithoutMembership(t *testing.T) {
+	for _, alg := range []core.Algorithm{core.Ring, core.Peterson} {
+		for _, n := range []int{5, 64} {
+			script := func(crash ...int) string {
+				ids := make([]string, n)
+				for i := range ids {
+					ids[i] = strconv.Itoa(i + 1)
+				}
+				var b strings.Builder
+				fmt.Fprintf(&b, "cluster algorithm=%s ids=(%s) mode=view detector=on seed=1 view-delay=5000\n",
+					alg, strings.Join(ids, ","))
+				for _, c := range crash {
+					fmt.Fprintf(&b, "crash %d\n", c)
+				}
+				b.WriteString("check max=30000\n")
+				return b.String()
+			}
+			single, v, err := RunScript(script(n))
+			if err != nil || len(v) > 0 {
+				t.Fatalf("%s n=%d single crash: %v %v", alg, n, err, v)
+			}
+			for _, other := range []int{1, n / 2, n - 1} {
+				double, v, err := RunScript(script(n, other))
+				if err != nil || len(v) > 0 {
+					t.Fatalf("%s n=%d crash %d and %d: %v %v", alg, n, n, other, err, v)
+				}
+				t.Logf("%s n=%d: single crash %dms, with %d too %dms", alg, n, single, other, double)
+				if double > 2*single {
+					t.Errorf("%s n=%d: crash of %d and %d took %dms to fail over, over twice the %dms of a single crash",
+						alg, n, n, other, double, single)
+				}
+			}
+		}
+	}
+}
