@@ -278,20 +278,24 @@ func (r *ring) onCoordinator(m Message) {
 	case r.coord.Term == m.Term:
 		n.drop(DropUnexpected) // a duplicate (a term names one coordinator)
 		return
-	case !n.view.alive(m.Coordinator):
-		// The view has seen the named coordinator die since the lap
-		// collected it: elect again rather than follow a dead node.
-		n.counters.ElectionsRestarted++
-		r.restart()
+	}
+	at := listIndex(m.List, n.self.ID, int(m.Phase))
+	hops := lapHops(listIndex(m.List, m.Initiator, 0), at, listIndex(m.List, m.Coordinator, 0), len(m.List))
+	if !n.view.alive(m.Coordinator) {
+		// The view holds the named coordinator dead: it died since the lap
+		// collected it, or the view is behind (a paused member resumed).
+		if !n.electing {
+			r.join()
+		}
+		r.timer = min(r.timer, doubtTicks(n, hops))
+		r.announce(m, at)
 		return
 	}
 	if m.Value.ID == m.Coordinator {
 		// The list rated it; a view that never heard from it may not have.
 		n.learnRating(m.Coordinator, m.Value.Rating)
 	}
-	at := listIndex(m.List, n.self.ID, int(m.Phase))
-	r.record(m.Coordinator, m.Term, lapHops(listIndex(m.List, m.Initiator, 0), at,
-		listIndex(m.List, m.Coordinator, 0), len(m.List)))
+	r.record(m.Coordinator, m.Term, hops)
 	r.announce(m, at)
 	n.maybePreempt()
 }

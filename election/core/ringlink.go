@@ -371,6 +371,22 @@ func recordLap(n *Node, c string, t Term, hops int) {
 	n.silence = -(hops*hopTicks(n) + n.cfg.RoundTrip)
 }
 
+// doubtTicks is how long a node whose view holds dead the coordinator that
+// a COORDINATOR lap names waits for that coordinator's heartbeat before it
+// elects again: the lap's remaining hops and K heartbeat intervals, as a
+// follower's detector would (at most a lap's timeout). The node passes the
+// lap on but does not follow: the view may be right (the member died since
+// the lap collected it) or behind (a paused member resumed, and gossip has
+// not told every member yet). Restarting the election at once, as the
+// rings did, made every such member veto the outcome, lap after lap, until
+// gossip caught up: an epoch from 49 to 313 in 1.3 s after a paused ring
+// coordinator resumed (issue 13 item 6). A live coordinator's heartbeat
+// ends the doubt; the view holding it dead does not stop the heartbeats.
+func doubtTicks(n *Node, hops int) int {
+	d := (hops+1)*hopTicks(n) + n.cfg.HeartbeatInterval*min(n.cfg.HeartbeatMisses, 1<<20)
+	return min(d, lapTicks(n))
+}
+
 // restartLap abandons a ring election and starts the next one, in a new
 // term; a non-voter, which cannot stand, only abandons. Both rings use it.
 func restartLap(n *Node, reset func()) {

@@ -156,3 +156,72 @@ func TestRingsDoubleFailureWithoutMembership(t *testing.T) {
 		}
 	}
 }
+
+// Issue 13 item 6: a ring coordinator that was paused (SIGSTOP) resumes
+// while membership gossip has told only some members that it is alive
+// again: the epoch went from 49 to 313 in 1.3 s. The resumed member steps
+// down on the newer term and preempts (it is the highest rated); a member
+// whose view still holds it dead used to restart any election that named
+// it, which the resumed member preempted again, lap after lap. Now it
+// passes such an announcement on without following it: the named member's
+// heartbeat settles it if it is alive, its election timer if not.
+func TestRingsPausedCoordinatorResumes(t *testing.T) {
+	for _, alg := range []core.Algorithm{core.Ring, core.Peterson} {
+		t.Run(alg.String(), func(t *testing.T) {
+			members, err := BuildMembers([]string{"1", "2", "3", "4", "5"}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := New(Config{Members: members, Algorithm: alg, Mode: core.View,
+				HeartbeatDetector: true, ViewDelayMs: -1, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Bootstrap("5"); err != nil {
+				t.Fatal(err)
+			}
+			others := []string{"1", "2", "3", "4"}
+			s.blocked = map[[2]string]bool{} // 5 pauses: nothing reaches it or leaves it
+			for _, o := range others {
+				s.blocked[[2]string{"5", o}], s.blocked[[2]string{o, "5"}] = true, true
+			}
+			s.RunFor(1000)
+			view := func(id string, up bool) { // membership tells id about 5
+				sn := s.byID[id]
+				if up {
+					sn.node.PeerUp(s.current("5"))
+				} else {
+					sn.node.PeerDown("5")
+				}
+				s.flush(sn)
+			}
+			for _, o := range others { // membership declares 5 dead
+				view(o, false)
+			}
+			s.RunFor(1000)
+			paused := s.Node("1").Status().Term
+			s.blocked = nil // 5 resumes; gossip reaches 1, 3 and 4 first
+			for _, o := range []string{"1", "3", "4"} {
+				view(o, true)
+			}
+			s.RunFor(1300)
+			view("2", true)
+			if err := s.checkLivenessNow(t, 30_000); err != "" {
+				t.Fatal(err)
+			}
+			final := s.Node("1").Status().Term
+			t.Logf("epoch %d when 5 resumed, %d at agreement", paused.Epoch(), final.Epoch())
+			if final.Epoch() > paused.Epoch()+6 {
+				t.Errorf("election storm: epoch %d when 5 resumed, %d at agreement", paused.Epoch(), final.Epoch())
+			}
+		})
+	}
+}
+
+func (s *Sim) checkLivenessNow(t *testing.T, boundMs int64) string {
+	t.Helper()
+	if !s.Checker().CheckLiveness(boundMs, true) || len(s.Checker().Violations) > 0 {
+		return fmt.Sprint(s.Checker().Violations)
+	}
+	return ""
+}
