@@ -68,8 +68,8 @@ type Message struct {
 	// Rating is the sender's rating, so that receivers learn rating changes.
 	Rating int64
 	// Coordinator names the coordinator (Coordinator, Heartbeat). On a ring
-	// ELECTION in View mode it names the suspected old coordinator the
-	// message is sent to, which must acknowledge the hop.
+	// ELECTION in View mode it names the receiver when the sender wants the
+	// hop acknowledged (ringlink.go).
 	Coordinator string
 	// Initiator is the node that started a ring election or lap.
 	Initiator string

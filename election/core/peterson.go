@@ -320,35 +320,26 @@ func (p *peterson) onF(f Rank) {
 func (p *peterson) finish() {
 	n := p.n
 	leader := p.d.ID
-	if !n.view.alive(leader) {
-		n.counters.ElectionsRestarted++
-		p.restart()
-		return
-	}
 	t := MakeTerm(n.term.Epoch()+1, Tag(leader))
 	m := Message{Type: MsgCoordinator, Term: t, Coordinator: leader, Value: p.d,
 		Phase: p.phase, Initiator: n.self.ID}
-	p.record(leader, t, p.phase) // resets the election state: m is built first
-	p.announce(m, n.view.r.Index(n.self.ID))
+	at := n.view.r.Index(n.self.ID)
+	hops := lapHops(at, at, n.view.r.Index(leader), n.view.r.Len())
+	if !n.view.alive(leader) {
+		p.doubt(m, at, hops)
+		return
+	}
+	// record resets the election state: m is built first.
+	p.record(leader, t, p.phase, hops)
+	p.announce(m, at)
 }
 
 // record accepts c as coordinator in term t after an election of the given
-// number of phases.
-func (p *peterson) record(c string, t Term, phases uint32) {
-	n := p.n
+// number of phases; the COORDINATOR lap reaches c hops after this node.
+func (p *peterson) record(c string, t Term, phases uint32, hops int) {
 	p.phases, p.handingOff = int(phases), false
-	defer p.link.noteLeader()
-	if n.coordinator == c && n.term == t {
-		return
-	}
-	if c == n.self.ID {
-		n.becomeCoordinator(t)
-		if n.cfg.QuorumSize > 0 {
-			n.heartbeat() // collect the acks that confirm us
-		}
-		return
-	}
-	n.follow(c, t, false)
+	recordLap(p.n, c, t, hops)
+	p.link.noteLeader()
 }
 
 // announce sends the COORDINATOR lap on clockwise after ring position at;
@@ -369,18 +360,31 @@ func (p *peterson) onCoordinator(m Message) {
 	case p.coord.Term == m.Term:
 		n.drop(DropUnexpected) // a duplicate, or a lap whose end died
 		return
-	case !n.view.alive(m.Coordinator):
-		n.counters.ElectionsRestarted++
-		p.restart()
+	}
+	r := n.view.r
+	at := r.Index(n.self.ID)
+	hops := lapHops(r.Index(m.Initiator), at, r.Index(m.Coordinator), r.Len())
+	if !n.view.alive(m.Coordinator) {
+		p.doubt(m, at, hops)
 		return
 	}
 	if m.Value.ID == m.Coordinator {
 		// d was its rank; a view that never heard from it may not know it.
 		n.learnRating(m.Coordinator, m.Value.Rating)
 	}
-	p.record(m.Coordinator, m.Term, m.Phase)
-	p.announce(m, n.view.r.Index(n.self.ID))
+	p.record(m.Coordinator, m.Term, m.Phase, hops)
+	p.announce(m, at)
 	n.maybePreempt()
+}
+
+// doubt passes on a COORDINATOR naming a member the view holds dead
+// without following it (see doubtTicks); the election goes on until the
+// named member's heartbeat arrives or the shortened timer restarts it.
+func (p *peterson) doubt(m Message, at, hops int) {
+	if p.n.electing {
+		p.timer = min(p.timer, doubtTicks(p.n, hops))
+	}
+	p.announce(m, at)
 }
 
 func (p *peterson) tick() {

@@ -229,10 +229,11 @@ func (r *ring) complete(m Message) {
 		return
 	}
 	t := MakeTerm(n.term.Epoch()+1, Tag(c.ID))
-	r.record(c.ID, t)
+	at := listIndex(m.List, n.self.ID, 0)
+	r.record(c.ID, t, lapHops(at, at, listIndex(m.List, c.ID, 0), len(m.List)))
 	cm := Message{Type: MsgCoordinator, Term: t, Initiator: n.self.ID, Coordinator: c.ID,
 		Value: c.Rank(), List: m.List}
-	r.announce(cm, listIndex(m.List, n.self.ID, 0))
+	r.announce(cm, at)
 }
 
 // choose returns the highest-ranked voter of the list that the view does
@@ -252,23 +253,11 @@ func (r *ring) choose(list []Peer) (Peer, bool) {
 	return best, found
 }
 
-// record accepts c as coordinator in term t.
-func (r *ring) record(c string, t Term) {
-	n := r.n
+// record accepts c as coordinator in term t; the COORDINATOR lap reaches
+// c hops after this node (0: c has had it already).
+func (r *ring) record(c string, t Term, hops int) {
 	r.handingOff = false
-	if c == n.self.ID {
-		if n.coordinator != c || n.term != t {
-			n.becomeCoordinator(t)
-			if n.cfg.QuorumSize > 0 {
-				n.heartbeat() // collect the acks that confirm us
-			}
-		}
-		r.link.noteLeader()
-		return
-	}
-	if n.coordinator != c || n.term != t {
-		n.follow(c, t, false)
-	}
+	recordLap(r.n, c, t, hops)
 	r.link.noteLeader()
 }
 
@@ -289,19 +278,25 @@ func (r *ring) onCoordinator(m Message) {
 	case r.coord.Term == m.Term:
 		n.drop(DropUnexpected) // a duplicate (a term names one coordinator)
 		return
-	case !n.view.alive(m.Coordinator):
-		// The view has seen the named coordinator die since the lap
-		// collected it: elect again rather than follow a dead node.
-		n.counters.ElectionsRestarted++
-		r.restart()
+	}
+	at := listIndex(m.List, n.self.ID, int(m.Phase))
+	hops := lapHops(listIndex(m.List, m.Initiator, 0), at, listIndex(m.List, m.Coordinator, 0), len(m.List))
+	if !n.view.alive(m.Coordinator) {
+		// The view holds the named coordinator dead: it died since the lap
+		// collected it, or the view is behind (a paused member resumed).
+		if !n.electing {
+			r.join()
+		}
+		r.timer = min(r.timer, doubtTicks(n, hops))
+		r.announce(m, at)
 		return
 	}
 	if m.Value.ID == m.Coordinator {
 		// The list rated it; a view that never heard from it may not have.
 		n.learnRating(m.Coordinator, m.Value.Rating)
 	}
-	r.record(m.Coordinator, m.Term)
-	r.announce(m, listIndex(m.List, n.self.ID, int(m.Phase)))
+	r.record(m.Coordinator, m.Term, hops)
+	r.announce(m, at)
 	n.maybePreempt()
 }
 

@@ -326,27 +326,40 @@ func TestRingViewSuccessorDownRestarts(t *testing.T) {
 }
 
 // View mode, coordinator crashed but membership has not said so yet (the
-// heartbeat detector noticed): the hop to the suspected old coordinator is
-// acknowledged, so the silent one is skipped after HopTimeout instead of
-// swallowing the election; a live one acknowledges and stays in it.
+// heartbeat detector noticed): an election that replaces a coordinator has
+// every ELECTION hop acknowledged, so the silent old coordinator is skipped
+// after HopTimeout instead of swallowing the election, a live one
+// acknowledges and stays in it, and so does a second member that died with
+// it (issue 13 item 6: the lap waited for membership's seconds).
 func TestViewSuspectedCoordinator(t *testing.T) {
 	for _, alg := range []Algorithm{Ring, Peterson} {
-		for _, crashed := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/crashed=%v", alg, crashed), func(t *testing.T) {
+		for _, dead := range [][]string{nil, {"6"}, {"6", "3"}, {"6", "1"}, {"6", "5"}} {
+			t.Run(fmt.Sprintf("%s/dead=%v", alg, dead), func(t *testing.T) {
 				w := newTestNet(t, testCfg(alg, View), members(6, func(i int) int64 { return int64(i) }))
 				w.bootstrap("6")
 				w.tick()
-				if crashed {
-					w.down["6"] = true // silently: the views still hold it alive
+				for _, id := range dead {
+					w.down[id] = true // silently: the views still hold it alive
 				}
 				w.sent = [NumMsgTypes]int{}
+				asked := 0 // ELECTION hops that ask for an Ack
+				w.observe = func(m Message) {
+					if m.Type != MsgElection {
+						return
+					}
+					if m.Coordinator == m.To {
+						asked++
+					} else if m.From != "6" { // the old coordinator replaces nobody
+						t.Errorf("%s -> %s: ELECTION that asks for no Ack", m.From, m.To)
+					}
+				}
 				w.detect("2", "4")
-				c, _ := w.settle(4 * w.nodes["1"].cfg.HopTimeout)
+				c, _ := w.settle(4 * (1 + len(dead)) * w.nodes["2"].cfg.HopTimeout)
 				if want := w.highestLive(); c != want {
 					t.Fatalf("coordinator %s, want %s", c, want)
 				}
-				if got, want := w.sent[MsgAck], 1; !crashed && got != want {
-					t.Errorf("%d Acks, want %d (the live old coordinator's)", got, want)
+				if got := w.sent[MsgAck]; dead == nil && got != asked {
+					t.Errorf("%d Acks for %d ELECTION hops that asked", got, asked)
 				}
 				if got := w.counter(func(c *Counters) uint64 { return c.ElectionsRestarted }); got != 0 {
 					t.Errorf("%d elections restarted, want 0", got)
@@ -529,6 +542,74 @@ func TestRingsResignTwice(t *testing.T) {
 			if got := w.counter(func(c *Counters) uint64 { return c.ElectionsRestarted }); got != 0 {
 				t.Fatalf("%s/%s: %d elections restarted, want 0 (the hand-offs go through at once)", alg, mode, got)
 			}
+		}
+	}
+}
+
+// lapHops: how far the COORDINATOR lap still has to go from this node to
+// the winner, the grace before a follower's failure detector counts.
+func TestLapHops(t *testing.T) {
+	for _, tc := range []struct {
+		start, self, c, size, want int
+	}{
+		{0, 0, 5, 8, 5},  // the node that turns the lap, winner 5 hops on
+		{0, 3, 5, 8, 2},  // on the way, before the winner
+		{0, 6, 5, 8, 0},  // after the winner: it heartbeats already
+		{6, 7, 5, 8, 6},  // the lap wraps round
+		{6, 2, 5, 8, 3},  // after the wrap
+		{2, 4, 2, 8, 0},  // the winner turned the lap
+		{-1, 3, 5, 8, 2}, // unknown start: count from here
+		{0, 3, -1, 8, 7}, // unknown winner: the farthest
+		{0, -1, 5, 8, 0}, // this node is not on the lap
+		{0, 0, 0, 1, 0},  // alone
+	} {
+		if got := lapHops(tc.start, tc.self, tc.c, tc.size); got != tc.want {
+			t.Errorf("lapHops(%d, %d, %d, %d) = %d, want %d", tc.start, tc.self, tc.c, tc.size, got, tc.want)
+		}
+	}
+}
+
+// A follower that the COORDINATOR lap reaches before the winner does not
+// start an election before the lap can have reached the winner and the
+// winner's heartbeat come back. Every message here takes one tick; the
+// coordinator 62 crashes, every member starts a lap at once, the lap of
+// the highest tag (64) wins, and its COORDINATOR lap goes 63 hops to the
+// winner 63, four times the K·H = 15 ticks of the failure detector.
+func TestRingsFollowerWaitsForLap(t *testing.T) {
+	for _, alg := range []Algorithm{Ring, Peterson} {
+		t.Run(alg.String(), func(t *testing.T) {
+			const n = 64
+			w := newTestNet(t, Config{Algorithm: alg, Mode: View}, members(n, func(i int) int64 {
+				return map[int]int64{61: 2000, 62: 1000}[i] + int64(i+1)
+			}))
+			w.bootstrap("62")
+			w.crash("62")
+			for i := 0; i < 10*n; i++ {
+				w.hop()
+			}
+			if c, _, ok := w.agreed(); !ok || c != "63" {
+				t.Fatalf("no agreement on 63:\n%s", w.dump())
+			}
+			if s := w.counter(func(c *Counters) uint64 { return c.ElectionsStarted }); s > n-1 {
+				t.Errorf("%d elections started by %d members: followers timed out waiting for the lap", s, n-1)
+			}
+		})
+	}
+}
+
+// hop delivers the messages queued now (not those they cause), then ticks
+// every running node: every message takes one tick.
+func (w *testNet) hop() {
+	for end := len(w.queue); w.head < end; {
+		if m := w.pop(); !w.down[m.To] {
+			w.nodes[m.To].Step(m)
+			w.flush(m.To)
+		}
+	}
+	for _, id := range w.ids {
+		if !w.down[id] {
+			w.nodes[id].Tick()
+			w.flush(id)
 		}
 	}
 }

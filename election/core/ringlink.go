@@ -32,15 +32,23 @@ type hop struct {
 // order is kept across skips and a dead member costs one failed attempt per
 // election, not one per message.
 //
-// View mode skips members the view holds dead and acknowledges nothing (a
-// lost message is covered by the election's timeout), with one exception:
-// the coordinator this node followed when the election began is the one
-// member likely to be dead before membership says so (its silence is what
-// usually starts an election). An ELECTION sent to it names it in
-// Coordinator ("the coordinator I suspect"); the receiver so named
-// acknowledges it, and a silent one is skipped as in Textbook mode. A live
-// old coordinator thus stays in the election, a dead one costs HopTimeout
-// instead of the election, and the price is one Ack per election.
+// View mode skips members the view holds dead. An ELECTION whose
+// Coordinator names its receiver asks for an Ack, and a silent receiver is
+// skipped as in Textbook mode; other hops are not acknowledged (a lost
+// message is covered by the election's timeout). A node asks for Acks:
+//   - on the hop to the coordinator it followed when the election began,
+//     the one member likely to be dead before membership says so (its
+//     silence is what usually starts an election): a live old coordinator
+//     stays in the election, a dead one costs HopTimeout instead of the
+//     election;
+//   - on every ELECTION hop of an election that replaces a coordinator
+//     (careful): a crash is under way that membership has not reported, and
+//     failures come together (a rack, a redeploy, a kill of two processes),
+//     so another member may be dead too. Without the Acks a lap handed to it
+//     is lost, and so is every lap after it until membership notices, which
+//     takes memberlist seconds (issue 13 item 6). The price is one Ack per
+//     hop of such elections; an election with no coordinator to replace (a
+//     cold start) asks for none.
 type link struct {
 	n      *Node
 	out    []hop               // hops held back; out[0] is in flight when busy
@@ -50,6 +58,9 @@ type link struct {
 	// suspect is the one that must acknowledge, in View mode, for this
 	// election.
 	leader, suspect string
+	// careful: this election replaces a coordinator, so in View mode every
+	// ELECTION hop is acknowledged too.
+	careful bool
 	// exhausted receives a queued message that found no member left to
 	// try (every other member is dead): the caller decides what it means.
 	exhausted func(Message)
@@ -80,7 +91,7 @@ func (l *link) send(m Message, rt route, from int) (string, bool) {
 
 // needsAck reports whether the hop to position h.at must be acknowledged.
 func (l *link) needsAck(h *hop) bool {
-	if l.n.cfg.Mode == Textbook {
+	if l.n.cfg.Mode == Textbook || l.careful && h.m.Type == MsgElection {
 		return true
 	}
 	return l.suspect != "" && l.target(h) == l.suspect
@@ -101,9 +112,11 @@ func (l *link) transmit(h *hop) string {
 	case h.route == listed:
 		h.m.Phase = uint32(h.at) // the receiver's place in the list
 	case h.m.Type == MsgElection:
-		h.m.Coordinator = "" // an ELECTION names only a suspect it goes to
-		if l.n.cfg.Mode == View && h.m.To == l.suspect {
-			h.m.Coordinator = l.suspect
+		// An ELECTION names its receiver when it wants an Ack (View mode),
+		// else nobody.
+		h.m.Coordinator = ""
+		if l.n.cfg.Mode == View && l.needsAck(h) {
+			h.m.Coordinator = h.m.To
 		}
 	}
 	h.timer = l.n.cfg.HopTimeout
@@ -150,7 +163,7 @@ func (l *link) usable(id string) bool {
 }
 
 // ack acknowledges a ring message: always in Textbook mode; in View mode
-// an ELECTION whose sender suspects this node (it names it). The Ack echoes
+// an ELECTION that names this node (its sender wants the Ack). The Ack echoes
 // what identifies the message on its link; its term is this node's, so
 // that a sender that is behind learns the newer term.
 func (l *link) ack(m Message) {
@@ -196,13 +209,15 @@ func (l *link) noteLeader() {
 }
 
 // begin starts a new election's memory: no member failed yet (one that
-// failed last time may be back), and the last coordinator suspected.
+// failed last time may be back), the last coordinator suspected, and
+// careful if there is one (another member's).
 func (l *link) begin() {
 	clear(l.failed)
 	l.suspect = ""
 	if l.leader != l.n.self.ID {
 		l.suspect = l.leader
 	}
+	l.careful = l.n.cfg.Mode == View && l.suspect != ""
 }
 
 // release abandons a hop in flight whose term this node has left behind
@@ -302,6 +317,74 @@ func lapTicks(n *Node) int {
 		per += n.cfg.HopTimeout
 	}
 	return n.view.r.Len()*per + n.cfg.CoordinatorTimeout
+}
+
+// hopTicks bounds one hop of a lap: a one-way trip (at most RoundTrip)
+// and, in Textbook mode, a hop timeout for a dead member skipped on the way.
+func hopTicks(n *Node) int {
+	if n.cfg.Mode == Textbook {
+		return n.cfg.RoundTrip + n.cfg.HopTimeout
+	}
+	return n.cfg.RoundTrip
+}
+
+// lapHops is how many hops after position self a lap that started at
+// position start reaches position c, on a ring (or list) of size members:
+// 0 when the lap has passed c already. An unknown start counts from self;
+// an unknown c is taken as the farthest.
+func lapHops(start, self, c, size int) int {
+	if size == 0 || self < 0 {
+		return 0
+	}
+	if c < 0 {
+		return size - 1
+	}
+	if start < 0 {
+		start = self
+	}
+	ds, dc := (self-start+size)%size, (c-start+size)%size
+	return max(dc-ds, 0)
+}
+
+// recordLap accepts c as coordinator in term t as a COORDINATOR lap tells
+// it, the lap reaching c hops after this node. Both rings use it.
+//
+// The lap is how the winner learns that it has won, so a follower that the
+// lap reaches before the winner cannot hear a heartbeat until the lap has
+// gone those hops: its failure detector starts counting only then (plus
+// the heartbeat's own trip). Counting from the moment the lap passed made
+// every follower more than about K·H of lap time upstream of the winner
+// (some 45 hops at the defaults) time out and start a new election, over
+// and over (docs/reliability.md, "Ring liveness at scale").
+func recordLap(n *Node, c string, t Term, hops int) {
+	if n.coordinator == c && n.term == t {
+		return
+	}
+	if c == n.self.ID {
+		n.becomeCoordinator(t)
+		if n.cfg.QuorumSize > 0 {
+			n.heartbeat() // collect the acks that confirm us
+		}
+		return
+	}
+	n.follow(c, t, false)
+	n.silence = -(hops*hopTicks(n) + n.cfg.RoundTrip)
+}
+
+// doubtTicks is how long a node whose view holds dead the coordinator that
+// a COORDINATOR lap names waits for that coordinator's heartbeat before it
+// elects again: the lap's remaining hops and K heartbeat intervals, as a
+// follower's detector would (at most a lap's timeout). The node passes the
+// lap on but does not follow: the view may be right (the member died since
+// the lap collected it) or behind (a paused member resumed, and gossip has
+// not told every member yet). Restarting the election at once, as the
+// rings did, made every such member veto the outcome, lap after lap, until
+// gossip caught up: an epoch from 49 to 313 in 1.3 s after a paused ring
+// coordinator resumed (issue 13 item 6). A live coordinator's heartbeat
+// ends the doubt; the view holding it dead does not stop the heartbeats.
+func doubtTicks(n *Node, hops int) int {
+	d := (hops+1)*hopTicks(n) + n.cfg.HeartbeatInterval*min(n.cfg.HeartbeatMisses, 1<<20)
+	return min(d, lapTicks(n))
 }
 
 // restartLap abandons a ring election and starts the next one, in a new
