@@ -74,6 +74,11 @@ type Config struct {
 	// the successor of a resigning coordinator to announce itself.
 	// Default HeartbeatInterval + CoordinatorTimeout.
 	HandoffTimeout time.Duration
+	// StopTimeout bounds how long a coordinator that gives the role up
+	// (Resign, TransferTo, a preemption, a lapsed lease, shutdown) waits
+	// for its leader work (Claim, OnStartedLeading) to return before its
+	// successor is asked to take over. Default 1s.
+	StopTimeout time.Duration
 
 	// Logger is the parent logger: the Elector logs under its sub-logger
 	// "election" (pass the service's logger, not log.Named("election")); nil
@@ -99,9 +104,19 @@ type Callbacks struct {
 	// ended, Close): do leader work under ctx, fenced by term. It may block until ctx is done; it must
 	// return then, because the later callbacks wait for it.
 	OnStartedLeading func(ctx context.Context, term uint64)
-	// OnStoppedLeading is called when a leadership that OnStartedLeading
-	// reported has ended (after OnStartedLeading has returned).
-	OnStoppedLeading func()
+	// OnStoppedLeading is called with the term when a leadership that
+	// OnStartedLeading reported has ended (after OnStartedLeading has
+	// returned).
+	OnStoppedLeading func(term uint64)
+	// Claim, when set, runs before OnStartedLeading in each term this node
+	// leads in: advance the fence of the store the leader writes to (e.g.
+	// UPDATE fence SET term = ? WHERE term < ?), so that from then on the
+	// store refuses every write of an older term (fencing/fence.go offers
+	// one). Leadership work starts only once Claim has returned nil; it is
+	// retried every HeartbeatInterval until then, or until ctx (the
+	// leadership's context) ends. Without the quorum guard this is what
+	// keeps a deposed coordinator from damaging the store.
+	Claim func(ctx context.Context, term uint64) error
 	// OnNewLeader is called whenever this node learns of a coordinator or
 	// term it did not report before, itself included (then before
 	// OnStartedLeading).
@@ -151,6 +166,7 @@ func (c *Config) setDefaults() {
 	def(&c.StartupDelay, c.HeartbeatInterval)
 	def(&c.QuorumLease, c.HeartbeatInterval*time.Duration(c.HeartbeatMisses))
 	def(&c.HandoffTimeout, c.HeartbeatInterval+c.CoordinatorTimeout)
+	def(&c.StopTimeout, time.Second)
 }
 
 // Validate reports every field that is out of range, naming the field and
@@ -197,6 +213,7 @@ func (c *Config) coreConfig() (core.Config, error) {
 		PreemptMargin:      c.PreemptMargin,
 		QuorumSize:         c.QuorumSize,
 		LeaseTicks:         v.ticks("QuorumLease", c.QuorumLease),
+		HandoffTicks:       v.ticks("StopTimeout", c.StopTimeout),
 	}
 	if len(v.errs) == 0 {
 		// The core checks the rest (Algorithm, Preemption, its own relations).
@@ -217,6 +234,9 @@ func (c *Config) checkCounts(v *validator) {
 	}
 	if c.PreemptMargin < 0 {
 		v.bad("PreemptMargin", c.PreemptMargin, "must not be negative")
+	}
+	if c.StopTimeout < 0 {
+		v.bad("StopTimeout", c.StopTimeout, "must not be negative")
 	}
 	if c.HandoffTimeout < 0 {
 		v.bad("HandoffTimeout", c.HandoffTimeout, "must not be negative")

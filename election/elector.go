@@ -51,6 +51,18 @@ type Elector struct {
 	electionBegan  bool // the node started an election during this flush
 	membersDirty   bool
 	roster         *core.Roster // the roster the member list was built from
+	// origin is when Run started: the core's tick 0 on the monotonic clock.
+	origin    time.Time
+	lateTicks uint64     // ticks the loop missed (it ran late)
+	verifiers []verifier // VerifyLeader calls waiting for their round
+	announced Leadership // the last coordinator and term OnNewLeader got
+	ledTerm   uint64     // the last term this node started leading in
+	// workTerm is the term whose leader work (Claim, OnStartedLeading) is
+	// still running; a hand-off waits for it (workDone, workWake).
+	workTerm uint64
+	workDone atomic.Uint64
+	workWake chan struct{}
+	lease    atomic.Pointer[leaseState]
 
 	mu      sync.Mutex
 	started bool
@@ -94,8 +106,9 @@ func New(cfg Config) (*Elector, error) {
 		closing:      make(chan struct{}),
 		done:         make(chan struct{}),
 		requests:     make(chan request),
-		notify:       newNotifier(cfg.Callbacks),
+		workWake:     make(chan struct{}, 1),
 	}
+	e.notify = newNotifier(cfg.Callbacks, cfg.HeartbeatInterval, e.markWorkDone)
 	if e.rec == nil {
 		e.rec = NopRecorder{}
 	}
@@ -182,8 +195,12 @@ func (e *Elector) Leader() (id string, term uint64, ok bool) {
 	return l.Coordinator, l.Term, l.Known()
 }
 
-// IsLeader reports whether this node is the coordinator.
-func (e *Elector) IsLeader() bool { return e.obs.current().IsSelf }
+// IsLeader reports whether this node is the coordinator and, with the
+// quorum guard, holds a valid lease (see Check).
+func (e *Elector) IsLeader() bool {
+	l := e.obs.current()
+	return l.IsSelf && e.Check(l.Term) == nil
+}
 
 // Observe returns a channel that always holds the newest Leadership: it
 // has the current value at once, and a value nobody read is replaced by the
@@ -192,15 +209,25 @@ func (e *Elector) IsLeader() bool { return e.obs.current().IsSelf }
 // returns. Each call makes a new channel; call it once per consumer.
 func (e *Elector) Observe() <-chan Leadership { return e.obs.subscribe() }
 
-// Resign hands the coordinator role on at once to the next voter by rating,
-// without waiting for failure detection, and returns when this node is no
-// longer coordinator (at once if it was not), or with ctx's error. The node
-// stays a member, follows its successor and does not displace it.
+// Resign hands the coordinator role on to the next voter by rating, without
+// waiting for failure detection. This node stops leading at once (its
+// leadership context is cancelled); the successor is asked to take over
+// only once OnStartedLeading has returned (or Config.StopTimeout has
+// passed), so the two never lead at once. It returns when this node no
+// longer leads, core.ErrNotLeader if it did not, core.ErrNoSuccessor when
+// no other live voter exists, or ctx's error. The node stays a member,
+// follows its successor and does not displace it.
 func (e *Elector) Resign(ctx context.Context) error {
-	return e.do(ctx, func() error {
-		e.node.Resign()
-		return nil
-	})
+	return e.do(ctx, func() error { return e.node.Resign() })
+}
+
+// TransferTo hands the coordinator role to the member id, which declares at
+// once (hashicorp/raft's LeadershipTransferToServer), with the same
+// ordering as Resign. It refuses an unknown member, a non-voter, a member
+// this node's view holds dead, or a call on a node that does not lead.
+// With PreemptAlways a live voter ranked above id may displace it in turn.
+func (e *Elector) TransferTo(ctx context.Context, id string) error {
+	return e.do(ctx, func() error { return e.node.TransferTo(id) })
 }
 
 // SetRating changes this node's rating and publishes it through the
@@ -240,9 +267,17 @@ func (e *Elector) do(ctx context.Context, fn func() error) error {
 	}
 }
 
-// Status returns a snapshot of this node's state.
+// Status returns a snapshot of this node's state. A node whose lease has
+// run out (Check) is not reported as coordinator, even before its loop has
+// noticed.
 func (e *Elector) Status() Status {
 	s := *e.snap.Load()
 	s.Members = slices.Clone(s.Members)
+	if s.Coordinator == e.id && e.Check(s.Term) != nil {
+		s.Coordinator = ""
+		if s.State == core.StateCoordinator {
+			s.State = core.StateCandidate
+		}
+	}
 	return s
 }

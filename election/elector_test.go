@@ -2,6 +2,7 @@ package election_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -109,8 +110,8 @@ func TestResignHandsOff(t *testing.T) {
 		if ctxs[0].Err() == nil || !slices.Contains(events, "stopped") {
 			t.Errorf("resigner: callbacks %q, leadership ctx err %v", events, ctxs[0].Err())
 		}
-		if err := c.members["a"].e.Resign(context.Background()); err != nil {
-			t.Errorf("Resign on a follower = %v, want nil", err)
+		if err := c.members["a"].e.Resign(context.Background()); !errors.Is(err, election.ErrNotLeader) {
+			t.Errorf("Resign on a follower = %v, want ErrNotLeader", err)
 		}
 	})
 }

@@ -242,7 +242,7 @@ func (l *callbackLog) callbacks() election.Callbacks {
 				<-ctx.Done()
 			}
 		},
-		OnStoppedLeading: func() { l.add("stopped", nil) },
+		OnStoppedLeading: func(uint64) { l.add("stopped", nil) },
 		OnNewLeader:      func(x election.Leadership) { l.add("leader "+x.String(), nil) },
 	}
 }

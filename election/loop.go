@@ -14,13 +14,16 @@ import (
 func (e *Elector) loop(ctx context.Context) error {
 	ticker := time.NewTicker(e.cfg.Tick)
 	defer ticker.Stop()
+	e.origin = time.Now()
 	events := e.tr.Events()
 	e.log.Info("elector running", "algorithm", e.cfg.Algorithm, "rating", e.cfg.Rating,
 		"non_voter", e.cfg.NonVoter, "quorum", e.cfg.QuorumSize)
 	for {
 		select {
 		case <-ticker.C:
-			e.node.Tick()
+			e.advance()
+		case <-e.workWake:
+			e.workEnded()
 		case ev, ok := <-events:
 			if !ok {
 				err := e.transportClosed()
@@ -79,6 +82,29 @@ func (e *Elector) flush() {
 	}
 	e.account()
 	e.observe()
+	if e.node.HandoffPending() && e.workTerm == 0 {
+		// The leader work has stopped (or there is none): pass the role on.
+		e.node.CompleteHandoff()
+		e.flush()
+	}
+}
+
+// markWorkDone is the notifier's word that the leader work of term (Claim,
+// OnStartedLeading) has returned. It never blocks.
+func (e *Elector) markWorkDone(term uint64) {
+	e.workDone.Store(term)
+	select {
+	case e.workWake <- struct{}{}:
+	default:
+	}
+}
+
+// workEnded: the leader work of workTerm may have returned; a hand-off
+// waiting for it goes on.
+func (e *Elector) workEnded() {
+	if e.workTerm != 0 && e.workDone.Load() >= e.workTerm {
+		e.workTerm = 0
+	}
 }
 
 // send hands m to the transport. Ready's buffer is reused by the node, so
@@ -150,6 +176,10 @@ func (e *Elector) observe() {
 	if l := e.leadership(); l != e.last {
 		e.changeLeader(l)
 	}
+	e.publishLease()
+	if len(e.verifiers) > 0 {
+		e.checkVerifiers()
+	}
 	if changed {
 		e.updateSnapshot()
 	}
@@ -192,22 +222,29 @@ func (e *Elector) trackElection() {
 }
 
 // changeLeader reports a new Leadership: it ends this node's leadership
-// (cancelling its context) before it announces anything else.
+// (Check fails, then its context is cancelled) before it announces
+// anything else. OnNewLeader hears each (coordinator, term) once, and
+// OnStartedLeading each term once, however often the coordinator is lost
+// and found again in between.
 func (e *Elector) changeLeader(l Leadership) {
 	prev := e.last
 	e.last = l
-	if prev.IsSelf {
+	if prev.IsSelf && e.leading != nil {
+		e.lease.Store(nil)
 		e.stopLeading(prev)
 	}
 	e.rec.SetLeader(l)
 	if l.Known() {
 		e.rec.LeaderChanged()
-		e.log.Info("new coordinator", "coordinator", l.Coordinator, "term", core.Term(l.Term))
-		e.notify.push(notification{kind: notifyNewLeader, l: l})
+		if l.Coordinator != e.announced.Coordinator || l.Term != e.announced.Term {
+			e.announced = l
+			e.log.Info("new coordinator", "coordinator", l.Coordinator, "term", core.Term(l.Term))
+			e.notify.push(notification{kind: notifyNewLeader, l: l})
+		}
 	} else {
-		e.log.Info("no coordinator", "last", prev.Coordinator, "term", core.Term(prev.Term))
+		e.log.Debug("no coordinator", "last", prev.Coordinator, "term", core.Term(prev.Term))
 	}
-	if l.IsSelf {
+	if l.IsSelf && l.Term != e.ledTerm {
 		e.startLeading(l)
 	}
 	e.obs.publish(l)
@@ -215,9 +252,11 @@ func (e *Elector) changeLeader(l Leadership) {
 
 func (e *Elector) startLeading(l Leadership) {
 	ctx, cancel := context.WithCancel(e.runCtx)
-	e.leading = cancel
+	e.leading, e.ledTerm = cancel, l.Term
 	e.log.Info("started leading", "term", core.Term(l.Term))
-	e.notify.push(notification{kind: notifyStarted, l: l, ctx: ctx})
+	if e.notify.push(notification{kind: notifyStarted, l: l, ctx: ctx}) {
+		e.workTerm = l.Term
+	}
 }
 
 func (e *Elector) stopLeading(l Leadership) {
@@ -227,19 +266,21 @@ func (e *Elector) stopLeading(l Leadership) {
 	e.notify.push(notification{kind: notifyStopped, l: l})
 }
 
-// handoff runs when Run's context ends: a leader resigns, then keeps
-// handling transport events (not ticks, so it cannot stand again) until it
-// sees a successor, HandoffTimeout passes or Close is called.
+// handoff runs when Run's context ends: a leader resigns (its leader work
+// has been cancelled with Run's context; the successor is asked once that
+// work has returned, or StopTimeout has passed), then keeps handling
+// transport events (not ticks, so it cannot stand again) until it sees a
+// successor, HandoffTimeout passes or Close is called.
 func (e *Elector) handoff(events <-chan Event) {
-	leading, before := e.last.IsSelf, sent(e.node.Counters())
-	e.node.Resign()
-	handedOff := sent(e.node.Counters()) > before
-	e.flush()
-	if !leading || !handedOff {
-		return // nobody to hand off to
+	if err := e.node.Resign(); err != nil {
+		e.flush()
+		return // not leading, or nobody to hand off to
 	}
+	e.flush()
 	e.log.Info("resigned on shutdown; waiting for a successor", "timeout", e.cfg.HandoffTimeout)
-	timer := time.NewTimer(e.cfg.HandoffTimeout)
+	stop := time.NewTimer(e.cfg.StopTimeout)
+	defer stop.Stop()
+	timer := time.NewTimer(e.cfg.StopTimeout + e.cfg.HandoffTimeout)
 	defer timer.Stop()
 	for !e.last.Known() {
 		select {
@@ -248,30 +289,34 @@ func (e *Elector) handoff(events <-chan Event) {
 				return
 			}
 			e.handle(ev)
-			e.flush()
+		case <-e.workWake:
+			e.workEnded()
+		case <-stop.C:
+			if e.node.HandoffPending() {
+				e.log.Warn("leader work still running after StopTimeout; handing off anyway", "timeout", e.cfg.StopTimeout)
+				e.workTerm = 0
+			}
 		case <-timer.C:
 			e.log.Warn("no successor announced before the hand-off timeout")
 			return
 		case <-e.closing:
 			return
 		}
+		e.flush()
 	}
-}
-
-func sent(c *core.Counters) uint64 {
-	var n uint64
-	for _, v := range c.Sent {
-		n += v
-	}
-	return n
 }
 
 // finish ends this node's part: leadership ends, observers see no
 // coordinator and are closed, the snapshot says stopped.
 func (e *Elector) finish() {
-	if e.last.IsSelf {
+	e.lease.Store(nil)
+	if e.last.IsSelf && e.leading != nil {
 		e.stopLeading(e.last)
 	}
+	for _, v := range e.verifiers {
+		v.done <- ErrNotLeader
+	}
+	e.verifiers = nil
 	e.last = Leadership{}
 	e.rec.SetLeader(e.last)
 	e.rec.SetState(core.StateSleep) // a stopped node takes no steps: not "coordinator" any more

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/coordelect/coordelect/election/core"
 )
@@ -123,21 +124,28 @@ const (
 // nobody has seen yet collapse into the newest.
 type notifier struct {
 	cb    Callbacks
-	mu    sync.Mutex
-	queue []notification
-	wake  chan struct{} // one slot: "the queue is not empty"
-	stop  chan struct{} // closed by the loop after its last push
-	done  chan struct{} // closed when run returns
+	retry time.Duration     // between Claim attempts
+	done1 func(term uint64) // the leader work of term has returned
+	// started is the last term whose OnStartedLeading ran (Claim passed):
+	// only such a term gets OnStoppedLeading.
+	started uint64
+	mu      sync.Mutex
+	queue   []notification
+	wake    chan struct{} // one slot: "the queue is not empty"
+	stop    chan struct{} // closed by the loop after its last push
+	done    chan struct{} // closed when run returns
 }
 
-func newNotifier(cb Callbacks) *notifier {
-	return &notifier{cb: cb, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+func newNotifier(cb Callbacks, retry time.Duration, workDone func(term uint64)) *notifier {
+	return &notifier{cb: cb, retry: retry, done1: workDone, wake: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// push queues x; it never blocks.
-func (n *notifier) push(x notification) {
+// push queues x; it never blocks. It reports whether x was queued (some
+// callback wants it).
+func (n *notifier) push(x notification) bool {
 	if !n.wanted(x.kind) {
-		return
+		return false
 	}
 	n.mu.Lock()
 	if k := len(n.queue); x.kind == notifyNewLeader && k > 0 && n.queue[k-1].kind == notifyNewLeader {
@@ -150,12 +158,13 @@ func (n *notifier) push(x notification) {
 	case n.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 func (n *notifier) wanted(k notifyKind) bool {
 	switch k {
 	case notifyStarted:
-		return n.cb.OnStartedLeading != nil
+		return n.cb.OnStartedLeading != nil || n.cb.Claim != nil
 	case notifyStopped:
 		return n.cb.OnStoppedLeading != nil
 	}
@@ -194,10 +203,41 @@ func (n *notifier) drain() {
 func (n *notifier) deliver(x notification) {
 	switch x.kind {
 	case notifyStarted:
-		n.cb.OnStartedLeading(x.ctx, x.l.Term)
+		n.lead(x.ctx, x.l.Term)
+		n.done1(x.l.Term)
 	case notifyStopped:
-		n.cb.OnStoppedLeading()
+		if x.l.Term == n.started {
+			n.cb.OnStoppedLeading(x.l.Term)
+		}
 	default:
 		n.cb.OnNewLeader(x.l)
+	}
+}
+
+// lead runs Claim until it succeeds (retrying every retry) or the
+// leadership ends, then OnStartedLeading.
+func (n *notifier) lead(ctx context.Context, term uint64) {
+	for n.cb.Claim != nil {
+		err := n.cb.Claim(ctx, term)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		t := time.NewTimer(n.retry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+	if ctx.Err() != nil {
+		return // the leadership ended while it was claimed
+	}
+	n.started = term
+	if n.cb.OnStartedLeading != nil {
+		n.cb.OnStartedLeading(ctx, term)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // TestObserversOverride: every subscriber sees the newest value, one slot
@@ -50,14 +51,14 @@ func TestNotifierOrder(t *testing.T) {
 		release := make(chan struct{})
 		n := newNotifier(Callbacks{
 			OnStartedLeading: func(ctx context.Context, term uint64) { add("started"); <-release },
-			OnStoppedLeading: func() { add("stopped") },
+			OnStoppedLeading: func(uint64) { add("stopped") },
 			OnNewLeader:      func(l Leadership) { add("leader " + l.Coordinator) },
-		})
+		}, time.Millisecond, func(uint64) {})
 		go n.run()
 		n.push(notification{kind: notifyNewLeader, l: Leadership{Coordinator: "a"}})
-		n.push(notification{kind: notifyStarted, ctx: context.Background()})
+		n.push(notification{kind: notifyStarted, l: Leadership{Term: 7}, ctx: context.Background()})
 		synctest.Wait() // the notifier is blocked in OnStartedLeading
-		n.push(notification{kind: notifyStopped})
+		n.push(notification{kind: notifyStopped, l: Leadership{Term: 7}})
 		for _, id := range []string{"b", "c", "d"} {
 			n.push(notification{kind: notifyNewLeader, l: Leadership{Coordinator: id}})
 		}
@@ -73,7 +74,7 @@ func TestNotifierOrder(t *testing.T) {
 
 // TestNotifierSkipsUnsetCallbacks: with no callbacks, nothing is queued.
 func TestNotifierSkipsUnsetCallbacks(t *testing.T) {
-	n := newNotifier(Callbacks{})
+	n := newNotifier(Callbacks{}, time.Millisecond, func(uint64) {})
 	n.push(notification{kind: notifyStarted})
 	n.push(notification{kind: notifyNewLeader})
 	if len(n.queue) != 0 {

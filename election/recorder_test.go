@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
@@ -27,6 +28,9 @@ type recorded struct {
 type countingRecorder struct {
 	mu sync.Mutex
 	r  recorded
+	// gate, when set, blocks every call until it is closed: a test stalls
+	// the Elector's loop (a paused process) with it.
+	gate atomic.Pointer[chan struct{}]
 }
 
 var _ election.Recorder = (*countingRecorder)(nil)
@@ -39,6 +43,9 @@ func newCountingRecorder() *countingRecorder {
 }
 
 func (c *countingRecorder) locked(f func(r *recorded)) {
+	if g := c.gate.Load(); g != nil {
+		<-*g
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f(&c.r)

@@ -16,7 +16,7 @@ import (
 
 // Errors of Resign and TransferTo.
 var (
-	ErrNotLeader   = errors.New("core: not the coordinator")
+	ErrNotLeader   = errors.New("not the coordinator")
 	ErrHandingOff  = errors.New("core: a hand-off is already under way")
 	ErrNoSuccessor = errors.New("core: no live voter to hand off to")
 )

@@ -286,3 +286,32 @@ func (v *view) update(p Peer) {
 	v.r = v.r.with(p)
 	v.own = true
 }
+
+// VerifyRound sends a heartbeat round now and returns its number, for a
+// leader that wants a majority to confirm it before a side effect
+// (hashicorp/raft's VerifyLeader). It returns 0 unless the quorum guard is
+// on and this node is a confirmed coordinator.
+func (n *Node) VerifyRound() uint64 {
+	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.confirmed {
+		return 0
+	}
+	n.heartbeat()
+	n.hbTimer = 0
+	return n.hbSeq
+}
+
+// Verified reports whether, while this node still leads, voters that make
+// a majority of QuorumSize with it have acknowledged round seq of the
+// current term or a later one.
+func (n *Node) Verified(seq uint64) bool {
+	if seq == 0 || seq > n.hbSeq || n.coordinator != n.self.ID || !n.confirmed {
+		return false
+	}
+	k := 0
+	for _, s := range n.acks {
+		if s >= seq {
+			k++
+		}
+	}
+	return k >= n.cfg.QuorumSize/2
+}

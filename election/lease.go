@@ -1,0 +1,186 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Errors of Check and VerifyLeader.
+var (
+	// ErrNotLeader: this node does not lead (in the term asked about).
+	ErrNotLeader = core.ErrNotLeader
+	// ErrNoSuccessor: Resign found no other live voter to hand off to.
+	ErrNoSuccessor = core.ErrNoSuccessor
+	// ErrLeaseExpired: this node led in the term, but its quorum lease has
+	// run out on its monotonic clock (it was paused, starved or cut off)
+	// and it may already have a successor.
+	ErrLeaseExpired = errors.New("election: leader lease expired")
+	// ErrNoQuorumGuard: VerifyLeader needs the quorum guard (QuorumSize > 0).
+	ErrNoQuorumGuard = errors.New("election: VerifyLeader needs the quorum guard (Config.QuorumSize > 0)")
+)
+
+// leaseState is this node's leadership as guarded work checks it, published
+// by the loop (atomic pointer): the term it leads in and, with the quorum
+// guard, the instant its lease ends on the monotonic clock.
+type leaseState struct {
+	term uint64
+	end  time.Time // zero: no lease (quorum guard off)
+}
+
+// Valid reports whether this node leads in term and, with the quorum guard,
+// its lease has not run out: a check of the monotonic clock and an atomic
+// load, no I/O, cheap enough before every side effect. A process that was
+// paused past its lease sees false at once when it resumes, before the
+// loop has even noticed. See Check.
+func (e *Elector) Valid(term uint64) bool { return e.Check(term) == nil }
+
+// Check is Valid with the reason: nil, ErrNotLeader or ErrLeaseExpired.
+//
+// What it guarantees (docs/design.md, "Leases"): with the quorum guard, no
+// two members' Check succeed for overlapping intervals of real time,
+// provided that their monotonic clocks run at rates within
+// (LeaseMargin-1)/QuorumLease ticks of each other (no synchronised clocks
+// are needed). Without the guard it only says that this node still
+// believes it leads; fence the writes with the term (Callbacks.Claim).
+func (e *Elector) Check(term uint64) error {
+	s := e.lease.Load()
+	switch {
+	case s == nil || s.term != term || term == 0:
+		return ErrNotLeader
+	case !s.end.IsZero() && !time.Now().Before(s.end):
+		return ErrLeaseExpired
+	}
+	return nil
+}
+
+// LeaseDeadline returns the instant at which this node's lease in term ends
+// if it is not renewed; ok is false when it does not lead in term or the
+// quorum guard is off (no lease: leadership lasts until it is lost).
+func (e *Elector) LeaseDeadline(term uint64) (deadline time.Time, ok bool) {
+	s := e.lease.Load()
+	if s == nil || s.term != term || s.end.IsZero() {
+		return time.Time{}, false
+	}
+	return s.end, true
+}
+
+// LeaseContext returns a context derived from parent that ends when this
+// node's lease in term ends as it stands now (renewals do not extend it:
+// take a new one per operation), or at once when it does not lead in term.
+// Without the quorum guard it ends only with parent or the leadership.
+func (e *Elector) LeaseContext(parent context.Context, term uint64) (context.Context, context.CancelFunc) {
+	if err := e.Check(term); err != nil {
+		ctx, cancel := context.WithCancelCause(parent)
+		cancel(err)
+		return ctx, func() {}
+	}
+	if d, ok := e.LeaseDeadline(term); ok {
+		return context.WithDeadline(parent, d)
+	}
+	return context.WithCancel(parent)
+}
+
+// VerifyLeader asks a majority to confirm, now, that this node leads: it
+// sends a heartbeat round at once and returns nil when voters that make a
+// majority with this node have acknowledged it, ErrNotLeader if the
+// leadership ends first, or ctx's error. It needs the quorum guard.
+func (e *Elector) VerifyLeader(ctx context.Context) error {
+	if e.cfg.QuorumSize == 0 {
+		return ErrNoQuorumGuard
+	}
+	done := make(chan error, 1)
+	err := e.do(ctx, func() error {
+		seq := e.node.VerifyRound()
+		if seq == 0 {
+			return ErrNotLeader
+		}
+		e.verifiers = append(e.verifiers, verifier{seq: seq, term: uint64(e.node.Status().Term), done: done})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// verifier is a VerifyLeader waiting for its round's acknowledgements.
+type verifier struct {
+	seq  uint64
+	term uint64
+	done chan error
+}
+
+// checkVerifiers answers the VerifyLeader calls whose round a majority has
+// acknowledged, or whose leadership has ended.
+func (e *Elector) checkVerifiers() {
+	keep := e.verifiers[:0]
+	for _, v := range e.verifiers {
+		switch {
+		case !e.last.IsSelf || e.last.Term != v.term:
+			v.done <- ErrNotLeader
+		case e.node.Verified(v.seq):
+			v.done <- nil
+		default:
+			keep = append(keep, v)
+		}
+	}
+	clear(e.verifiers[len(keep):])
+	e.verifiers = keep
+}
+
+// publishLease stores what Check reads: the term this node leads in and,
+// with the guard, its lease end turned from the core's ticks into an
+// instant of the monotonic clock (origin + ticks x Tick, never later than
+// the send time of the round that gave the lease plus QuorumLease).
+func (e *Elector) publishLease() {
+	l := e.last
+	if !l.IsSelf {
+		if e.lease.Load() != nil {
+			e.lease.Store(nil)
+		}
+		return
+	}
+	s := &leaseState{term: l.Term}
+	if e.cfg.QuorumSize > 0 {
+		end, ok := e.node.LeaseEnd()
+		if !ok {
+			e.lease.Store(nil)
+			return
+		}
+		if int64(end) > math.MaxInt64/int64(e.cfg.Tick) {
+			end = 0
+		}
+		s.end = e.origin.Add(time.Duration(end) * e.cfg.Tick)
+	}
+	if old := e.lease.Load(); old == nil || *old != *s {
+		e.lease.Store(s)
+	}
+}
+
+// advance brings the core's clock to the monotonic clock: one tick per
+// Tick since Run started. A loop that ran late (a starved or paused
+// process) advances by the ticks it missed at once: the lease sees the
+// whole gap, the failure detector one tick (core.Node.Advance).
+func (e *Elector) advance() {
+	target := int(time.Since(e.origin) / e.cfg.Tick)
+	k := target - e.node.Now()
+	if k <= 0 {
+		return
+	}
+	if k > 1 {
+		e.lateTicks += uint64(k - 1)
+		if k > e.cfg.HeartbeatMisses*int(e.cfg.HeartbeatInterval/e.cfg.Tick) {
+			e.log.Warn("the loop ran late: this process was paused or starved", "late", time.Duration(k-1)*e.cfg.Tick)
+		}
+	}
+	e.node.Advance(k)
+}
