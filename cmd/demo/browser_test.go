@@ -202,13 +202,12 @@ func TestBrowserQuorumPartition(t *testing.T) {
 	var entry string
 	if !poll(waitTimeout, func() bool {
 		entry, err = chromedp.Run(ctx, chromedp.Evaluate[string](
-			`[...document.querySelectorAll("#log li.agreed span")].map((e) => e.textContent).find((t) => t.includes("coordinator 5")) || ""`))
+			`[...document.querySelectorAll("#log li.agreed span")].map((e) => e.textContent).find((t) => t.includes("after the heal")) || ""`))
 		return err == nil && entry != ""
 	}) {
-		t.Fatalf("no agreement on 5 in the page's log: %v", err)
-	}
-	if !strings.Contains(entry, "after the heal") {
-		t.Errorf("the agreement after the heal reads %q; want it timed from the heal", entry)
+		// The first agreement after the heal (on 4, before 5 takes the role
+		// back by a hand-off, or on 5 at once) is timed from the heal.
+		t.Fatalf("no agreement timed from the heal in the page's log: %v", err)
 	}
 	t.Logf("after the heal: %q", entry)
 }

@@ -70,7 +70,7 @@ func (n *Node) canHandOff() error {
 // beginHandoff stops leading now; the role passes on in CompleteHandoff
 // (pass false: nobody is named, the followers elect).
 func (n *Node) beginHandoff(to string, direct, pass bool) {
-	n.yielded = true
+	n.yielded, n.yieldTo = true, ""
 	n.handingOff, n.handoffTo, n.handoffDirect, n.handoffPass = true, to, direct, pass
 	n.handoffEnd = n.now + n.cfg.HandoffTicks
 	n.unfollow()

@@ -52,6 +52,15 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	n.electing = false
 	n.suspect = ""
 	n.term = t
+	switch {
+	case !n.yielded || n.coolUntil != 0:
+	case n.yieldTo == "":
+		n.yieldTo = c
+	case n.yieldTo != c:
+		// The successor it handed the role to has been succeeded in turn:
+		// the bully rule applies again.
+		n.yielded = false
+	}
 	if n.coordinator != c {
 		n.counters.LeaderChanges++
 	}

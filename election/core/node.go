@@ -99,6 +99,7 @@ type Node struct {
 	confirmed   bool   // quorum guard: the coordinator holds a lease
 	electing    bool   // an election this node takes part in is running
 	yielded     bool   // resigned: do not displace the successor
+	yieldTo     string // the first coordinator it followed since: a later one may be displaced
 	// suspect is the coordinator the failure detector gave up on, until a
 	// coordinator is known again: bully routes its first question around
 	// it (see bully.stageOneTarget).
