@@ -61,8 +61,11 @@ func TestCrashFailover(t *testing.T) {
 				defer down.Stop()
 				term, took := c.waitAgreed(announce, next, old)
 				t.Logf("crash failover: survivors agree %v after the crash", took)
-				if took < detection || took > detection+heartbeat+10*latency {
-					t.Errorf("failover took %v, want K*H = %v plus an election", took, detection)
+				// The detector gives up K*H after the last heartbeat, which
+				// came up to one interval before the crash; the pre-vote and
+				// the announcement add a few message delays.
+				if took < detection-heartbeat || took > detection+10*latency {
+					t.Errorf("failover took %v, want K*H = %v less the heartbeat phase, plus an election", took, detection)
 				}
 				if epoch(term) <= epoch(old) {
 					t.Errorf("new term %v does not follow %v", core.Term(term), core.Term(old))

@@ -130,6 +130,14 @@ func (b *bully) ask() {
 		}
 		b.stage = 1
 		n.send(Message{Type: MsgElection, To: b.asked})
+		if b.asked == n.suspect && n.preVoteNeeded() {
+			// The top survivor asks the silent coordinator and, at the
+			// same time, others whether they hear it: a grant (they do
+			// not either) corroborates the suspicion, and it wins without
+			// waiting T for an answer that a crashed coordinator never
+			// sends. A lone false suspicion gets no grant.
+			n.beginPreVote(preVoteElection, "")
+		}
 	} else {
 		sent := false
 		b.higher(func(p Peer) bool {
@@ -177,6 +185,10 @@ func (b *bully) stageOneTarget() string {
 // mode the term is raised only once a pre-vote has passed (preVoted).
 func (b *bully) declare() {
 	n := b.n
+	if n.pv.active && n.pv.kind == preVoteElection {
+		b.phase = bullyPreVote // started with the question to the suspect
+		return
+	}
 	if b.hint == "" && n.preVoteNeeded() { // a hand-off needs no pre-vote
 		b.phase = bullyPreVote
 		n.beginPreVote(preVoteElection, b.hint)
@@ -186,8 +198,13 @@ func (b *bully) declare() {
 }
 
 func (b *bully) preVoted() {
-	if b.n.electing && b.phase == bullyPreVote {
+	n := b.n
+	switch {
+	case !n.electing:
+	case b.phase == bullyPreVote:
 		b.win()
+	case b.phase == bullyWaitAnswer && b.stage == 1 && b.asked == n.suspect && n.suspect != "":
+		b.win() // corroborated while the suspect stayed silent
 	}
 }
 

@@ -18,6 +18,12 @@ func (n *Node) Advance(k int) {
 		return
 	}
 	n.now += k
+	if k > 1 && n.coordinator == n.self.ID {
+		// This coordinator's loop ran late: heartbeat at once, and say
+		// how late (Message.Phase) so that followers give it that long.
+		n.lag = max(n.lag, k-1)
+		n.hbTimer = n.cfg.HeartbeatInterval - 1
+	}
 	n.checkLease()
 	n.tickCoolOff()
 	n.tickHandoff()
@@ -60,22 +66,29 @@ func (n *Node) tickCoordinator() {
 		return
 	}
 	n.renewLease() // a promise to another term may just have run out
-	if !n.confirmed && n.now-n.declared > 2*n.cfg.LeaseTicks+n.cfg.LeaseMargin {
-		n.abdicate() // no majority confirmed it
-	}
-}
-
-// checkLease ends a confirmed coordinator's leadership once its lease has
-// lapsed: it cannot reach a majority, so it abdicates.
-func (n *Node) checkLease() {
-	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.leaseEnd {
+	lapsed := n.leaseEnd > 0 && n.now-n.leaseEnd >= n.cfg.LeaseTicks/2
+	never := n.leaseEnd == 0 && n.now-n.declared > 2*n.cfg.LeaseTicks+n.cfg.LeaseMargin
+	if !n.confirmed && (lapsed || never) {
 		n.abdicate()
 	}
 }
 
-// abdicate: with the guard, a coordinator whose lease lapsed, or that no
-// majority confirmed within 2 * LeaseTicks + LeaseMargin of declaring,
-// cannot reach a majority. It steps down and releases its followers, who
+// checkLease ends a confirmed coordinator's leadership once its lease has
+// lapsed (first, whenever the clock moves: a resumed process stops leading
+// before it does anything else). It keeps heartbeating, unconfirmed: acks
+// that come back soon (a loaded host, a lost round) confirm it again in the
+// same term; half a lease later it abdicates (tickCoordinator).
+func (n *Node) checkLease() {
+	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.leaseEnd {
+		n.confirmed = false
+		n.setState(StateCandidate)
+		n.counters.LeaderChanges++
+	}
+}
+
+// abdicate: with the guard, a coordinator whose lease lapsed half a lease
+// ago, or that no majority confirmed within 2 * LeaseTicks + LeaseMargin
+// of declaring, cannot reach a majority. It steps down and releases its followers, who
 // elect at once (the connected majority does not wait for its detectors,
 // nor defend a coordinator that some of it still hears), and displaces
 // the new coordinator only after a back-off that doubles with each failed
@@ -102,14 +115,21 @@ func (n *Node) tickCoolOff() {
 	}
 }
 
+// tickFollower is the heartbeat failure detector (docs/design.md, "Failure
+// detection"): it gives up on the coordinator after K intervals of
+// silence, plus the lag the coordinator last reported (a starved
+// coordinator says how late its loop ran, and is given that much more).
+// misses counts the intervals of silence beyond half an interval of
+// jitter; a member that has missed K-1 no longer vouches for the
+// coordinator. Ticks a late loop missed are not silence (Advance).
 func (n *Node) tickFollower() {
-	if n.silence++; n.silence < n.cfg.HeartbeatInterval {
-		return
+	n.silence++
+	h := n.cfg.HeartbeatInterval
+	if m := (n.silence - h/2) / h; m > n.misses {
+		n.misses = m
 	}
-	n.silence = 0
-	n.misses++
-	n.counters.HeartbeatMisses++
-	if n.misses >= n.cfg.HeartbeatMisses {
+	if n.silence >= h*n.cfg.HeartbeatMisses+n.grace {
+		n.counters.HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
 		n.coordinatorFailed()
 	}
 }

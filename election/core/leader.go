@@ -51,6 +51,9 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	n.alg.reset()
 	n.electing = false
 	n.suspect = ""
+	if n.pv.kind == preVoteElection {
+		n.endPreVote()
+	}
 	n.term = t
 	switch {
 	case !n.yielded || n.coolUntil != 0:
@@ -66,7 +69,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	}
 	n.coordinator = c
 	n.confirmed = confirmed || n.cfg.QuorumSize == 0
-	n.silence, n.misses, n.idle = 0, 0, 0
+	n.silence, n.misses, n.idle, n.lastSeq, n.grace = 0, 0, 0, 0, 0
 	if wasElecting {
 		n.counters.ElectionsLost++
 	}
@@ -98,6 +101,7 @@ func (n *Node) heartbeat() {
 			n.heartbeatTo(p.ID)
 		}
 	}
+	n.lag /= 2 // reported for a few rounds after the late tick
 	if n.cfg.QuorumSize > 0 {
 		n.renewLease()
 	}
@@ -125,7 +129,8 @@ func trimRounds(rs []round, from int) []round {
 // heartbeatTo sends the current round to one member (a member that has
 // just come up gets it at once rather than at the next round).
 func (n *Node) heartbeatTo(id string) {
-	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.confirmed, Seq: n.hbSeq})
+	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.confirmed, Seq: n.hbSeq,
+		Phase: uint32(min(n.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses))})
 }
 
 func (n *Node) onHeartbeat(m Message) {
@@ -145,6 +150,12 @@ func (n *Node) onHeartbeat(m Message) {
 	if n.coordinator != m.From || n.term != m.Term {
 		n.follow(m.From, m.Term, m.Confirmed)
 	}
+	if m.Seq > n.lastSeq+1 && n.lastSeq > 0 {
+		// Heartbeats the coordinator sent that never arrived.
+		n.counters.HeartbeatMisses += m.Seq - n.lastSeq - 1
+	}
+	n.lastSeq = max(n.lastSeq, m.Seq)
+	n.grace = min(int(m.Phase), n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)
 	n.silence, n.misses = 0, 0
 	if n.relayed == m.From {
 		n.relayed = "" // heard directly again
@@ -237,11 +248,11 @@ func (n *Node) quorumLeaseEnd() int {
 		seq, n.scratch = seqs[need-1], seqs
 	}
 	for _, r := range n.rounds {
-		if r.seq >= seq {
+		if r.seq == seq {
 			return r.at + n.cfg.LeaseTicks
 		}
 	}
-	return 0
+	return 0 // a round too old to give a lease (and never a later one's send time)
 }
 
 // tickCoordinatorLease re-evaluates the lease at once (an ack can confirm a

@@ -61,7 +61,10 @@ type Counters struct {
 	ElectionsLost uint64
 	// ElectionsRestarted counts elections abandoned on a timeout and begun again.
 	ElectionsRestarted uint64
-	// HeartbeatMisses counts heartbeat intervals that passed in silence.
+	// HeartbeatMisses counts the heartbeats of the coordinator this node
+	// follows that never arrived: gaps in their round numbers, and K when
+	// the detector gives up on the coordinator. On a healthy cluster it
+	// stays at 0 (heartbeats that are merely late are not misses).
 	HeartbeatMisses uint64
 	// LeaderChanges counts changes of the coordinator this node reports.
 	LeaderChanges uint64
@@ -111,11 +114,14 @@ type Node struct {
 	// instead of waiting for a senior's announcement.
 	relayed string
 
-	now     int // ticks since NewNode
-	silence int // follower: ticks since the coordinator was last heard
-	misses  int // follower: heartbeat intervals missed in a row
-	idle    int // ticks with neither a coordinator nor an election
-	hbTimer int // coordinator: ticks since the last heartbeat round
+	now     int    // ticks since NewNode
+	silence int    // follower: ticks since the coordinator was last heard
+	misses  int    // follower: heartbeat intervals missed in a row
+	grace   int    // follower: the lag the coordinator last reported, in ticks
+	lastSeq uint64 // follower: the last heartbeat round heard in this term
+	lag     int    // coordinator: how late its loop ran lately, in ticks
+	idle    int    // ticks with neither a coordinator nor an election
+	hbTimer int    // coordinator: ticks since the last heartbeat round
 	// The quorum guard (docs/design.md, "Leases").
 	hbSeq       uint64            // coordinator: heartbeat rounds sent in this term
 	rounds      []round           // coordinator: recent rounds and their send ticks
