@@ -32,6 +32,8 @@ type Member struct {
 	// Refused says why an alive member is hidden from the elector: "" (it
 	// is not), RefusedMeta or RefusedTagCollision.
 	Refused string
+	// Payload is what the member publishes (Config.Payload).
+	Payload string
 }
 
 // Refusal reasons (Member.Refused).
@@ -299,7 +301,7 @@ func (e *entry) member(self bool) Member {
 	m := Member{
 		Name: e.info.Name, Rating: e.meta.Rating, Voter: !e.meta.NonVoter,
 		Algorithm: e.meta.Algorithm, BootID: e.meta.Boot,
-		Alive: e.alive, Self: self, Refused: e.refused,
+		Alive: e.alive, Self: self, Refused: e.refused, Payload: e.meta.Payload,
 	}
 	if e.info.Addr != nil {
 		m.Addr = e.info.address()
