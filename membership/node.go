@@ -471,12 +471,17 @@ func (n *Node) Stats() Stats { return n.stats.snapshot() }
 
 // Leave tells the cluster this node is leaving and waits up to timeout for
 // the news to go out; peers then see EventPeerDown at once instead of
-// after failure detection. Close must still be called. Idempotent.
+// after failure detection. Close must still be called. Idempotent. After a
+// fatal error (Err) it returns an error wrapping ErrClosed and that error.
 func (n *Node) Leave(timeout time.Duration) error {
 	n.lifeMu.Lock()
 	defer n.lifeMu.Unlock()
 	if n.closed.Load() {
 		return ErrClosed
+	}
+	if err := n.Err(); err != nil {
+		// memberlist is shut down (shutdownOnFailure): its Leave would panic.
+		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return n.ml.Leave(timeout)
 }
