@@ -173,7 +173,9 @@ func TestStartRefusesTwoIdentities(t *testing.T) {
 			"Config.Membership.QuorumSize is set: Start copies it from Config.Election.QuorumSize"},
 		"transport": {func(c *coordelect.Config) { c.Election = &election.Config{Transport: &membership.Node{}} },
 			"Config.Election.Transport is set"},
-		"callbacks": {func(c *coordelect.Config) { c.Election = &election.Config{Callbacks: election.Callbacks{OnStoppedLeading: func() {}}} },
+		"callbacks": {func(c *coordelect.Config) {
+			c.Election = &election.Config{Callbacks: election.Callbacks{OnStoppedLeading: func() {}}}
+		},
 			"Config.Election.Callbacks is set"},
 		"no name":       {func(c *coordelect.Config) { c.Name, c.Membership.NodeName = "", "" }, `Config.Name = "": required`},
 		"bind":          {func(c *coordelect.Config) { c.BindAddr = "localhost:1" }, `Config.BindAddr = "localhost:1"`},
