@@ -53,7 +53,7 @@ type Config struct {
 	// Callbacks are the leadership notifications (election.Callbacks).
 	Callbacks election.Callbacks
 	// Logger is the parent logger of the member's sub-loggers
-	// ("membership", "membership.memberlist", "election"); pass the
+	// ("membership", "membership.memberlist", "election", "coordelect"); pass the
 	// service's logger, not a Named one. Default nil: discard.
 	Logger hclog.Logger
 	// Registerer, when set, receives the coordelect metrics of this

@@ -40,6 +40,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/membership"
 	"github.com/coordelect/coordelect/metrics"
@@ -66,7 +68,10 @@ func Start(ctx context.Context, cfg Config) (*Handle, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handle{node: node, leaveTimeout: cfg.LeaveTimeout, done: make(chan struct{})}
+	h := &Handle{node: node, leaveTimeout: cfg.LeaveTimeout, done: make(chan struct{}), log: hclog.NewNullLogger()}
+	if cfg.Logger != nil {
+		h.log = cfg.Logger.Named("coordelect").With("node", cfg.Name)
+	}
 	if h.leaveTimeout == 0 {
 		h.leaveTimeout = DefaultLeaveTimeout
 	}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/membership"
@@ -19,6 +22,7 @@ type Handle struct {
 	node         *membership.Node
 	el           *election.Elector
 	rec          *metrics.Recorder // nil without a Registerer
+	log          hclog.Logger
 	leaveTimeout time.Duration
 	cancel       context.CancelFunc // ends Run's context: the hand-off
 
@@ -128,7 +132,9 @@ func (h *Handle) Err() error {
 // Close shuts the member down in order: a coordinator hands off to the
 // next voter by rating and waits for it to announce itself (up to
 // election.Config.HandoffTimeout); the member leaves the cluster, waiting
-// up to Config.LeaveTimeout for the news to go out; memberlist shuts down
+// up to Config.LeaveTimeout for the news to go out (a leave not confirmed
+// in time, as when every member stops at once, is logged at Warn, not
+// returned); memberlist shuts down
 // and every goroutine has ended; the metrics are unregistered. If ctx
 // ends first, the hand-off or the leave is cut short (the others then see
 // a crash) and Close returns ctx's error with the rest. It returns every
@@ -179,11 +185,22 @@ func (h *Handle) leave(ctx context.Context) error {
 	if timeout <= 0 {
 		return fmt.Errorf("coordelect: no time left to leave the cluster: %w", context.DeadlineExceeded)
 	}
-	if err := h.node.Leave(timeout); err != nil {
+	err := h.node.Leave(timeout)
+	if err != nil && strings.Contains(err.Error(), leaveTimeoutMsg) {
+		// The leave went out, or the others are leaving too (a whole
+		// cluster stopping): either way they will see this member gone.
+		h.log.Warn("the leave was not confirmed in time; the others may detect a failure instead", "timeout", timeout)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("coordelect: leaving the cluster: %w", err)
 	}
 	return nil
 }
+
+// leaveTimeoutMsg is memberlist's (v0.7.0) error when Leave's broadcast
+// was not confirmed within the timeout; it has no sentinel error.
+const leaveTimeoutMsg = "timeout waiting for leave broadcast"
 
 func (h *Handle) unregister() {
 	if h.rec != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,6 +89,7 @@ func TestThreeReplicas(t *testing.T) {
 	if !c.IsLeader() || a.IsLeader() {
 		t.Errorf("IsLeader: c %v, a %v", c.IsLeader(), a.IsLeader())
 	}
+	waitMembers(t, b, 3) // the election can agree before gossip has brought every member to b
 	checkLeaderHandler(t, b.Handler(), "c", "http://c.example:8080")
 	if n, err := testutil.GatherAndCount(cCfg.Registerer.(prometheus.Gatherer), "coordelect_is_coordinator"); err != nil || n != 1 {
 		t.Errorf("c's registry: %d coordelect_is_coordinator series, %v", n, err)
@@ -119,12 +121,43 @@ func TestThreeReplicas(t *testing.T) {
 	default:
 		waitLeader(t, "a", a, b)
 	}
+	// The last two stop at once, as a whole service does: each leaves
+	// while the other does, so neither leave is confirmed; that is no
+	// error.
+	var wg sync.WaitGroup
 	for _, h := range []*coordelect.Handle{a, b} {
-		if err := h.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
+		wg.Go(func() {
+			if err := h.Close(ctx); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if err := h.Err(); err != nil {
+				t.Errorf("Err after Close = %v", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// waitMembers waits until h's membership holds n members alive.
+func waitMembers(t *testing.T, h *coordelect.Handle, n int) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(waitTimeout)
+	for {
+		alive := 0
+		for _, m := range h.Node().Members() {
+			if m.Alive {
+				alive++
+			}
 		}
-		if err := h.Err(); err != nil {
-			t.Errorf("Err after Close = %v", err)
+		if alive == n {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Fatalf("%s: members %+v, want %d alive", h.Node().LocalID(), h.Node().Members(), n)
 		}
 	}
 }
@@ -144,8 +177,13 @@ func checkLeaderHandler(t *testing.T, h http.Handler, coordinator, payload strin
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/status", nil))
 	var st election.StatusDocument
-	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || len(st.Members) != 3 || !strings.HasPrefix(st.Members[0].Addr, "127.0.0.1:") {
-		t.Errorf("/status = %s (%v)", w.Body, err)
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || len(st.Members) != 3 {
+		t.Fatalf("/status = %s (%v), want 3 members", w.Body, err)
+	}
+	for _, m := range st.Members {
+		if !strings.HasPrefix(m.Addr, "127.0.0.1:") || !m.Alive {
+			t.Errorf("/status member %+v", m)
+		}
 	}
 }
 
@@ -208,4 +246,37 @@ func TestStartRefusesTwoIdentities(t *testing.T) {
 	if err := h.Close(context.Background()); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestCloseTogether: a leave that is not confirmed in time is no error of
+// Close. It happens when the replicas of a service stop together (the
+// README's example exited 1 on it, with the LAN profile and a 1 s
+// LeaveTimeout): each leaves while the other does, so neither leave
+// is confirmed. Here a LeaveTimeout shorter than one gossip round of the
+// LAN profile (200 ms) makes sure of it.
+func TestCloseTogether(t *testing.T) {
+	ctx := context.Background()
+	var hs []*coordelect.Handle
+	for i, name := range []string{"a", "b"} {
+		cfg := coordelect.Config{Name: name, Rating: int64(i), BindAddr: "127.0.0.1:0", LeaveTimeout: time.Millisecond}
+		if i > 0 {
+			cfg.Seeds = []string{hs[0].Addr()}
+		}
+		h, err := coordelect.Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close(ctx) })
+		hs = append(hs, h)
+	}
+	waitLeader(t, "b", hs...)
+	var wg sync.WaitGroup
+	for _, h := range hs {
+		wg.Go(func() {
+			if err := h.Close(ctx); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+	wg.Wait()
 }
