@@ -14,11 +14,15 @@ import (
 
 // Member is one member as this node sees it (Node.Members).
 type Member struct {
+	// Name is the member's name, its election ID.
 	Name string
 	// Addr is the member's advertised "host:port".
-	Addr      string
-	Rating    int64
-	Voter     bool
+	Addr string
+	// Rating is the member's published rating.
+	Rating int64
+	// Voter is false for a non-voter (Config.NonVoter).
+	Voter bool
+	// Algorithm is the algorithm name it publishes (Config.Algorithm).
 	Algorithm string
 	// BootID is random per process start: a member restarted under the
 	// same name has a new one.
