@@ -190,6 +190,7 @@ func (c *Config) coreConfig() (core.Config, error) {
 		v.bad("Transport.LocalID()", `""`, "must name this node")
 	default:
 		id = c.Transport.LocalID()
+		c.checkIdentity(&v)
 	}
 	if c.Tick <= 0 {
 		v.bad("Tick", c.Tick, "must be positive")

@@ -206,7 +206,8 @@ func (e *Elector) IsLeader() bool {
 // has the current value at once, and a value nobody read is replaced by the
 // next one, so a slow reader skips to the newest and never holds up the
 // election. The channel is closed, after a final Leadership{}, when Run
-// returns. Each call makes a new channel; call it once per consumer.
+// returns. Each call makes a new channel; call it once per consumer. To
+// stop one consumer before Run returns, use Subscribe.
 func (e *Elector) Observe() <-chan Leadership { return e.obs.subscribe() }
 
 // Resign hands the coordinator role on to the next voter by rating, without

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,7 +45,9 @@ type observers struct {
 }
 
 // subscribe returns a channel that holds the current value at once.
-func (o *observers) subscribe() <-chan Leadership {
+func (o *observers) subscribe() <-chan Leadership { return o.subscribeChan() }
+
+func (o *observers) subscribeChan() chan Leadership {
 	ch := make(chan Leadership, 1)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -55,6 +58,49 @@ func (o *observers) subscribe() <-chan Leadership {
 		o.chans = append(o.chans, ch)
 	}
 	return ch
+}
+
+// unsubscribe stops publishing to ch, empties it and closes it; a channel
+// that close has closed already, or that was unsubscribed, is left alone.
+func (o *observers) unsubscribe(ch chan Leadership) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	i := slices.Index(o.chans, ch)
+	if i < 0 {
+		return
+	}
+	o.chans = slices.Delete(o.chans, i, i+1)
+	select {
+	case <-ch:
+	default:
+	}
+	close(ch)
+}
+
+// Subscription is an Observe channel that can be stopped. Subscriptions
+// are independent: closing one changes nothing for the others.
+type Subscription struct {
+	// C always holds the newest Leadership, as the channel Observe
+	// returns does. It is closed by Close, and when Run returns (after a
+	// final Leadership{}).
+	C  <-chan Leadership
+	ch chan Leadership
+	o  *observers
+}
+
+// Close ends the subscription: C yields no further value and is closed. It
+// is safe to call more than once, from any goroutine, also after Run has
+// returned. It holds no goroutine, so a subscription that is dropped
+// without Close leaks nothing but its place in the Elector's list until
+// Run returns.
+func (s *Subscription) Close() { s.o.unsubscribe(s.ch) }
+
+// Subscribe is Observe with an end: the returned Subscription's C holds
+// the current Leadership at once and then always the newest one, and its
+// Close stops it without waiting for Run to return.
+func (e *Elector) Subscribe() *Subscription {
+	ch := e.obs.subscribeChan()
+	return &Subscription{C: ch, ch: ch, o: &e.obs}
 }
 
 func (o *observers) current() Leadership {

@@ -61,6 +61,7 @@ const (
 
 var electionEventNames = [...]string{"started", "won", "lost", "restarted"}
 
+// String returns the event's name, the value of the result label.
 func (e ElectionEvent) String() string {
 	if e < numElectionEvents {
 		return electionEventNames[e]
@@ -84,14 +85,35 @@ type NopRecorder struct{}
 
 var _ Recorder = NopRecorder{}
 
-func (NopRecorder) SetState(core.State)                   {}
-func (NopRecorder) SetTerm(uint64)                        {}
-func (NopRecorder) SetLeader(Leadership)                  {}
-func (NopRecorder) LeaderChanged()                        {}
-func (NopRecorder) MessagesSent(core.MsgType, uint64)     {}
+// SetState does nothing.
+func (NopRecorder) SetState(core.State) {}
+
+// SetTerm does nothing.
+func (NopRecorder) SetTerm(uint64) {}
+
+// SetLeader does nothing.
+func (NopRecorder) SetLeader(Leadership) {}
+
+// LeaderChanged does nothing.
+func (NopRecorder) LeaderChanged() {}
+
+// MessagesSent does nothing.
+func (NopRecorder) MessagesSent(core.MsgType, uint64) {}
+
+// MessagesReceived does nothing.
 func (NopRecorder) MessagesReceived(core.MsgType, uint64) {}
-func (NopRecorder) MessagesDropped(string, uint64)        {}
-func (NopRecorder) Elections(ElectionEvent, uint64)       {}
-func (NopRecorder) ElectionDuration(float64)              {}
-func (NopRecorder) HeartbeatMisses(uint64)                {}
-func (NopRecorder) SetMembers(int, int)                   {}
+
+// MessagesDropped does nothing.
+func (NopRecorder) MessagesDropped(string, uint64) {}
+
+// Elections does nothing.
+func (NopRecorder) Elections(ElectionEvent, uint64) {}
+
+// ElectionDuration does nothing.
+func (NopRecorder) ElectionDuration(float64) {}
+
+// HeartbeatMisses does nothing.
+func (NopRecorder) HeartbeatMisses(uint64) {}
+
+// SetMembers does nothing.
+func (NopRecorder) SetMembers(int, int) {}

@@ -16,8 +16,9 @@ type Status struct {
 	Coordinator string
 	// Electing reports that an election this node takes part in is running.
 	Electing bool
-	// Rating and NonVoter are this node's own.
-	Rating   int64
+	// Rating is this node's rating.
+	Rating int64
+	// NonVoter reports that this node never stands.
 	NonVoter bool
 	// Algorithm is the election algorithm the node runs.
 	Algorithm core.Algorithm
@@ -31,8 +32,11 @@ type Status struct {
 
 // Member is a member as one node knows it.
 type Member struct {
-	ID       string
-	Rating   int64
+	// ID is the member's ID.
+	ID string
+	// Rating is the member's rating as this node last heard it.
+	Rating int64
+	// NonVoter reports that the member never stands.
 	NonVoter bool
 	// Alive is false once the membership layer has reported it down.
 	Alive bool

@@ -21,9 +21,12 @@ const (
 
 // Event is what a Transport reports to the elector.
 type Event struct {
-	Kind    EventKind
+	// Kind says which of the other fields is set.
+	Kind EventKind
+	// Message is the message received (EventMessage).
 	Message core.Message
-	Peer    core.Peer
+	// Peer is the member concerned (the other kinds).
+	Peer core.Peer
 }
 
 // Transport carries election messages between nodes and reports membership.

@@ -57,11 +57,24 @@ type Config struct {
 	// member at once rather than after gossip rounds. Default none (a new
 	// cluster).
 	Seeds []string
-	// Rating is this node's initial rating (est(S) in ALGORITHMS.md); see
-	// Node.SetRating. Default 0.
+	// Rating is this node's initial rating (est(S), the value the bully
+	// algorithm compares; see docs/algorithms.md); see Node.SetRating.
+	// Default 0.
+	//
+	// Rating, NonVoter and Algorithm describe this member to the elector as
+	// well: election.New refuses an election.Config whose values differ
+	// from the ones this Node publishes (Node.LocalIdentity). Set them once,
+	// in coordelect.Config, or copy them with SetElection.
 	Rating int64
-	// NonVoter marks a member that follows the coordinator but never stands.
+	// NonVoter marks a member that follows the coordinator but never
+	// stands. Default false.
 	NonVoter bool
+	// Payload is an opaque string this member publishes to the others in
+	// its metadata, at most MaxPayloadLen bytes: typically the address of
+	// its own service API, so that a replica can send a client to the
+	// coordinator (election.Elector.Payload). Change it with
+	// Node.SetPayload. Default "".
+	Payload string
 	// Algorithm is the election algorithm name this node runs, published in
 	// its metadata. At most 32 bytes. Default "".
 	//
@@ -147,7 +160,8 @@ func DefaultConfig() Config {
 
 // SetElection copies from ec, with its defaults filled in, what the
 // membership publishes: the rating, the non-voter flag, and the settings
-// every member must share (see Algorithm).
+// every member must share (see Algorithm). Then election.New accepts ec
+// with this Node as its Transport.
 func (c *Config) SetElection(ec election.Config) {
 	ec = ec.WithDefaults()
 	c.Rating, c.NonVoter, c.Algorithm = ec.Rating, ec.NonVoter, ec.Algorithm.String()
@@ -181,6 +195,8 @@ func (c *Config) validateName() error {
 		return fieldError("NodeName", c.NodeName, "longer than %d bytes", MaxStringLen)
 	case len(c.Algorithm) > maxAlgorithmLen:
 		return fieldError("Algorithm", c.Algorithm, "longer than %d bytes", maxAlgorithmLen)
+	case len(c.Payload) > MaxPayloadLen:
+		return fmt.Errorf("membership: Config.Payload = <%d bytes>: longer than MaxPayloadLen = %d bytes", len(c.Payload), MaxPayloadLen)
 	}
 	return nil
 }

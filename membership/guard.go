@@ -19,6 +19,7 @@ var ErrNameTaken = errors.New("membership: name taken")
 // returns it when this node is the newcomer; Node.Err returns it when the
 // clash is found after New returned and this node yielded.
 type NameTakenError struct {
+	// Name is the name both members claim.
 	Name string
 	// Incumbent is the address of the member that keeps the name; Newcomer
 	// the address of the one refused.
@@ -27,6 +28,7 @@ type NameTakenError struct {
 	Self bool
 }
 
+// Error describes the clash and what to do about it.
 func (e *NameTakenError) Error() string {
 	if e.Self {
 		return fmt.Sprintf("membership: name %q is taken by the member at %s; this node (%s) refuses to run under it: give it another name",
@@ -35,6 +37,7 @@ func (e *NameTakenError) Error() string {
 	return fmt.Sprintf("membership: refusing the member at %s: name %q is taken by the member at %s", e.Newcomer, e.Name, e.Incumbent)
 }
 
+// Unwrap returns ErrNameTaken.
 func (e *NameTakenError) Unwrap() error { return ErrNameTaken }
 
 // ErrIncompatible: a member's protocol version or shared election settings
@@ -45,13 +48,17 @@ var ErrIncompatible = errors.New("membership: incompatible member")
 // this node (a Config field, or ProtocolVersion) and both values. Both
 // sides of a refused join log it; New returns it to the joining side.
 type IncompatibleError struct {
+	// Member and Addr are the other member's name and address.
 	Member, Addr string
-	Field        string
+	// Field is the setting that differs: a Config field or ProtocolVersion.
+	Field string
+	// Ours and Theirs are its values here and there.
 	Ours, Theirs string
 	// Self: this node was joining (New returns the error).
 	Self bool
 }
 
+// Error names the member, the setting and both values.
 func (e *IncompatibleError) Error() string {
 	s := fmt.Sprintf("membership: member %q at %s is incompatible: %s is %s there and %s here", e.Member, e.Addr, e.Field, e.Theirs, e.Ours)
 	if e.Self {
@@ -60,6 +67,7 @@ func (e *IncompatibleError) Error() string {
 	return s
 }
 
+// Unwrap returns ErrIncompatible.
 func (e *IncompatibleError) Unwrap() error { return ErrIncompatible }
 
 // guard decides, inside memberlist's callbacks, which members the node

@@ -91,6 +91,9 @@ func TestDuplicateNameFoundAfterJoin(t *testing.T) {
 			if !taken.Self || taken.Incumbent != vs[2].Addr() || taken.Newcomer != dup.Addr() || !errors.Is(dup.Err(), ErrNameTaken) {
 				t.Fatalf("Run = %+v, Err = %v", taken, dup.Err())
 			}
+			if err := dup.Leave(time.Second); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrNameTaken) {
+				t.Errorf("Leave after the clash = %v, want ErrClosed wrapping ErrNameTaken", err)
+			}
 			dup.done <- runErr // for the cleanup
 			if dup.el.IsLeader() {
 				t.Fatal("the duplicate still leads")

@@ -10,9 +10,10 @@ import (
 // meta is what a member publishes in its memberlist node metadata
 // (Delegate.NodeMeta, at most memberlist.MetaMaxSize = 512 bytes).
 //
-// Encoding, version 2 (at most 1+1+10+8+1+maxAlgorithmLen+4*10 = 93 bytes):
+// Encoding, version 3 (at most 1+1+10+8+1+maxAlgorithmLen+4*10+2+MaxPayloadLen
+// = 351 bytes):
 //
-//	version   1 byte  2: ProtocolVersion
+//	version   1 byte  3: ProtocolVersion
 //	flags     1 byte  bit 0: NonVoter; the other bits must be zero
 //	rating    varint
 //	boot      8 bytes big-endian
@@ -21,6 +22,7 @@ import (
 //	heartbeat uvarint  HeartbeatInterval, ns
 //	misses    uvarint  HeartbeatMisses
 //	lease     uvarint  QuorumLease, ns
+//	payload   uvarint length + bytes, at most MaxPayloadLen (version 3 added it)
 //
 // Like frames, the decoder is strict: unknown version or flags, truncation
 // and trailing bytes are errors. A member without metadata is no coordelect
@@ -35,12 +37,19 @@ type meta struct {
 	Heartbeat uint64 // ns
 	Misses    uint64
 	Lease     uint64 // ns
+	Payload   string // Config.Payload, opaque
 }
 
-// ProtocolVersion is the version of the frames and metadata this build
-// speaks; it leads the metadata, and members of another version are
-// refused at join.
-const ProtocolVersion = 2
+// ProtocolVersion is the version of the metadata this build speaks
+// (frames carry their own version, 2); it leads the metadata, and members
+// of another version are refused at join. Version 3 added the payload.
+const ProtocolVersion = 3
+
+// MaxPayloadLen bounds Config.Payload, in bytes: the payload travels in
+// memberlist's node metadata (memberlist.MetaMaxSize = 512 bytes, shared
+// with the rating, boot ID and election settings) and in every gossiped
+// alive message.
+const MaxPayloadLen = 256
 
 const (
 	metaVersion     = ProtocolVersion
@@ -68,7 +77,7 @@ func (m meta) compat(o meta) (field string, ours, theirs any, ok bool) {
 var errMeta = errors.New("membership: bad node metadata")
 
 func (m meta) encode() []byte {
-	b := make([]byte, 0, 24+len(m.Algorithm))
+	b := make([]byte, 0, 26+len(m.Algorithm)+len(m.Payload))
 	b = append(b, metaVersion, boolFlag(m.NonVoter, flagNonVoter))
 	b = binary.AppendVarint(b, m.Rating)
 	b = binary.BigEndian.AppendUint64(b, m.Boot)
@@ -76,7 +85,7 @@ func (m meta) encode() []byte {
 	for _, v := range [...]uint64{m.Quorum, m.Heartbeat, m.Misses, m.Lease} {
 		b = binary.AppendUvarint(b, v)
 	}
-	return b
+	return appendString(b, m.Payload)
 }
 
 func decodeMeta(b []byte) (meta, error) {
@@ -91,13 +100,9 @@ func decodeMeta(b []byte) (meta, error) {
 	m.NonVoter = r.flag(flagNonVoter)
 	m.Rating = r.varint()
 	m.Boot = r.u64()
-	if n := r.uvarint(); r.err == nil && (n > maxAlgorithmLen || n > uint64(len(b)-r.off)) {
-		r.fail("algorithm name of %d bytes", n)
-	} else if r.err == nil {
-		m.Algorithm = string(b[r.off : r.off+int(n)])
-		r.off += int(n)
-	}
+	m.Algorithm = r.boundedString("algorithm name", maxAlgorithmLen)
 	m.Quorum, m.Heartbeat, m.Misses, m.Lease = r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint()
+	m.Payload = r.boundedString("payload", MaxPayloadLen)
 	if r.err == nil && r.off != len(b) {
 		r.fail("%d trailing bytes", len(b)-r.off)
 	}
@@ -105,4 +110,19 @@ func decodeMeta(b []byte) (meta, error) {
 		return meta{}, fmt.Errorf("%w: %v", errMeta, r.err)
 	}
 	return m, nil
+}
+
+// boundedString reads a uvarint length and that many bytes, at most limit.
+func (r *reader) boundedString(what string, limit uint64) string {
+	n := r.uvarint()
+	if r.err != nil {
+		return ""
+	}
+	if n > limit || n > uint64(len(r.b)-r.off) {
+		r.fail("%s of %d bytes", what, n)
+		return ""
+	}
+	s := string(r.b[r.off : r.off+int(n)])
+	r.off += int(n)
+	return s
 }

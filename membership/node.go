@@ -195,7 +195,7 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 	}
 	n := &Node{cfg: cfg, log: logger, boot: boot, rated: make(chan struct{}, 1),
 		stop: make(chan struct{}), failed: make(chan struct{})}
-	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm,
+	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm, Payload: cfg.Payload,
 		Quorum: uint64(cfg.QuorumSize), Heartbeat: uint64(cfg.HeartbeatInterval),
 		Misses: uint64(cfg.HeartbeatMisses), Lease: uint64(cfg.QuorumLease)}
 	n.inbox = newInbox(cfg.QueueSize, &n.stats)
@@ -277,11 +277,16 @@ func (n *Node) Send(m core.Message) error {
 // SetRating publishes this node's new rating in its metadata. The gossip
 // happens in the background; peers see EventPeerRating.
 func (n *Node) SetRating(rating int64) error {
+	return n.updateMeta(func(m *meta) { m.Rating = rating })
+}
+
+// updateMeta changes this node's metadata and has it published.
+func (n *Node) updateMeta(change func(*meta)) error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
 	n.metaMu.Lock()
-	n.meta.Rating = rating
+	change(&n.meta)
 	b := n.meta.encode()
 	n.del.meta.Store(&b)
 	n.table.setSelfMeta(n.meta)
@@ -293,7 +298,8 @@ func (n *Node) SetRating(rating int64) error {
 	return nil
 }
 
-// publishRatings re-advertises the metadata after each SetRating. It runs
+// publishRatings re-advertises the metadata after each SetRating or
+// SetPayload. It runs
 // on its own goroutine because memberlist.UpdateNode waits for the
 // broadcast; a timeout there is harmless (push/pull spreads it too).
 func (n *Node) publishRatings() {
@@ -465,12 +471,17 @@ func (n *Node) Stats() Stats { return n.stats.snapshot() }
 
 // Leave tells the cluster this node is leaving and waits up to timeout for
 // the news to go out; peers then see EventPeerDown at once instead of
-// after failure detection. Close must still be called. Idempotent.
+// after failure detection. Close must still be called. Idempotent. After a
+// fatal error (Err) it returns an error wrapping ErrClosed and that error.
 func (n *Node) Leave(timeout time.Duration) error {
 	n.lifeMu.Lock()
 	defer n.lifeMu.Unlock()
 	if n.closed.Load() {
 		return ErrClosed
+	}
+	if err := n.Err(); err != nil {
+		// memberlist is shut down (shutdownOnFailure): its Leave would panic.
+		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return n.ml.Leave(timeout)
 }

@@ -35,6 +35,7 @@ const (
 
 var dropNames = [...]string{"malformed", "version", "unknown_sender", "stale", "duplicate", "queue_full", "too_large"}
 
+// String returns the reason's name, the value of the reason label.
 func (r DropReason) String() string {
 	if r < NumDropReasons {
 		return dropNames[r]

@@ -14,11 +14,15 @@ import (
 
 // Member is one member as this node sees it (Node.Members).
 type Member struct {
+	// Name is the member's name, its election ID.
 	Name string
 	// Addr is the member's advertised "host:port".
-	Addr      string
-	Rating    int64
-	Voter     bool
+	Addr string
+	// Rating is the member's published rating.
+	Rating int64
+	// Voter is false for a non-voter (Config.NonVoter).
+	Voter bool
+	// Algorithm is the algorithm name it publishes (Config.Algorithm).
 	Algorithm string
 	// BootID is random per process start: a member restarted under the
 	// same name has a new one.
@@ -32,6 +36,8 @@ type Member struct {
 	// Refused says why an alive member is hidden from the elector: "" (it
 	// is not), RefusedMeta or RefusedTagCollision.
 	Refused string
+	// Payload is what the member publishes (Config.Payload).
+	Payload string
 }
 
 // Refusal reasons (Member.Refused).
@@ -299,7 +305,7 @@ func (e *entry) member(self bool) Member {
 	m := Member{
 		Name: e.info.Name, Rating: e.meta.Rating, Voter: !e.meta.NonVoter,
 		Algorithm: e.meta.Algorithm, BootID: e.meta.Boot,
-		Alive: e.alive, Self: self, Refused: e.refused,
+		Alive: e.alive, Self: self, Refused: e.refused, Payload: e.meta.Payload,
 	}
 	if e.info.Addr != nil {
 		m.Addr = e.info.address()

@@ -77,7 +77,7 @@ func (s *Sim) crash(sn *simNode) {
 }
 
 // Restart brings a crashed node back with no state: it starts asleep and
-// elects after its start-up window (ALGORITHMS.md §1 step 5).
+// elects after its start-up window (docs/algorithms.md, "Start-up").
 func (s *Sim) Restart(id string) error {
 	sn, ok := s.byID[id]
 	if !ok {

@@ -1,0 +1,111 @@
+// Package coordelect elects one coordinator among the replicas of a
+// service, with no external store: hashicorp/memberlist gossip supplies
+// liveness and the member list, and an elector on top (bully by default)
+// turns a suspected coordinator failure into an election.
+//
+// Start builds the three parts a replica needs, in one call: a
+// membership.Node (memberlist), an election.Elector running on it, and,
+// with a prometheus.Registerer, their metrics (package metrics). The
+// returned Handle answers who leads, hands the role on, serves a
+// status/leader http.Handler, and Close shuts everything down in order:
+// hand-off, leave, shutdown.
+//
+//	h, err := coordelect.Start(ctx, coordelect.Config{
+//		Name:     "replica-1",
+//		Rating:   3,
+//		Payload:  "10.0.0.1:8080", // where clients reach this replica
+//		BindAddr: "10.0.0.1:7946",
+//		Seeds:    []string{"10.0.0.2:7946"},
+//		Callbacks: election.Callbacks{
+//			OnStartedLeading: func(ctx context.Context, term uint64) {
+//				runLeaderWork(ctx, term) // every write fenced by term
+//			},
+//		},
+//	})
+//	if err != nil { ... }
+//	defer h.Close(context.Background())
+//
+// The lower layers stay usable on their own (see packages election,
+// membership and metrics); Start is the assembly docs/design.md
+// describes. The local member's identity (Name, Rating, NonVoter,
+// Algorithm, Payload) is set once, in Config; election.New refuses a
+// membership.Node that publishes another.
+//
+// The algorithms, the terms that fence a leader's writes and the failure
+// model are described in docs/design.md and docs/algorithms.md.
+package coordelect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/metrics"
+)
+
+// Start starts a member: it validates cfg, creates the membership.Node
+// (listening at once, joining cfg.Seeds), registers the metrics when
+// cfg.Registerer is set, and runs an election.Elector on the node until
+// ctx ends or Close is called. When ctx ends, a coordinator hands off to
+// the next voter by rating and the elector stops (Done is closed); Close
+// must still be called, to leave the cluster and release the node.
+//
+// Errors name the Config field and value at fault. On error nothing is
+// left running.
+func Start(ctx context.Context, cfg Config) (*Handle, error) {
+	mc, ec, err := cfg.build()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	node, err := membership.New(mc)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handle{node: node, leaveTimeout: cfg.LeaveTimeout, done: make(chan struct{}), log: hclog.NewNullLogger()}
+	if cfg.Logger != nil {
+		h.log = cfg.Logger.Named("coordelect").With("node", cfg.Name)
+	}
+	if h.leaveTimeout == 0 {
+		h.leaveTimeout = DefaultLeaveTimeout
+	}
+	if cfg.Registerer != nil {
+		if h.rec, err = newRecorder(cfg, node); err != nil {
+			return nil, errors.Join(err, node.Close())
+		}
+		ec.Recorder = h.rec
+	}
+	ec.Transport = node
+	if h.el, err = election.New(ec); err != nil {
+		h.unregister()
+		return nil, errors.Join(err, node.Close())
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	h.cancel = cancel
+	go h.run(runCtx)
+	return h, nil
+}
+
+func newRecorder(cfg Config, node *membership.Node) (*metrics.Recorder, error) {
+	opts := []metrics.Option{metrics.WithTransportStats(node)}
+	if cfg.MemberlistSink != nil {
+		opts = append(opts, metrics.WithMemberlist(cfg.MemberlistSink, cfg.Name))
+	}
+	rec, err := metrics.New(cfg.Registerer, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("coordelect: metrics: %w", err)
+	}
+	return rec, nil
+}
+
+// run runs the elector until runCtx ends or it is closed.
+func (h *Handle) run(runCtx context.Context) {
+	defer close(h.done)
+	h.runErr = h.el.Run(runCtx)
+}

@@ -1,0 +1,106 @@
+package election
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// StatusDocument is the JSON document NewHandler serves at /status: the
+// shape `demo node` serves at its /status.
+type StatusDocument struct {
+	// Name is this node's ID.
+	Name string `json:"name"`
+	// State is the node's state: sleep, cand, lost, coordinator, active or
+	// relay (core.State).
+	State string `json:"state"`
+	// Coordinator is the coordinator this node reports, "" when none.
+	Coordinator string `json:"coordinator"`
+	// Term is the coordinator's term (epoch<<32 | the winner's tag) when
+	// there is one, else the highest term seen.
+	Term uint64 `json:"term"`
+	// Rating is this node's rating.
+	Rating int64 `json:"rating"`
+	// Algorithm is the election algorithm's name.
+	Algorithm string `json:"algorithm"`
+	// Members lists this node and the members it knows.
+	Members []StatusMember `json:"members"`
+}
+
+// StatusMember is one member in a StatusDocument.
+type StatusMember struct {
+	// Name is the member's ID.
+	Name string `json:"name"`
+	// Addr is the member's address, "" when the Transport does not say.
+	Addr string `json:"addr"`
+	// Rating is the member's rating.
+	Rating int64 `json:"rating"`
+	// Alive is false once the member left or was declared dead.
+	Alive bool `json:"alive"`
+}
+
+// LeaderDocument is the JSON document NewHandler serves at /leader.
+type LeaderDocument struct {
+	// Coordinator is the coordinator this node reports, "" when none.
+	Coordinator string `json:"coordinator"`
+	// Term is its term, the fencing token; 0 when none.
+	Term uint64 `json:"term"`
+	// IsSelf reports that this node is the coordinator.
+	IsSelf bool `json:"is_self"`
+	// Payload is what the coordinator publishes (see
+	// Elector.LeaderPayload), e.g. its service address.
+	Payload string `json:"payload"`
+}
+
+// NewHandler returns an http.Handler that serves e's state as JSON:
+//
+//	GET /status  StatusDocument, 200
+//	GET /leader  LeaderDocument: 200 while a coordinator is known, else 503
+//	             (with coordinator "")
+//
+// Mount it under a prefix with http.StripPrefix. members, when not nil,
+// lists the members for /status (coordelect's Handle passes the
+// membership layer's list, with addresses and the members that left
+// recently); nil lists the members e knows, without addresses.
+func NewHandler(e *Elector, members func() []StatusMember) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, statusDocument(e, members))
+	})
+	mux.HandleFunc("GET /leader", func(w http.ResponseWriter, _ *http.Request) {
+		l, payload := e.LeaderPayload()
+		code := http.StatusOK
+		if !l.Known() {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, LeaderDocument{Coordinator: l.Coordinator, Term: l.Term, IsSelf: l.IsSelf, Payload: payload})
+	})
+	return mux
+}
+
+// statusDocument builds /status from e's snapshot and members.
+func statusDocument(e *Elector, members func() []StatusMember) StatusDocument {
+	st := e.Status()
+	coord, _, _ := e.Leader()
+	doc := StatusDocument{
+		Name: st.ID, State: st.State.String(), Coordinator: coord, Term: st.Term,
+		Rating: st.Rating, Algorithm: st.Algorithm.String(), Members: []StatusMember{},
+	}
+	if members != nil {
+		doc.Members = append(doc.Members, members()...)
+		return doc
+	}
+	for _, m := range st.Members {
+		doc.Members = append(doc.Members, StatusMember{Name: m.ID, Rating: m.Rating, Alive: m.Alive})
+	}
+	return doc
+}
+
+// writeJSON writes v as indented JSON with the given status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

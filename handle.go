@@ -1,0 +1,209 @@
+package coordelect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/metrics"
+)
+
+// Handle is a running member, returned by Start. Its methods are safe for
+// concurrent use.
+type Handle struct {
+	node         *membership.Node
+	el           *election.Elector
+	rec          *metrics.Recorder // nil without a Registerer
+	log          hclog.Logger
+	leaveTimeout time.Duration
+	cancel       context.CancelFunc // ends Run's context: the hand-off
+
+	done   chan struct{} // closed when Run has returned
+	runErr error         // Run's result, set before done is closed
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Leader is the coordinator as this member sees it, with what it
+// publishes.
+type Leader struct {
+	election.Leadership
+	// Payload is what the coordinator publishes (its Config.Payload), ""
+	// when no coordinator is known.
+	Payload string
+}
+
+// ErrTransferUnsupported is returned by Handle.TransferTo when the
+// elector this module was built with has no TransferTo.
+var ErrTransferUnsupported = errors.New("coordelect: this elector cannot transfer leadership to a named member")
+
+// Elector returns the elector, for what Handle does not wrap (Status,
+// SetRating, ...). Do not call its Run or Close: Close the Handle.
+func (h *Handle) Elector() *election.Elector { return h.el }
+
+// Node returns the membership node (Members, Stats, SetPayload, ...). Do
+// not Leave or Close it: Close the Handle.
+func (h *Handle) Node() *membership.Node { return h.node }
+
+// Addr is the "host:port" other members reach this member at: give it to
+// the others as a seed.
+func (h *Handle) Addr() string { return h.node.Addr() }
+
+// Leader returns the coordinator this member reports, its term and its
+// payload; Leader().Known() is false while it knows none.
+func (h *Handle) Leader() Leader {
+	l, payload := h.el.LeaderPayload()
+	return Leader{Leadership: l, Payload: payload}
+}
+
+// IsLeader reports whether this member is the coordinator.
+func (h *Handle) IsLeader() bool { return h.el.IsLeader() }
+
+// Subscribe returns a subscription whose channel always holds the newest
+// Leadership (election.Elector.Subscribe); Close it when done. It is
+// closed when the elector stops.
+func (h *Handle) Subscribe() *election.Subscription { return h.el.Subscribe() }
+
+// Resign hands the coordinator role to the next voter by rating
+// (election.Elector.Resign).
+func (h *Handle) Resign(ctx context.Context) error { return h.el.Resign(ctx) }
+
+// transferer is the elector's TransferTo, where it has one.
+type transferer interface {
+	TransferTo(ctx context.Context, id string) error
+}
+
+// TransferTo hands the coordinator role to the member named name, as
+// election.Elector.TransferTo does; ErrTransferUnsupported when the
+// elector has no TransferTo.
+func (h *Handle) TransferTo(ctx context.Context, name string) error {
+	t, ok := any(h.el).(transferer)
+	if !ok {
+		return ErrTransferUnsupported
+	}
+	return t.TransferTo(ctx, name)
+}
+
+// Handler returns an http.Handler serving this member's state as JSON
+// (election.NewHandler): GET /status, the document `demo node` serves,
+// with the members the membership layer knows and their addresses; GET
+// /leader, the coordinator, its term and payload (503 while none is
+// known). Mount it with http.StripPrefix under a prefix of your choice.
+func (h *Handle) Handler() http.Handler {
+	return election.NewHandler(h.el, h.members)
+}
+
+func (h *Handle) members() []election.StatusMember {
+	ms := h.node.Members()
+	out := make([]election.StatusMember, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, election.StatusMember{Name: m.Name, Addr: m.Addr, Rating: m.Rating, Alive: m.Alive})
+	}
+	return out
+}
+
+// Done is closed when the elector has stopped: after Close, when Start's
+// context ended, or when the membership layer failed for good (see Err).
+// Close must still be called.
+func (h *Handle) Done() <-chan struct{} { return h.done }
+
+// Err returns why the elector stopped, once Done is closed: nil after
+// Close or the end of Start's context; an error wrapping
+// election.ErrTransportClosed when the membership layer failed (e.g. a
+// *membership.NameTakenError: another member holds this Name).
+func (h *Handle) Err() error {
+	select {
+	case <-h.done:
+		return h.runErr
+	default:
+		return nil
+	}
+}
+
+// Close shuts the member down in order: a coordinator hands off to the
+// next voter by rating and waits for it to announce itself (up to
+// election.Config.HandoffTimeout); the member leaves the cluster, waiting
+// up to Config.LeaveTimeout for the news to go out (a leave not confirmed
+// in time, as when every member stops at once, is logged at Warn, not
+// returned); memberlist shuts down
+// and every goroutine has ended; the metrics are unregistered. If ctx
+// ends first, the hand-off or the leave is cut short (the others then see
+// a crash) and Close returns ctx's error with the rest. It returns every
+// error met, joined. Close is idempotent; later calls return the first
+// call's result. Do not call it from a Callback: it waits for them.
+func (h *Handle) Close(ctx context.Context) error {
+	h.closeOnce.Do(func() { h.closeErr = h.close(ctx) })
+	return h.closeErr
+}
+
+func (h *Handle) close(ctx context.Context) error {
+	var errs []error
+	h.cancel()
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		_ = h.el.Close() // stop at once; waits for Run
+		<-h.done
+		errs = append(errs, fmt.Errorf("coordelect: hand-off cut short: %w", ctx.Err()))
+	}
+	if h.runErr != nil {
+		errs = append(errs, fmt.Errorf("coordelect: elector: %w", h.runErr))
+	}
+	if err := h.leave(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := h.node.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("coordelect: closing the membership node: %w", err))
+	}
+	h.unregister()
+	return errors.Join(errs...)
+}
+
+// leave tells the cluster this member leaves, within LeaveTimeout and
+// ctx's deadline; a node that failed for good (Err) cannot, and it has
+// been reported already.
+func (h *Handle) leave(ctx context.Context) error {
+	if h.node.Err() != nil {
+		return nil
+	}
+	timeout := h.leaveTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("coordelect: no time left to leave the cluster: %w", err)
+	}
+	if timeout <= 0 {
+		return fmt.Errorf("coordelect: no time left to leave the cluster: %w", context.DeadlineExceeded)
+	}
+	err := h.node.Leave(timeout)
+	if err != nil && strings.Contains(err.Error(), leaveTimeoutMsg) {
+		// The leave went out, or the others are leaving too (a whole
+		// cluster stopping): either way they will see this member gone.
+		h.log.Warn("the leave was not confirmed in time; the others may detect a failure instead", "timeout", timeout)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("coordelect: leaving the cluster: %w", err)
+	}
+	return nil
+}
+
+// leaveTimeoutMsg is memberlist's (v0.7.0) error when Leave's broadcast
+// was not confirmed within the timeout; it has no sentinel error.
+const leaveTimeoutMsg = "timeout waiting for leave broadcast"
+
+func (h *Handle) unregister() {
+	if h.rec != nil {
+		h.rec.Unregister()
+	}
+}

@@ -1,0 +1,55 @@
+package membership
+
+import (
+	"fmt"
+
+	"github.com/coordelect/coordelect/election"
+)
+
+var (
+	_ election.IdentityTransport = (*Node)(nil)
+	_ election.PayloadTransport  = (*Node)(nil)
+)
+
+// LocalIdentity returns what this node publishes about itself that its
+// elector must agree with: its current rating, its non-voter flag and its
+// algorithm name (Config.Algorithm; "" when it publishes none).
+// election.New calls it to refuse an election.Config that disagrees.
+func (n *Node) LocalIdentity() (rating int64, nonVoter bool, algorithm string) {
+	n.metaMu.Lock()
+	defer n.metaMu.Unlock()
+	return n.meta.Rating, n.meta.NonVoter, n.meta.Algorithm
+}
+
+// Payload returns the payload member name publishes (Config.Payload):
+// this node's own, or an admitted live member's. ok is false for a member
+// that is unknown, departed or refused.
+func (n *Node) Payload(name string) (payload string, ok bool) {
+	if name == n.cfg.NodeName {
+		n.metaMu.Lock()
+		defer n.metaMu.Unlock()
+		return n.meta.Payload, true
+	}
+	return n.table.payload(name)
+}
+
+// SetPayload publishes a new payload (see Config.Payload), at most
+// MaxPayloadLen bytes. The gossip happens in the background, as for
+// SetRating.
+func (n *Node) SetPayload(payload string) error {
+	if len(payload) > MaxPayloadLen {
+		return fmt.Errorf("membership: SetPayload: payload of %d bytes: longer than MaxPayloadLen = %d bytes", len(payload), MaxPayloadLen)
+	}
+	return n.updateMeta(func(m *meta) { m.Payload = payload })
+}
+
+// payload returns an admitted live member's payload.
+func (t *table) payload(name string) (string, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	e := t.peers[name]
+	if e == nil || !e.admitted {
+		return "", false
+	}
+	return e.meta.Payload, true
+}

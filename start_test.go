@@ -1,0 +1,282 @@
+package coordelect_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/coordelect/coordelect"
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/membership"
+)
+
+// waitTimeout bounds every wait on the real network: generous for -race
+// on a loaded machine; the usual case takes milliseconds.
+const waitTimeout = 15 * time.Second
+
+// replica is the configuration of one test replica on loopback.
+func replica(name string, rating int64, seeds ...string) coordelect.Config {
+	mc := membership.DefaultConfig()
+	mc.Profile = membership.ProfileLocal
+	return coordelect.Config{
+		Name: name, Rating: rating, Payload: "http://" + name + ".example:8080",
+		BindAddr: "127.0.0.1:0", Seeds: seeds, Membership: &mc,
+		Registerer: prometheus.NewRegistry(),
+	}
+}
+
+// waitLeader waits until every handle reports want as the coordinator and
+// returns the lowest term they report it in.
+func waitLeader(t *testing.T, want string, hs ...*coordelect.Handle) uint64 {
+	t.Helper()
+	timeout := time.After(waitTimeout)
+	var low uint64
+	for _, h := range hs {
+		sub := h.Subscribe()
+		defer sub.Close()
+		last := election.Leadership{}
+		for last.Coordinator != want {
+			select {
+			case l, ok := <-sub.C:
+				if !ok {
+					t.Fatalf("%s stopped", h.Node().LocalID())
+				}
+				last = l
+			case <-timeout:
+				t.Fatalf("%s reports %v, want %s", h.Node().LocalID(), last, want)
+			}
+		}
+		if low == 0 || last.Term < low {
+			low = last.Term
+		}
+	}
+	return low
+}
+
+// TestThreeReplicas runs three replicas as the README's example does, over
+// real memberlist on loopback: they agree on the highest rating and its
+// payload, the leader's Close hands off to the next rating in a higher
+// term, TransferTo moves the role (when the elector has it), and Close
+// shuts everything down and unregisters the metrics (TestMain checks that
+// no goroutine is left).
+func TestThreeReplicas(t *testing.T) {
+	ctx := context.Background()
+	start := func(cfg coordelect.Config) *coordelect.Handle {
+		h, err := coordelect.Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close(ctx) })
+		return h
+	}
+	a := start(replica("a", 1))
+	b := start(replica("b", 2, a.Addr()))
+	cCfg := replica("c", 3, a.Addr())
+	c := start(cCfg)
+	term := waitLeader(t, "c", a, b, c)
+	if l := a.Leader(); l.Payload != "http://c.example:8080" || l.IsSelf {
+		t.Errorf("a sees leader %v with payload %q", l, l.Payload)
+	}
+	if !c.IsLeader() || a.IsLeader() {
+		t.Errorf("IsLeader: c %v, a %v", c.IsLeader(), a.IsLeader())
+	}
+	waitMembers(t, b, 3) // the election can agree before gossip has brought every member to b
+	checkLeaderHandler(t, b.Handler(), "c", "http://c.example:8080")
+	if n, err := testutil.GatherAndCount(cCfg.Registerer.(prometheus.Gatherer), "coordelect_is_coordinator"); err != nil || n != 1 {
+		t.Errorf("c's registry: %d coordelect_is_coordinator series, %v", n, err)
+	}
+
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("Close of the leader: %v", err)
+	}
+	if n, _ := testutil.GatherAndCount(cCfg.Registerer.(prometheus.Gatherer)); n != 0 {
+		t.Errorf("%d series left registered after Close", n)
+	}
+	if next := waitLeader(t, "b", a, b); next <= term {
+		t.Errorf("term after the hand-off %d, want above %d", next, term)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Error("Done open after Close")
+	}
+
+	switch err := b.TransferTo(ctx, "a"); {
+	case errors.Is(err, coordelect.ErrTransferUnsupported):
+		t.Log("the elector has no TransferTo yet")
+	case err != nil:
+		t.Errorf("TransferTo(a) = %v", err)
+	default:
+		waitLeader(t, "a", a, b)
+	}
+	// The last two stop at once, as a whole service does: each leaves
+	// while the other does, so neither leave is confirmed; that is no
+	// error.
+	var wg sync.WaitGroup
+	for _, h := range []*coordelect.Handle{a, b} {
+		wg.Go(func() {
+			if err := h.Close(ctx); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if err := h.Err(); err != nil {
+				t.Errorf("Err after Close = %v", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// waitMembers waits until h's membership holds n members alive.
+func waitMembers(t *testing.T, h *coordelect.Handle, n int) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(waitTimeout)
+	for {
+		alive := 0
+		for _, m := range h.Node().Members() {
+			if m.Alive {
+				alive++
+			}
+		}
+		if alive == n {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Fatalf("%s: members %+v, want %d alive", h.Node().LocalID(), h.Node().Members(), n)
+		}
+	}
+}
+
+// checkLeaderHandler checks the /leader document h serves.
+func checkLeaderHandler(t *testing.T, h http.Handler, coordinator, payload string) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/leader", nil))
+	var doc election.LeaderDocument
+	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("/leader: %d %s (%v)", w.Code, w.Body, err)
+	}
+	if doc.Coordinator != coordinator || doc.Payload != payload || doc.Term == 0 {
+		t.Errorf("/leader = %+v", doc)
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/status", nil))
+	var st election.StatusDocument
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || len(st.Members) != 3 {
+		t.Fatalf("/status = %s (%v), want 3 members", w.Body, err)
+	}
+	for _, m := range st.Members {
+		if !strings.HasPrefix(m.Addr, "127.0.0.1:") || !m.Alive {
+			t.Errorf("/status member %+v", m)
+		}
+	}
+}
+
+// TestStartRefusesTwoIdentities: a field that describes the local member,
+// set in Membership or Election to another value than at the top level,
+// is refused, naming both; so are the parts Start owns.
+func TestStartRefusesTwoIdentities(t *testing.T) {
+	tests := map[string]struct {
+		change func(*coordelect.Config)
+		want   string
+	}{
+		"elector rating": {func(c *coordelect.Config) { c.Election = &election.Config{Rating: 9} },
+			"Config.Election.Rating = 9 but Config.Rating = 3"},
+		"elector non-voter": {func(c *coordelect.Config) { c.Election = &election.Config{NonVoter: true} },
+			"Config.Election.NonVoter = true but Config.NonVoter = false"},
+		"membership rating": {func(c *coordelect.Config) { c.Membership.Rating = 4 },
+			"Config.Membership.Rating = 4 but Config.Rating = 3"},
+		"membership name": {func(c *coordelect.Config) { c.Membership.NodeName = "b" },
+			"Config.Membership.NodeName = b but Config.Name = a"},
+		"membership algorithm": {func(c *coordelect.Config) { c.Membership.Algorithm = "ring" },
+			"Config.Membership.Algorithm = ring but Config.Algorithm = bully"},
+		"membership payload": {func(c *coordelect.Config) { c.Membership.Payload = "x" },
+			`Config.Membership.Payload = x but Config.Payload = http://a.example:8080`},
+		"membership quorum": {func(c *coordelect.Config) { c.Membership.QuorumSize = 3 },
+			"Config.Membership.QuorumSize is set: Start copies it from Config.Election.QuorumSize"},
+		"transport": {func(c *coordelect.Config) { c.Election = &election.Config{Transport: &membership.Node{}} },
+			"Config.Election.Transport is set"},
+		"callbacks": {func(c *coordelect.Config) {
+			c.Election = &election.Config{Callbacks: election.Callbacks{OnStoppedLeading: func() {}}}
+		},
+			"Config.Election.Callbacks is set"},
+		"no name":       {func(c *coordelect.Config) { c.Name, c.Membership.NodeName = "", "" }, `Config.Name = "": required`},
+		"bind":          {func(c *coordelect.Config) { c.BindAddr = "localhost:1" }, `Config.BindAddr = "localhost:1"`},
+		"payload size":  {func(c *coordelect.Config) { c.Payload = strings.Repeat("x", membership.MaxPayloadLen+1) }, "Config.Payload = <257 bytes>"},
+		"elector value": {func(c *coordelect.Config) { c.Election = &election.Config{HeartbeatMisses: -1} }, "Config.HeartbeatMisses = -1"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg := replica("a", 3)
+			mc := *cfg.Membership
+			cfg.Membership = &mc
+			tc.change(&cfg)
+			h, err := coordelect.Start(context.Background(), cfg)
+			if err == nil {
+				h.Close(context.Background())
+				t.Fatal("Start accepted it")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Start = %v\nwant it to say %q", err, tc.want)
+			}
+		})
+	}
+	cfg := replica("a", 3)
+	cfg.Election = &election.Config{Rating: 3}
+	cfg.Membership.Rating = 3
+	h, err := coordelect.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("equal values refused: %v", err)
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCloseTogether: a leave that is not confirmed in time is no error of
+// Close. It happens when the replicas of a service stop together (the
+// README's example exited 1 on it, with the LAN profile and a 1 s
+// LeaveTimeout): each leaves while the other does, so neither leave
+// is confirmed. Here a LeaveTimeout shorter than one gossip round of the
+// LAN profile (200 ms) makes sure of it.
+func TestCloseTogether(t *testing.T) {
+	ctx := context.Background()
+	var hs []*coordelect.Handle
+	for i, name := range []string{"a", "b"} {
+		cfg := coordelect.Config{Name: name, Rating: int64(i), BindAddr: "127.0.0.1:0", LeaveTimeout: time.Millisecond}
+		if i > 0 {
+			cfg.Seeds = []string{hs[0].Addr()}
+		}
+		h, err := coordelect.Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close(ctx) })
+		hs = append(hs, h)
+	}
+	waitLeader(t, "b", hs...)
+	var wg sync.WaitGroup
+	for _, h := range hs {
+		wg.Go(func() {
+			if err := h.Close(ctx); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+}
