@@ -42,10 +42,6 @@ type Leader struct {
 	Payload string
 }
 
-// ErrTransferUnsupported is returned by Handle.TransferTo when the
-// elector this module was built with has no TransferTo.
-var ErrTransferUnsupported = errors.New("coordelect: this elector cannot transfer leadership to a named member")
-
 // Elector returns the elector, for what Handle does not wrap (Status,
 // SetRating, ...). Do not call its Run or Close: Close the Handle.
 func (h *Handle) Elector() *election.Elector { return h.el }
@@ -77,20 +73,12 @@ func (h *Handle) Subscribe() *election.Subscription { return h.el.Subscribe() }
 // (election.Elector.Resign).
 func (h *Handle) Resign(ctx context.Context) error { return h.el.Resign(ctx) }
 
-// transferer is the elector's TransferTo, where it has one.
-type transferer interface {
-	TransferTo(ctx context.Context, id string) error
-}
-
-// TransferTo hands the coordinator role to the member named name, as
-// election.Elector.TransferTo does; ErrTransferUnsupported when the
-// elector has no TransferTo.
+// TransferTo hands the coordinator role to the member named name
+// (election.Elector.TransferTo): it refuses an unknown member, a non-voter,
+// a member this node's view holds dead, and a call on a node that does not
+// lead (election.ErrNotLeader).
 func (h *Handle) TransferTo(ctx context.Context, name string) error {
-	t, ok := any(h.el).(transferer)
-	if !ok {
-		return ErrTransferUnsupported
-	}
-	return t.TransferTo(ctx, name)
+	return h.el.TransferTo(ctx, name)
 }
 
 // Handler returns an http.Handler serving this member's state as JSON

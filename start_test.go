@@ -3,7 +3,6 @@ package coordelect_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,7 +64,7 @@ func waitLeader(t *testing.T, want string, hs ...*coordelect.Handle) uint64 {
 // TestThreeReplicas runs three replicas as the README's example does, over
 // real memberlist on loopback: they agree on the highest rating and its
 // payload, the leader's Close hands off to the next rating in a higher
-// term, TransferTo moves the role (when the elector has it), and Close
+// term, TransferTo moves the role, and Close
 // shuts everything down and unregisters the metrics (TestMain checks that
 // no goroutine is left).
 func TestThreeReplicas(t *testing.T) {
@@ -113,14 +112,10 @@ func TestThreeReplicas(t *testing.T) {
 		t.Error("Done open after Close")
 	}
 
-	switch err := b.TransferTo(ctx, "a"); {
-	case errors.Is(err, coordelect.ErrTransferUnsupported):
-		t.Log("the elector has no TransferTo yet")
-	case err != nil:
-		t.Errorf("TransferTo(a) = %v", err)
-	default:
-		waitLeader(t, "a", a, b)
+	if err := b.TransferTo(ctx, "a"); err != nil {
+		t.Fatalf("TransferTo(a) = %v", err)
 	}
+	waitLeader(t, "a", a, b)
 	// The last two stop at once, as a whole service does: each leaves
 	// while the other does, so neither leave is confirmed; that is no
 	// error.
@@ -212,7 +207,7 @@ func TestStartRefusesTwoIdentities(t *testing.T) {
 		"transport": {func(c *coordelect.Config) { c.Election = &election.Config{Transport: &membership.Node{}} },
 			"Config.Election.Transport is set"},
 		"callbacks": {func(c *coordelect.Config) {
-			c.Election = &election.Config{Callbacks: election.Callbacks{OnStoppedLeading: func() {}}}
+			c.Election = &election.Config{Callbacks: election.Callbacks{OnStoppedLeading: func(uint64) {}}}
 		},
 			"Config.Election.Callbacks is set"},
 		"no name":       {func(c *coordelect.Config) { c.Name, c.Membership.NodeName = "", "" }, `Config.Name = "": required`},
