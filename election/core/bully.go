@@ -1,6 +1,6 @@
 package core
 
-// bully is ALGORITHMS.md §1 (Garcia-Molina 1982; seeds 000, 002, 003).
+// bully is docs/algorithms.md, bully (Garcia-Molina 1982).
 //
 // Textbook mode follows the text to the letter, so message counts match the
 // literature. View mode is the same algorithm with a membership view:
@@ -86,25 +86,11 @@ func (b *bully) start() bool {
 	return true
 }
 
-// awaitSenior: View mode, the heartbeat detector (or the view) gave up on
-// the coordinator. Every follower's detector fires within about one
-// heartbeat interval of the others', since they count silence from the
-// same last heartbeat round. So a follower with a live senior other than
-// the suspect takes that senior's ANSWER as given (§1 step 2's "a senior
-// site is expected to take over") and waits for its COORDINATOR without
-// sending anything. Only the top survivor, which has no one above it but
-// the suspect, asks (the suspect, once) and declares. A failover that
-// every survivor notices then costs one ELECTION and one COORDINATOR per
-// live peer: n messages instead of about 3n. The wait covers the senior's
-// detection lag (one interval), its wait on the suspect (T) and the
-// announcement's trip; when it runs out with no announcement (the senior
-// died too, or never noticed), the follower asks as any candidate does. A
-// lone false detection sends nothing until then, and the coordinator's next
-// heartbeat ends it. A node that follows the suspect on a relay's word
-// (Node.relayed: it asked before and was told the coordinator lives) does
-// not wait again: its link from the coordinator is the likely fault, and
-// waiting each time would leave it without a coordinator for most of a
-// persistent one-way loss. It reports false for the top survivor.
+// awaitSenior: View mode, the detector gave up on the coordinator and a
+// live senior other than the suspect will take over: wait H + T + RoundTrip
+// for its COORDINATOR, sending nothing (docs/algorithms.md, bully, View
+// mode). It reports false for the top survivor, and for a node that follows
+// the suspect on a relay's word (it asks at once).
 func (b *bully) awaitSenior() bool {
 	n := b.n
 	senior := b.stageOneTarget()

@@ -1,5 +1,5 @@
 // Package core holds the election algorithms as deterministic state
-// machines: bully (ALGORITHMS.md §1), the ring with a list of live members
+// machines: bully (docs/algorithms.md, bully), the ring with a list of live members
 // (§2) and the active/relay ring (§3).
 //
 // A Node has no goroutines, no clock, no sockets and no randomness. Its
@@ -32,6 +32,6 @@
 //
 // Failure detection. The coordinator sends a heartbeat every
 // HeartbeatInterval ticks; a follower that misses HeartbeatMisses of them in
-// a row starts an election (the seeds' "waited too long for a message from
+// a row starts an election (the source texts' "waited too long for a message from
 // the coordinator"). In View mode a PeerDown for the coordinator does too.
 package core

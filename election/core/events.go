@@ -134,7 +134,7 @@ func (n *Node) tickFollower() {
 	}
 }
 
-// coordinatorFailed: the seeds' "waited too long for a message from the
+// coordinatorFailed: the source texts' "waited too long for a message from the
 // coordinator", or the view reports it dead.
 func (n *Node) coordinatorFailed() {
 	n.suspect = n.coordinator

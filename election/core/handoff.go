@@ -130,7 +130,7 @@ func (n *Node) onReleased(m Message) {
 }
 
 // maybePreempt: this voter outranks the coordinator by the preemption
-// policy (the bully rule, ALGORITHMS.md §1 step 5). In Textbook mode it
+// policy (the bully rule, docs/algorithms.md, bully step 5). In Textbook mode it
 // starts an election, as the text says. In View mode it asks the
 // coordinator to hand the role over (MsgPreempt), so that the old
 // coordinator has stopped before the new one starts; with the guard only

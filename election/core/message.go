@@ -5,11 +5,11 @@ import "strconv"
 // MsgType is the kind of a message between nodes.
 type MsgType uint8
 
-// The message types. Election, Answer and Coordinator are the ones the seeds
+// The message types. Election, Answer and Coordinator are the ones the source texts
 // name; Ack is the ring's hop acknowledgement ("the successor responds");
 // Resign is a coordinator's hand-off to its successor;
 // Heartbeat and HeartbeatAck are the coordinator heartbeat the project adds
-// (the seeds' "waited too long for a message from the coordinator").
+// (the source texts' "waited too long for a message from the coordinator").
 const (
 	MsgElection MsgType = iota + 1
 	MsgAnswer

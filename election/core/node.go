@@ -149,7 +149,7 @@ type Node struct {
 
 // NewNode validates cfg and returns a node in state sleep: after
 // StartupTicks without hearing a coordinator it starts an election
-// (ALGORITHMS.md §1 step 5: a site that starts or restarts holds one).
+// (docs/algorithms.md, bully step 5: a site that starts or restarts holds one).
 func NewNode(cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {

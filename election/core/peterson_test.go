@@ -88,7 +88,7 @@ func permutations(n int, fn func([]int64)) {
 
 func log2(n int) int { return bits.Len(uint(n)) - 1 }
 
-// checkPetersonRun checks one election against ALGORITHMS.md §3 (seed 001;
+// checkPetersonRun checks one election against docs/algorithms.md, active/relay ring (docs/algorithms.md;
 // Dolev–Klawe–Rodeh, Peterson 1982) on a ring of n members all of which
 // took part as actives from phase 1.
 func checkPetersonRun(t *testing.T, w *testNet, run petersonRun, n int) {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// State is a participant's state in the sense of the source texts (seed 000):
+// State is a participant's state in the sense of the source texts (docs/algorithms.md):
 // sleep (has not taken a step yet), cand (in an election, outcome unknown),
 // lost (knows another participant is coordinator) and coordinator. The ring
 // algorithms add active and relay for the election phase.
@@ -46,9 +46,9 @@ type Algorithm uint8
 
 // The algorithms. Bully is the default.
 const (
-	Bully    Algorithm = iota // ALGORITHMS.md §1
-	Ring                      // ALGORITHMS.md §2: ring with a list of live members
-	Peterson                  // ALGORITHMS.md §3: active/relay ring, O(n log n)
+	Bully    Algorithm = iota // docs/algorithms.md, bully
+	Ring                      // docs/algorithms.md, ring: ring with a list of live members
+	Peterson                  // docs/algorithms.md, active/relay ring: active/relay ring, O(n log n)
 	numAlgorithms
 )
 
