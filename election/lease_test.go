@@ -133,7 +133,7 @@ func TestHandoffWaitsForLeaderWork(t *testing.T) {
 					cfg.Callbacks.OnStartedLeading = func(ctx context.Context, term uint64) {
 						note("start " + id)
 						<-ctx.Done()
-						time.Sleep(30 * time.Millisecond) // the work takes a while to stop
+						<-time.After(30 * time.Millisecond) // the work takes a while to stop
 						note("end " + id)
 					}
 				})
@@ -286,7 +286,7 @@ func TestCallbacksOncePerTerm(t *testing.T) {
 		term, _ := c.waitAgreed(time.Second, "c", 0)
 		// a loses c's heartbeats for a while, then hears them again.
 		c.net.SetDrop(func(m core.Message) bool { return m.To == "a" && m.Type == core.MsgHeartbeat })
-		time.Sleep(2 * detection)
+		<-time.After(2 * detection)
 		c.net.SetDrop(nil)
 		c.waitAgreed(2*time.Second, "c", 0)
 		if err := c.members["c"].e.Resign(context.Background()); err != nil {
