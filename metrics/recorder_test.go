@@ -102,7 +102,7 @@ func TestRecorderDeposed(t *testing.T) {
 		// highest rated) in a newer term; at the heal c hears a's term
 		// while it still leads.
 		c.net.Partition([]string{"c"}, []string{"a", "b"})
-		time.Sleep(time.Second)
+		<-time.After(time.Second)
 		c.net.Heal()
 		c.waitAgreed(2*time.Second, "a", third)
 		synctest.Wait()
