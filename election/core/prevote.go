@@ -168,11 +168,9 @@ func (n *Node) preVoteDecide() {
 	votes := len(pv.granted)
 	need := 1
 	if n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt {
-		need = n.majority() - 1
-		if pv.kind == preVotePreempt || !n.bound() && n.now >= n.grantEnd || n.grantTerm == n.term {
-			// this node counts itself
-		} else {
-			need++
+		need = n.majority() - 1 // this node counts itself...
+		if pv.kind == preVoteElection && n.now < n.grantEnd {
+			need++ // ...unless a promise of its own still holds
 		}
 	}
 	if votes < need {
