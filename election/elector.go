@@ -51,6 +51,8 @@ type Elector struct {
 	electionBegan  bool // the node started an election during this flush
 	membersDirty   bool
 	roster         *core.Roster // the roster the member list was built from
+	startup        core.Startup // the start-up hold, while it may change
+	startupOpen    bool         // the hold is not over yet
 
 	mu      sync.Mutex
 	started bool
@@ -100,6 +102,8 @@ func New(cfg Config) (*Elector, error) {
 		e.rec = NopRecorder{}
 	}
 	e.status = node.Status()
+	e.startup = node.Startup()
+	e.startupOpen = e.startup.Holding
 	e.rec.SetState(e.status.State)
 	e.updateSnapshot()
 	return e, nil

@@ -16,7 +16,7 @@ func (e *Elector) loop(ctx context.Context) error {
 	defer ticker.Stop()
 	events := e.tr.Events()
 	e.log.Info("elector running", "algorithm", e.cfg.Algorithm, "rating", e.cfg.Rating,
-		"non_voter", e.cfg.NonVoter, "quorum", e.cfg.QuorumSize)
+		"non_voter", e.cfg.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters)
 	for {
 		select {
 		case <-ticker.C:
@@ -138,7 +138,7 @@ func (e *Elector) observe() {
 		e.roster = r // a member or rating learned from a message
 		e.membersDirty = true
 	}
-	changed := st != e.status || electing != e.electing || e.membersDirty
+	changed := st != e.status || electing != e.electing || e.membersDirty || e.observeStartup()
 	if st.State != e.status.State {
 		e.rec.SetState(st.State)
 	}
@@ -153,6 +153,28 @@ func (e *Elector) observe() {
 	if changed {
 		e.updateSnapshot()
 	}
+}
+
+// observeStartup follows the start-up hold until it is over, and reports
+// whether it changed. A hold that the window ended short is a warning: the
+// node elects without the members it was told to expect.
+func (e *Elector) observeStartup() bool {
+	if !e.startupOpen {
+		return false
+	}
+	su := e.node.Startup()
+	if su == e.startup {
+		return false
+	}
+	if !su.Holding {
+		e.startupOpen = false
+		if su.Short {
+			e.log.Warn("start-up window passed with fewer voters than expected: electing with those visible",
+				"voters", su.Voters, "expect", su.Expect, "window", e.cfg.ExpectWindow)
+		}
+	}
+	e.startup = su
+	return true
 }
 
 // leadership is what this node reports: a coordinator only when the node

@@ -140,6 +140,9 @@ func (n *Node) startElection() {
 		}
 		return
 	}
+	if n.holdFirstElection() {
+		return // still starting: the view is short or growing (expect.go)
+	}
 	if n.term.Epoch() >= MaxEpoch {
 		n.setState(StateLost) // the term space is used up: never wrap
 		return
