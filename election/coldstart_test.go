@@ -21,6 +21,7 @@ type coldTally struct {
 	started []string // "name@term" per OnStartedLeading
 	seen    map[uint64]string
 	won     atomic.Int64 // ElectionWon, summed over members
+	began   atomic.Int64 // ElectionStarted, summed over members
 }
 
 func (t *coldTally) callbacks(name string) election.Callbacks {
@@ -46,12 +47,15 @@ func (t *coldTally) snapshot() (started []string, terms int) {
 
 type wonRecorder struct {
 	election.NopRecorder
-	won *atomic.Int64
+	t *coldTally
 }
 
 func (r wonRecorder) Elections(e election.ElectionEvent, n uint64) {
-	if e == election.ElectionWon {
-		r.won.Add(int64(n))
+	switch e {
+	case election.ElectionWon:
+		r.t.won.Add(int64(n))
+	case election.ElectionStarted:
+		r.t.began.Add(int64(n))
 	}
 }
 
@@ -127,7 +131,7 @@ func startCold(name string, rating int64, tr *membership.FaultTransport, seeds [
 	}
 	cfg := election.DefaultConfig()
 	cfg.Transport, cfg.Rating = mem, rating
-	cfg.Callbacks, cfg.Recorder = tally.callbacks(name), wonRecorder{won: &tally.won}
+	cfg.Callbacks, cfg.Recorder = tally.callbacks(name), wonRecorder{t: tally}
 	if mut != nil {
 		mut(&cfg)
 	}
@@ -161,4 +165,105 @@ func TestMemberlistColdStart(t *testing.T) {
 			})
 		}
 	}
+}
+
+// With an expectation of 5 voters, 4 members started together do not elect
+// at all; the fifth's arrival starts the one election, which it wins.
+func TestMemberlistExpectVoters(t *testing.T) {
+	c := newRealCluster(t, nil)
+	tally := &coldTally{seen: map[uint64]string{}}
+	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, 20*time.Second }
+	var seeds []string
+	start := func(i int) {
+		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), listen(t, c, i), seeds, tally, expect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.nodes[nd.name] = nd
+		if len(seeds) == 0 {
+			seeds = []string{nd.mem.Addr()}
+		}
+	}
+	for i := 1; i <= 4; i++ {
+		start(i)
+	}
+	four := names("n", 1, 4)
+	waitFor(t, "4 voters in every view", func() bool {
+		for _, name := range four {
+			if su := c.nodes[name].el.Status().Startup; su.Voters != 4 || !su.Holding {
+				return false
+			}
+		}
+		return true
+	})
+	holdFor(t, time.Second, func() error {
+		if k := tally.began.Load(); k != 0 {
+			return fmt.Errorf("%d elections started with 4 of 5 expected voters visible: %s", k, c.describe(four))
+		}
+		return nil
+	})
+	start(5)
+	c.await(names("n", 1, 5), "n5", 0, 10*time.Second)
+	started, terms := tally.snapshot()
+	if len(started) != 1 || tally.won.Load() != 1 || terms != 1 {
+		t.Errorf("%d terms won, %d seen, leader work %v; want one", tally.won.Load(), terms, started)
+	}
+	if su := c.nodes["n1"].el.Status().Startup; su.Holding || su.Short || su.Expect != 5 {
+		t.Errorf("n1 Startup = %+v", su)
+	}
+}
+
+// The window bounds the wait: 3 members expecting 5 elect once it has
+// passed, and report that they were short.
+func TestMemberlistExpectWindow(t *testing.T) {
+	c := newRealCluster(t, nil)
+	tally := &coldTally{seen: map[uint64]string{}}
+	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, time.Second }
+	var seeds []string
+	for i := 1; i <= 3; i++ {
+		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), listen(t, c, i), seeds, tally, expect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.nodes[nd.name] = nd
+		seeds = []string{nd.mem.Addr()}
+	}
+	all := names("n", 1, 3)
+	c.await(all, "n3", 0, 10*time.Second)
+	for _, name := range all {
+		if su := c.nodes[name].el.Status().Startup; su.Holding || !su.Short || su.Voters != 3 {
+			t.Errorf("%s: Startup = %+v, want short of 5 with 3 visible", name, su)
+		}
+	}
+	if started, _ := tally.snapshot(); len(started) != 1 {
+		t.Errorf("leader work started %v, want once", started)
+	}
+}
+
+// holdFor checks every 5 ms, for d, that check returns nil.
+func holdFor(t *testing.T, d time.Duration, check func() error) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	end := time.After(d)
+	for {
+		if err := check(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-tick.C:
+		case <-end:
+			return
+		}
+	}
+}
+
+// listen opens member ni's transport on a free loopback port.
+func listen(t *testing.T, c *realCluster, i int) *membership.FaultTransport {
+	t.Helper()
+	tr, err := c.net.Listen(fmt.Sprintf("n%d", i), "127.0.0.1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }
