@@ -29,7 +29,9 @@ func (n *Node) Advance(k int) {
 	case n.state == StateSleep:
 		if n.idle++; n.idle >= n.cfg.StartupTicks {
 			n.idle = 0
-			n.startElection()
+			if !n.holdFirstElection() { // the start-up hold (expect.go)
+				n.startElection()
+			}
 		}
 	case n.coordinator == n.self.ID:
 		n.tickCoordinator()
@@ -139,9 +141,6 @@ func (n *Node) startElection() {
 			n.setState(StateLost)
 		}
 		return
-	}
-	if n.holdFirstElection() {
-		return // still starting: the view is short or growing (expect.go)
 	}
 	if n.term.Epoch() >= MaxEpoch {
 		n.setState(StateLost) // the term space is used up: never wrap

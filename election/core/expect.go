@@ -18,10 +18,13 @@ type expectation struct {
 	short   bool // the window ended it with fewer than ExpectVoters visible
 }
 
-// holdFirstElection reports whether startElection must wait: the node is
-// still starting and its view is short of the expectation, or growing.
-// Each check (every StartupTicks while asleep) compares the view with the
-// previous one.
+// holdFirstElection reports whether the start-up timer's election must
+// wait: the node is still starting and its view is short of the
+// expectation, or growing. Each check (every StartupTicks while asleep)
+// compares the view with the previous one. Only the node's own timer
+// waits: an election that another member's message starts (an ELECTION
+// from a lower-rated member whose hold is over) goes ahead, since a top
+// member that held back would stay silent and let the lower one win.
 func (n *Node) holdFirstElection() bool {
 	e := &n.exp
 	if e.settled || n.cfg.ExpectTicks == 0 || n.state != StateSleep {

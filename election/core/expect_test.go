@@ -132,3 +132,30 @@ func TestExpectConfigValidated(t *testing.T) {
 		}
 	}
 }
+
+// Only the node's own start-up timer waits: a top member that holds and
+// gets an ELECTION from a lower one whose hold is over takes part (here:
+// it is the top, so it wins), rather than stay silent and let the lower
+// one declare itself.
+func TestHoldDoesNotSilenceAnElection(t *testing.T) {
+	n, err := NewNode(Config{ID: "9", Roster: MustRoster([]Peer{{ID: "9", Rating: 9}}), Mode: View,
+		StartupTicks: 5, ExpectVoters: 3, ExpectTicks: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.PeerUp(Peer{ID: "1", Rating: 1})
+	tickUntil(n, 20, nil)
+	if !n.Startup().Holding {
+		t.Fatalf("not holding with 2 of 3 voters: %+v", n.Startup())
+	}
+	n.Step(Message{Type: MsgElection, From: "1", To: "9", Rating: 1})
+	for range 20 {
+		for _, m := range n.Ready() {
+			if m.Type == MsgCoordinator || m.Type == MsgAnswer || m.Type == MsgPreVote {
+				return // it answers, announces, or asks to raise the term
+			}
+		}
+		n.Tick()
+	}
+	t.Fatalf("the holding top member stayed silent: state %v, counters %+v", n.Status().State, *n.Counters())
+}
