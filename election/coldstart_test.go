@@ -111,12 +111,15 @@ func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mu
 		}
 		c.nodes[nd.name] = nd
 	}
-	all := names("n", 1, n)
-	c.await(all, fmt.Sprintf("n%d", n), 0, 20*time.Second)
+	all, top := names("n", 1, n), fmt.Sprintf("n%d", n)
+	_, term := c.await(all, top, 0, 20*time.Second)
 	took := time.Since(begin)
-	quiet := time.NewTimer(500 * time.Millisecond)
-	<-quiet.C
-	c.await(all, fmt.Sprintf("n%d", n), 0, time.Second)
+	holdFor(t, 500*time.Millisecond, func() error {
+		if tm, ok := c.agree(all, top, 0); !ok || tm != term {
+			return fmt.Errorf("the agreement on %s in term %d did not last: %s", top, term, c.describe(all))
+		}
+		return nil
+	})
 	return tally, took
 }
 
