@@ -138,7 +138,8 @@ func (e *Elector) observe() {
 		e.roster = r // a member or rating learned from a message
 		e.membersDirty = true
 	}
-	changed := st != e.status || electing != e.electing || e.membersDirty || e.observeStartup()
+	startup := e.observeStartup()
+	changed := st != e.status || electing != e.electing || e.membersDirty || startup
 	if st.State != e.status.State {
 		e.rec.SetState(st.State)
 	}
