@@ -53,6 +53,7 @@ type Elector struct {
 	roster         *core.Roster // the roster the member list was built from
 	startup        core.Startup // the start-up hold, while it may change
 	startupOpen    bool         // the hold is not over yet
+	expectSet      bool         // Config.ExpectVoters was set, not defaulted
 
 	mu      sync.Mutex
 	started bool
@@ -76,6 +77,7 @@ type request struct {
 // New checks cfg and returns an Elector for the node cfg.Transport names,
 // in state sleep. It starts nothing: call Run.
 func New(cfg Config) (*Elector, error) {
+	explicit := cfg.ExpectVoters > 0
 	cfg.setDefaults()
 	cc, err := cfg.coreConfig()
 	if err != nil {
@@ -104,6 +106,7 @@ func New(cfg Config) (*Elector, error) {
 	e.status = node.Status()
 	e.startup = node.Startup()
 	e.startupOpen = e.startup.Holding
+	e.expectSet = explicit
 	e.rec.SetState(e.status.State)
 	e.updateSnapshot()
 	return e, nil

@@ -157,8 +157,12 @@ func (e *Elector) observe() {
 }
 
 // observeStartup follows the start-up hold until it is over, and reports
-// whether it changed. A hold that the window ended short is a warning: the
-// node elects without the members it was told to expect.
+// whether it changed. A hold that the window ended short of an expectation
+// set in Config is a warning: the node elects without the members it was
+// told to expect. Short of a default one (another voter, for a node with
+// seeds; the quorum size) it is news: the seeds are still unreachable
+// (the transport says so), or the quorum guard keeps a minority from
+// leading anyway.
 func (e *Elector) observeStartup() bool {
 	if !e.startupOpen {
 		return false
@@ -170,7 +174,11 @@ func (e *Elector) observeStartup() bool {
 	if !su.Holding {
 		e.startupOpen = false
 		if su.Short {
-			e.log.Warn("start-up window passed with fewer voters than expected: electing with those visible",
+			log := e.log.Info
+			if e.expectSet {
+				log = e.log.Warn
+			}
+			log("start-up window passed with fewer voters than expected: electing with those visible",
 				"voters", su.Voters, "expect", su.Expect, "window", e.cfg.ExpectWindow)
 		}
 	}
