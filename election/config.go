@@ -64,8 +64,24 @@ type Config struct {
 	HopTimeout time.Duration
 	// StartupDelay is how long a starting node listens for a coordinator
 	// before it starts an election, so that a restarted node learns the
-	// current term first. Default HeartbeatInterval.
+	// current term first; within ExpectWindow, also how long its view must
+	// stay unchanged before it elects. Default HeartbeatInterval. New
+	// raises it to the Transport's Spread (StartupTransport), the time the
+	// news of a member takes to reach the others.
 	StartupDelay time.Duration
+	// ExpectVoters holds this node's first election back until it sees
+	// this many live voters, itself included, or ExpectWindow passes (as
+	// Consul's bootstrap_expect): members started together then elect
+	// once, not once per member that joins late. Default QuorumSize with
+	// the quorum guard; else 2 when the Transport has seeds to join
+	// (SeededTransport: a node alone has not found its cluster yet); else
+	// 0. Without an expectation a starting node still waits, within
+	// ExpectWindow, until its view has stopped growing for StartupDelay.
+	ExpectVoters int
+	// ExpectWindow bounds that hold, from Run: after it the node elects
+	// with the voters it sees, and logs that fewer than ExpectVoters were
+	// there (Status.Startup). Default 5s.
+	ExpectWindow time.Duration
 	// QuorumLease is how long a majority's heartbeat acknowledgements keep
 	// a coordinator in office (quorum guard only). More than
 	// HeartbeatInterval. Default HeartbeatInterval * HeartbeatMisses.
@@ -131,6 +147,7 @@ const (
 	DefaultRoundTrip          = 20 * time.Millisecond
 	DefaultAnswerTimeout      = 40 * time.Millisecond
 	DefaultCoordinatorTimeout = 120 * time.Millisecond
+	DefaultExpectWindow       = 5 * time.Second
 )
 
 // DefaultConfig returns a Config with every timing at its default. The
@@ -164,6 +181,14 @@ func (c *Config) setDefaults() {
 	def(&c.CoordinatorTimeout, DefaultCoordinatorTimeout)
 	def(&c.HopTimeout, c.RoundTrip)
 	def(&c.StartupDelay, c.HeartbeatInterval)
+	def(&c.ExpectWindow, DefaultExpectWindow)
+	if c.ExpectVoters == 0 {
+		if st, ok := c.Transport.(StartupTransport); c.QuorumSize > 0 {
+			c.ExpectVoters = c.QuorumSize
+		} else if ok && st.Seeds() > 0 {
+			c.ExpectVoters = 2
+		}
+	}
 	def(&c.QuorumLease, c.HeartbeatInterval*time.Duration(c.HeartbeatMisses))
 	def(&c.HandoffTimeout, c.HeartbeatInterval+c.CoordinatorTimeout)
 	def(&c.StopTimeout, time.Second)
@@ -210,11 +235,17 @@ func (c *Config) coreConfig() (core.Config, error) {
 		HeartbeatInterval:  v.ticks("HeartbeatInterval", c.HeartbeatInterval),
 		HeartbeatMisses:    c.HeartbeatMisses,
 		StartupTicks:       v.ticks("StartupDelay", c.StartupDelay),
+		ExpectVoters:       c.ExpectVoters,
+		ExpectTicks:        v.ticks("ExpectWindow", c.ExpectWindow),
 		Preemption:         c.Preemption,
 		PreemptMargin:      c.PreemptMargin,
 		QuorumSize:         c.QuorumSize,
 		LeaseTicks:         v.ticks("QuorumLease", c.QuorumLease),
 		HandoffTicks:       v.ticks("StopTimeout", c.StopTimeout),
+	}
+	if st, ok := c.Transport.(StartupTransport); ok && cc.StartupTicks > 0 {
+		// A view unchanged for less than the gossip's spread may still grow.
+		cc.StartupTicks = max(cc.StartupTicks, int((st.Spread()+c.Tick-1)/c.Tick))
 	}
 	if len(v.errs) == 0 {
 		// The core checks the rest (Algorithm, Preemption, its own relations).
@@ -232,6 +263,9 @@ func (c *Config) checkCounts(v *validator) {
 	}
 	if c.QuorumSize < 0 {
 		v.bad("QuorumSize", c.QuorumSize, "must be 0 (off) or the cluster size")
+	}
+	if c.ExpectVoters < 0 {
+		v.bad("ExpectVoters", c.ExpectVoters, "must not be negative")
 	}
 	if c.PreemptMargin < 0 {
 		v.bad("PreemptMargin", c.PreemptMargin, "must not be negative")

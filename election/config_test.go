@@ -59,6 +59,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative quorum", func(c *Config) { c.QuorumSize = -1 }, `Config.QuorumSize = -1`},
 		{"negative margin", func(c *Config) { c.PreemptMargin = -2 }, `Config.PreemptMargin = -2`},
 		{"negative hand-off", func(c *Config) { c.HandoffTimeout = -time.Second }, `Config.HandoffTimeout = -1s`},
+		{"negative expectation", func(c *Config) { c.ExpectVoters = -1 }, `Config.ExpectVoters = -1`},
+		{"negative window", func(c *Config) { c.ExpectWindow = -time.Second }, `Config.ExpectWindow = -1s: must be positive`},
 		{"unknown algorithm", func(c *Config) { c.Algorithm = 9 }, `Config.Algorithm = algorithm(9)`},
 		{"unknown preemption", func(c *Config) { c.Preemption = 7 }, `Config.Preemption = preemption(7)`},
 	}
@@ -97,5 +99,44 @@ func TestConfigTicks(t *testing.T) {
 	self, _ := cc.Roster.Get("n1")
 	if cc.ID != "n1" || cc.Mode != core.View || cc.QuorumSize != 3 || self != (core.Peer{ID: "n1", Rating: 4, NonVoter: true}) {
 		t.Errorf("core config = %+v, self %+v", cc, self)
+	}
+}
+
+// startupStub is a transport with seeds and a gossip spread.
+type startupStub struct {
+	stubTransport
+	seeds  int
+	spread time.Duration
+}
+
+func (s startupStub) Seeds() int            { return s.seeds }
+func (s startupStub) Spread() time.Duration { return s.spread }
+
+// TestExpectDefaults: the quorum size is the expectation with the guard; a
+// node with seeds expects another voter; the start-up period is at least
+// the transport's spread; the window reaches the core in ticks.
+func TestExpectDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		c            Config
+		voters, tick int
+	}{
+		{"no hints", Config{Transport: stubTransport{"a"}}, 0, 5},
+		{"quorum", Config{Transport: stubTransport{"a"}, QuorumSize: 5}, 5, 5},
+		{"seeds", Config{Transport: startupStub{stubTransport{"a"}, 2, 200 * time.Millisecond}}, 2, 20},
+		{"no seeds", Config{Transport: startupStub{stubTransport{"a"}, 0, 35 * time.Millisecond}}, 0, 5},
+		{"seeds and quorum", Config{Transport: startupStub{stubTransport{"a"}, 2, 0}, QuorumSize: 3}, 3, 5},
+		{"explicit", Config{Transport: startupStub{stubTransport{"a"}, 2, 0}, ExpectVoters: 7}, 7, 5},
+	} {
+		c := tc.c
+		c.setDefaults()
+		cc, err := c.coreConfig()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if cc.ExpectVoters != tc.voters || cc.StartupTicks != tc.tick || cc.ExpectTicks != 500 {
+			t.Errorf("%s: ExpectVoters %d, StartupTicks %d, ExpectTicks %d; want %d, %d, 500",
+				tc.name, cc.ExpectVoters, cc.StartupTicks, cc.ExpectTicks, tc.voters, tc.tick)
+		}
 	}
 }

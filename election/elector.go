@@ -59,10 +59,13 @@ type Elector struct {
 	ledTerm   uint64     // the last term this node started leading in
 	// workTerm is the term whose leader work (Claim, OnStartedLeading) is
 	// still running; a hand-off waits for it (workDone, workWake).
-	workTerm uint64
-	workDone atomic.Uint64
-	workWake chan struct{}
-	lease    atomic.Pointer[leaseState]
+	workTerm    uint64
+	workDone    atomic.Uint64
+	workWake    chan struct{}
+	lease       atomic.Pointer[leaseState]
+	startup     core.Startup // the start-up hold, while it may change
+	startupOpen bool         // the hold is not over yet
+	expectSet   bool         // Config.ExpectVoters was set, not defaulted
 
 	mu      sync.Mutex
 	started bool
@@ -86,6 +89,7 @@ type request struct {
 // New checks cfg and returns an Elector for the node cfg.Transport names,
 // in state sleep. It starts nothing: call Run.
 func New(cfg Config) (*Elector, error) {
+	explicit := cfg.ExpectVoters > 0
 	cfg.setDefaults()
 	cc, err := cfg.coreConfig()
 	if err != nil {
@@ -113,6 +117,9 @@ func New(cfg Config) (*Elector, error) {
 		e.rec = NopRecorder{}
 	}
 	e.status = node.Status()
+	e.startup = node.Startup()
+	e.startupOpen = e.startup.Holding
+	e.expectSet = explicit
 	e.rec.SetState(e.status.State)
 	e.updateSnapshot()
 	return e, nil

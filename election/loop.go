@@ -17,7 +17,7 @@ func (e *Elector) loop(ctx context.Context) error {
 	e.origin = time.Now()
 	events := e.tr.Events()
 	e.log.Info("elector running", "algorithm", e.cfg.Algorithm, "rating", e.cfg.Rating,
-		"non_voter", e.cfg.NonVoter, "quorum", e.cfg.QuorumSize)
+		"non_voter", e.cfg.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters)
 	for {
 		select {
 		case <-ticker.C:
@@ -164,7 +164,8 @@ func (e *Elector) observe() {
 		e.roster = r // a member or rating learned from a message
 		e.membersDirty = true
 	}
-	changed := st != e.status || electing != e.electing || e.membersDirty
+	startup := e.observeStartup()
+	changed := st != e.status || electing != e.electing || e.membersDirty || startup
 	if st.State != e.status.State {
 		e.rec.SetState(st.State)
 	}
@@ -183,6 +184,36 @@ func (e *Elector) observe() {
 	if changed {
 		e.updateSnapshot()
 	}
+}
+
+// observeStartup follows the start-up hold until it is over, and reports
+// whether it changed. A hold that the window ended short of an expectation
+// set in Config is a warning: the node elects without the members it was
+// told to expect. Short of a default one (another voter, for a node with
+// seeds; the quorum size) it is news: the seeds are still unreachable
+// (the transport says so), or the quorum guard keeps a minority from
+// leading anyway.
+func (e *Elector) observeStartup() bool {
+	if !e.startupOpen {
+		return false
+	}
+	su := e.node.Startup()
+	if su == e.startup {
+		return false
+	}
+	if !su.Holding {
+		e.startupOpen = false
+		if su.Short {
+			log := e.log.Info
+			if e.expectSet {
+				log = e.log.Warn
+			}
+			log("start-up window passed with fewer voters than expected: electing with those visible",
+				"voters", su.Voters, "expect", su.Expect, "window", e.cfg.ExpectWindow)
+		}
+	}
+	e.startup = su
+	return true
 }
 
 // leadership is what this node reports: a coordinator only when the node

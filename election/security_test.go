@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
 )
@@ -15,7 +16,9 @@ import (
 // cluster keeps its coordinator and term. (Another key:
 // TestMemberlistWrongKeyCannotJoin.)
 func TestMemberlistNoKeyOrOtherLabelCannotInfluence(t *testing.T) {
-	c := newRealCluster(t, nil)
+	// The outsiders have seeds and never reach them: they lead themselves
+	// once the start-up window passes.
+	c := newRealCluster(t, func(cfg *election.Config) { cfg.ExpectWindow = time.Second })
 	c.key, c.label = []byte("0123456789abcdef"), "prod"
 	all := c.startN(2)
 	_, term := c.await(all, "n2", 0, 15*time.Second)

@@ -22,6 +22,10 @@ type Status struct {
 	NonVoter bool
 	// Algorithm is the election algorithm the node runs.
 	Algorithm core.Algorithm
+	// Startup is the start-up hold (Config.ExpectVoters): whether the
+	// node still holds its first election back, how many voters it sees,
+	// and whether the window passed short of the expectation.
+	Startup core.Startup
 	// Members lists the members this node knows, itself included, in ring
 	// order (ID order, core.CompareID, for members learned at run time).
 	Members []Member
@@ -66,6 +70,7 @@ func (e *Elector) updateSnapshot() {
 		Rating:      st.Rating,
 		NonVoter:    e.cfg.NonVoter,
 		Algorithm:   e.cfg.Algorithm,
+		Startup:     e.startup,
 	}
 	if old := e.snap.Load(); old != nil && !e.membersDirty {
 		s.Members = old.Members

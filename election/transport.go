@@ -1,6 +1,10 @@
 package election
 
-import "github.com/coordelect/coordelect/election/core"
+import (
+	"time"
+
+	"github.com/coordelect/coordelect/election/core"
+)
 
 // EventKind says what a transport Event carries.
 type EventKind uint8
@@ -59,4 +63,19 @@ type FailingTransport interface {
 	Transport
 	// Err is nil until the transport has failed.
 	Err() error
+}
+
+// StartupTransport is a Transport that can tell a starting Elector how its
+// cluster forms (optional; membership.Node implements it). The Elector
+// uses it for the defaults of Config.ExpectVoters and Config.StartupDelay.
+type StartupTransport interface {
+	Transport
+	// Seeds is the number of members the transport joins at start, this
+	// node's own address not counted: a node with seeds that sees no other
+	// voter has not found its cluster yet.
+	Seeds() int
+	// Spread is how long the news of a member that joined takes to reach
+	// the others (memberlist: its gossip interval): a starting node's view
+	// that has not changed for that long has probably stopped growing.
+	Spread() time.Duration
 }

@@ -78,7 +78,8 @@ func TestIncompatibleMemberRefused(t *testing.T) {
 // too (TestIncompatibleMemberRefused).
 func TestOtherProtocolVersionRefused(t *testing.T) {
 	checkLeaks(t)
-	n1 := start(t, testConfig("n1"))
+	vs, term := voters(t, 3, nil)
+	n1 := vs[0]
 	mc := memberlist.DefaultLocalConfig()
 	mc.Name, mc.BindAddr, mc.BindPort, mc.AdvertisePort = "future", "127.0.0.1", 0, 0
 	mc.Logger = log.New(io.Discard, "", 0)
@@ -94,9 +95,10 @@ func TestOtherProtocolVersionRefused(t *testing.T) {
 	if !waitUntil(waitTimeout, func() bool { return n1.Stats().RefusedIncompatible == 1 }) {
 		t.Fatalf("stats %+v", n1.Stats())
 	}
-	if waitUntil(500*time.Millisecond, func() bool { return len(n1.Members()) != 1 }) {
+	if waitUntil(500*time.Millisecond, func() bool { return len(n1.Members()) != 3 }) {
 		t.Fatalf("members: %+v", n1.Members())
 	}
+	steady(t, vs, "n3", term, time.Second)
 }
 
 // metaDelegate is a memberlist.Delegate that publishes fixed metadata.
@@ -108,18 +110,18 @@ func (metaDelegate) GetBroadcasts(int, int) [][]byte { return nil }
 func (metaDelegate) LocalState(bool) []byte          { return nil }
 func (metaDelegate) MergeRemoteState([]byte, bool)   {}
 
-// A newcomer with another key: the seed reports a key mismatch (counted,
-// and in its readiness), and the newcomer's readiness says it is alone
-// with a join error, not that nothing listens.
+// A newcomer with another key (and the highest rating): the seed reports
+// a key mismatch (counted, and in its readiness), the newcomer's readiness
+// says it is alone with a join error, not that nothing listens, and the
+// running cluster keeps its coordinator and term.
 func TestKeyMismatchReported(t *testing.T) {
 	checkLeaks(t)
 	key := func(b byte) []byte { k := make([]byte, 16); k[0] = b; return k }
-	c1 := testConfig("n1")
-	c1.SecretKey = key(1)
-	n1 := start(t, c1)
-	c2 := testConfig("n2")
-	c2.SecretKey, c2.Seeds = key(2), []string{n1.Addr()}
-	n2 := start(t, c2)
+	vs, term := voters(t, 3, func(c *Config) { c.SecretKey = key(1) })
+	n1 := vs[0]
+	c2 := testConfig("n9")
+	c2.SecretKey, c2.Seeds, c2.Rating = key(2), []string{n1.Addr()}, 99
+	n2 := startVoter(t, c2)
 	if !waitUntil(waitTimeout, func() bool { return n1.Stats().KeyMismatch > 0 }) {
 		t.Fatalf("the seed saw no key mismatch: %+v", n1.Stats())
 	}
@@ -130,6 +132,7 @@ func TestKeyMismatchReported(t *testing.T) {
 	if why := r.Reason(0); !strings.HasPrefix(why, "alone") {
 		t.Fatalf("reason %q", why)
 	}
+	steady(t, vs, "n3", term, time.Second)
 }
 
 // Readiness tells "alone" (seeds unreachable), "waiting for expected

@@ -120,6 +120,13 @@ func (f *FaultNetwork) Block(from, to string) {
 	f.blocked[[2]string{from, to}] = true
 }
 
+// Unblock removes one Block(from, to).
+func (f *FaultNetwork) Unblock(from, to string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.blocked, [2]string{from, to})
+}
+
 // Heal removes the partition, every Block and the packet loss. Delays
 // stay (SetDelay(0, 0) removes them).
 func (f *FaultNetwork) Heal() {

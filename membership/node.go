@@ -59,7 +59,7 @@ type Node struct {
 	closed atomic.Bool
 }
 
-var _ election.Transport = (*Node)(nil)
+var _ election.StartupTransport = (*Node)(nil)
 
 // New validates cfg, creates the memberlist, joins cfg.Seeds once and
 // starts the Node. Failing to reach any seed is logged, not returned: the
@@ -236,6 +236,23 @@ func (n *Node) goFunc(f func()) {
 		f()
 	}()
 }
+
+// Seeds counts the configured seeds other than this node's own address
+// (election.StartupTransport: a node with seeds holds its first election
+// back until it sees another voter).
+func (n *Node) Seeds() int {
+	k := 0
+	for _, s := range n.cfg.Seeds {
+		if s != n.addr {
+			k++
+		}
+	}
+	return k
+}
+
+// Spread is memberlist's gossip interval: the news of a member that joined
+// reaches others about that much later (election.StartupTransport).
+func (n *Node) Spread() time.Duration { return n.updateWait }
 
 // LocalID is this node's name, its election ID.
 func (n *Node) LocalID() string { return n.cfg.NodeName }

@@ -59,7 +59,7 @@ func (c *localCluster) restart(name string) error {
 		}
 		s.setAddr(tr.Addr())
 	}
-	if err := c.startSlot(s, tr); err != nil {
+	if err := c.startSlot(s, tr, false); err != nil {
 		return err
 	}
 	c.disrupted("the restart of " + name)

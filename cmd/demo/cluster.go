@@ -198,7 +198,7 @@ func (c *localCluster) start() error {
 	errs := make([]error, len(c.slots))
 	var wg sync.WaitGroup
 	for i, s := range c.slots {
-		wg.Go(func() { errs[i] = c.startSlot(s, trs[i]) })
+		wg.Go(func() { errs[i] = c.startSlot(s, trs[i], true) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -216,10 +216,10 @@ func closeAll(trs []*membership.FaultTransport) {
 	}
 }
 
-// startSlot starts s's node on tr.
-func (c *localCluster) startSlot(s *slot, tr *membership.FaultTransport) error {
+// startSlot starts s's node on tr; initial: at the cluster's start.
+func (c *localCluster) startSlot(s *slot, tr *membership.FaultTransport, initial bool) error {
 	p, err := startPeer(peerConfig{
-		mem: c.memberConfig(s, tr), el: c.electorConfig(s),
+		mem: c.memberConfig(s, tr), el: c.electorConfig(s, initial),
 		sink: c.sink, labelNode: true, extra: s.tally,
 	})
 	if err != nil {
@@ -258,13 +258,21 @@ func (c *localCluster) memberConfig(s *slot, tr *membership.FaultTransport) memb
 	return m
 }
 
-func (c *localCluster) electorConfig(s *slot) election.Config {
-	return election.Config{
+// electorConfig is s's elector configuration. At the cluster's start every
+// node expects all -n voters, so that the first election is the only one;
+// a node restarted later expects the default (another voter: it has
+// seeds), and hears the running coordinator anyway.
+func (c *localCluster) electorConfig(s *slot, initial bool) election.Config {
+	cfg := election.Config{
 		Algorithm:  c.opts.alg,
 		Rating:     s.rating.Load(),
 		QuorumSize: c.opts.quorum,
 		Logger:     c.nodeLog,
 	}
+	if initial {
+		cfg.ExpectVoters = c.opts.n
+	}
+	return cfg
 }
 
 // stop stops every running node gracefully, at the same time.

@@ -56,6 +56,8 @@ func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 	fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson (the same on every node)")
 	fs.StringVar(&key, "key", "", "gossip encryption key, base64 of 16, 24 or 32 bytes (the same on every node)")
 	fs.IntVar(&o.el.QuorumSize, "quorum", 0, "quorum guard: the cluster size S (the same on every node); 0 turns it off")
+	fs.IntVar(&o.el.ExpectVoters, "expect", 0, "hold the first election until N voters (this node included) are visible, or -expect-window passes; 0: the -quorum size, else 2 with -join (another member), else none")
+	fs.DurationVar(&o.el.ExpectWindow, "expect-window", election.DefaultExpectWindow, "bound of the -expect wait; after it the node elects with the voters it sees")
 	fs.StringVar(&o.mem.Profile, "profile", membership.ProfileLAN, "memberlist timings: lan, local (one host) or wan")
 	fs.Var(&level, "log-level", "log level: trace, debug, info, warn, error or off")
 	if err := parseFlags(fs, args, stdout, nodeSynopsis); err != nil {
@@ -109,6 +111,12 @@ func (o *nodeOptions) check() error {
 	}
 	if o.el.QuorumSize < 0 {
 		return usagef("-quorum %d: want 0 (off) or the cluster size", o.el.QuorumSize)
+	}
+	if o.el.ExpectVoters < 0 {
+		return usagef("-expect %d: want 0 (the default) or the number of voters to wait for", o.el.ExpectVoters)
+	}
+	if w := o.el.ExpectWindow; w <= 0 || w%election.DefaultTick != 0 {
+		return usagef("-expect-window %v: want a positive multiple of %v", w, election.DefaultTick)
 	}
 	if err := o.mem.Validate(); err != nil {
 		return usagef("%v", err) // e.g. a -name longer than membership allows

@@ -19,7 +19,7 @@ func TestNodeReadyzAlone(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- runContext(ctx, []string{"node", "-name", "a", "-bind", "127.0.0.1:0", "-http", "127.0.0.1:0",
-			"-profile", "local", "-join", "127.0.0.1:1", "-log-level", "info"}, &out, &errb, nil)
+			"-profile", "local", "-join", "127.0.0.1:1", "-expect-window", "500ms", "-log-level", "info"}, &out, &errb, nil)
 	}()
 	defer func() {
 		cancel()
@@ -39,7 +39,8 @@ func TestNodeReadyzAlone(t *testing.T) {
 	if code, body := getText(base + "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d %q; want 200", code, body)
 	}
-	// Alone, the node makes itself coordinator; /readyz is still 503.
+	// Alone, the node makes itself coordinator once its -expect-window
+	// (another voter, by default with -join) has passed; /readyz is still 503.
 	waitFor(t, waitTimeout, "a leads itself", func() bool {
 		var st nodeStatus
 		code, err := getJSON(base+"/status", &st)

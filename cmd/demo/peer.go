@@ -142,8 +142,9 @@ func (p *peer) running() bool {
 // readiness reports whether the node is ready, that is, follows or is a
 // coordinator it found with others, and otherwise why not: the elector
 // stopped; it is alone although it has seeds to join (they are unreachable,
-// or refuse it); it is cut off from a majority of the quorum size; or an
-// election is still running.
+// or refuse it); it waits for the voters it expects (-expect) or for its
+// member list to settle; it is cut off from a majority of the quorum size;
+// or an election is still running.
 func (p *peer) readiness() (ready bool, why string) {
 	if !p.running() {
 		return false, "stopped: the elector stopped"
@@ -155,14 +156,24 @@ func (p *peer) readiness() (ready bool, why string) {
 		}
 	}
 	coord, _, _ := p.el.Leader()
+	su := p.el.Status().Startup
 	switch {
 	case p.seeds > 0 && alive <= 1:
 		return false, "alone: no other member reached yet (the -join seeds are unreachable or refuse this node); retrying"
+	case coord == "" && su.Holding && su.Voters < su.Expect:
+		return false, fmt.Sprintf("waiting for expected members: %d of %d voters visible (-expect); electing anyway once the -expect-window passes",
+			su.Voters, su.Expect)
 	case coord == "" && p.quorum > 0 && alive < p.quorum/2+1:
 		return false, fmt.Sprintf("no quorum: %d members alive, a coordinator needs %d of the quorum size %d",
 			alive, p.quorum/2+1, p.quorum)
+	case coord == "" && su.Holding:
+		return false, "starting: waiting for the member list to settle before electing"
 	case coord == "":
 		return false, "electing: no coordinator known yet"
+	}
+	if su.Short {
+		return true, fmt.Sprintf("ready: coordinator %s (elected after the -expect-window passed with %d of %d expected voters visible)",
+			coord, su.Voters, su.Expect)
 	}
 	return true, "ready: coordinator " + coord
 }
@@ -176,10 +187,22 @@ type nodeStatus struct {
 	Coordinator string `json:"coordinator"`
 	// Term is the coordinator's term (epoch<<32 | winner's tag) when there
 	// is one, else the highest term seen.
-	Term      uint64         `json:"term"`
-	Rating    int64          `json:"rating"`
-	Algorithm string         `json:"algorithm"`
-	Members   []memberStatus `json:"members"`
+	Term      uint64 `json:"term"`
+	Rating    int64  `json:"rating"`
+	Algorithm string `json:"algorithm"`
+	// Startup is the start-up hold (-expect).
+	Startup startupStatus  `json:"startup"`
+	Members []memberStatus `json:"members"`
+}
+
+// startupStatus is the start-up hold in /status: Holding while the node
+// holds its first election back, Voters it sees, Expect it waits for
+// (-expect), and Short once the window passed with fewer.
+type startupStatus struct {
+	Holding bool `json:"holding"`
+	Voters  int  `json:"voters"`
+	Expect  int  `json:"expect"`
+	Short   bool `json:"short"`
 }
 
 // memberStatus is one member in /status: itself and every member its
@@ -202,7 +225,9 @@ func (p *peer) status() nodeStatus {
 		Term:        st.Term,
 		Rating:      st.Rating,
 		Algorithm:   st.Algorithm.String(),
-		Members:     []memberStatus{},
+		Startup: startupStatus{Holding: st.Startup.Holding, Voters: st.Startup.Voters,
+			Expect: st.Startup.Expect, Short: st.Startup.Short},
+		Members: []memberStatus{},
 	}
 	for _, m := range p.mem.Members() {
 		out.Members = append(out.Members, memberStatus{Name: m.Name, Addr: m.Addr, Rating: m.Rating, Alive: m.Alive})

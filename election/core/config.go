@@ -106,6 +106,17 @@ type Config struct {
 	// stopped) before it passes the role on anyway. Default 0: at once
 	// (the simulator, and a driver with no leader work to stop).
 	HandoffTicks int
+	// ExpectVoters holds a starting node's first election back until its
+	// view holds this many live voters (itself included), as Consul's
+	// bootstrap_expect does; ExpectTicks bounds the wait. Default 0: no
+	// expectation (docs/operations.md, "Cold start").
+	ExpectVoters int
+	// ExpectTicks is the start-up window: until this tick a starting
+	// node elects only once it sees ExpectVoters voters and, without an
+	// expectation, once its view has stopped growing for StartupTicks.
+	// After it, the node elects with whatever it sees. Default 0: no
+	// window (a node elects after StartupTicks, whatever its view).
+	ExpectTicks int
 }
 
 // DefaultConfig returns a Config with every timing at its default; ID and
@@ -174,6 +185,15 @@ func (c *Config) validate() error {
 	}
 	if c.HandoffTicks < 0 {
 		bad("HandoffTicks", c.HandoffTicks, "must not be negative")
+	}
+	if c.ExpectVoters < 0 {
+		bad("ExpectVoters", c.ExpectVoters, "must not be negative")
+	}
+	if c.ExpectTicks < 0 {
+		bad("ExpectTicks", c.ExpectTicks, "must not be negative")
+	}
+	if c.ExpectVoters > 0 && c.ExpectTicks == 0 {
+		bad("ExpectTicks", c.ExpectTicks, "must bound the wait for ExpectVoters (at least 1 tick)")
 	}
 	if c.StartupTicks < 0 {
 		bad("StartupTicks", c.StartupTicks, "must not be negative")

@@ -35,7 +35,9 @@ func (n *Node) Advance(k int) {
 	case n.state == StateSleep:
 		if n.idle++; n.idle >= n.cfg.StartupTicks {
 			n.idle = 0
-			n.startElection()
+			if !n.holdFirstElection() { // the start-up hold (expect.go)
+				n.startElection()
+			}
 		}
 	case n.coordinator == n.self.ID:
 		n.tickCoordinator()

@@ -135,6 +135,7 @@ type Node struct {
 	failedLeads int  // leaderships in a row that lapsed or were never confirmed
 	coolUntil   int  // an abdicated node displaces no coordinator before this tick
 
+	exp           expectation // the start-up hold (expect.go)
 	pv            preVoteRound
 	preemptAfter  int    // no preemption request before this tick
 	handingOff    bool   // stopped leading; waits for CompleteHandoff

@@ -1,0 +1,75 @@
+package core
+
+// The start-up hold (docs/operations.md, "Cold start"). A member that
+// elects before it sees the others wins alone, and each member that joins
+// later and outranks it takes over in a new term: a cluster whose members
+// start together (a deployment) would pass through several coordinators,
+// each running its leader work once. So, within the start-up window
+// (Config.ExpectTicks), a node in state sleep holds its first election
+// back until its view holds Config.ExpectVoters live voters (Consul's
+// bootstrap_expect) or, without an expectation, until its view has
+// stopped changing for one StartupTicks period. After the window it
+// elects with whatever it sees, and says so (Startup).
+
+// expectation is the hold's state.
+type expectation struct {
+	voters  int  // live voters in the view at the previous check
+	settled bool // the hold is over; it never starts again
+	short   bool // the window ended it with fewer than ExpectVoters visible
+}
+
+// holdFirstElection reports whether the start-up timer's election must
+// wait: the node is still starting and its view is short of the
+// expectation, or growing. Each check (every StartupTicks while asleep)
+// compares the view with the previous one. Only the node's own timer
+// waits: an election that another member's message starts (an ELECTION
+// from a lower-rated member whose hold is over) goes ahead, since a top
+// member that held back would stay silent and let the lower one win.
+func (n *Node) holdFirstElection() bool {
+	e := &n.exp
+	if e.settled || n.cfg.ExpectTicks == 0 || n.state != StateSleep {
+		return false
+	}
+	v := n.liveVoters()
+	changed := v != max(e.voters, 1) // a voter's own view starts with itself
+	e.voters = v
+	switch {
+	case v >= n.cfg.ExpectVoters && !changed:
+		e.settled = true
+	case n.now >= n.cfg.ExpectTicks:
+		e.settled, e.short = true, v < n.cfg.ExpectVoters
+	}
+	return !e.settled
+}
+
+// liveVoters counts the voters the view holds alive, this node included.
+func (n *Node) liveVoters() int {
+	v := 0
+	for i := 0; i < n.view.r.Len(); i++ {
+		if p := n.view.r.At(i); !p.NonVoter && n.view.alive(p.ID) {
+			v++
+		}
+	}
+	return v
+}
+
+// Startup is the start-up hold as a node reports it.
+type Startup struct {
+	// Holding: the node is still starting and holds its first election
+	// back (or has not checked its view yet).
+	Holding bool
+	// Voters is the live voters the view holds now, the node included;
+	// Expect is Config.ExpectVoters.
+	Voters, Expect int
+	// Short: the window passed with fewer than Expect voters visible, and
+	// the node elected with those.
+	Short bool
+}
+
+// Startup reports the start-up hold.
+func (n *Node) Startup() Startup {
+	return Startup{
+		Holding: !n.exp.settled && n.cfg.ExpectTicks > 0 && n.state == StateSleep && !n.self.NonVoter,
+		Voters:  n.liveVoters(), Expect: n.cfg.ExpectVoters, Short: n.exp.short,
+	}
+}
