@@ -189,8 +189,11 @@ func (b *bully) preVoted() {
 	case !n.electing:
 	case b.phase == bullyPreVote:
 		b.win()
-	case b.phase == bullyWaitAnswer && b.stage == 1 && b.asked == n.suspect && n.suspect != "":
-		b.win() // corroborated while the suspect stayed silent
+	case b.phase == bullyWaitAnswer && b.stage == 1 && b.asked == n.suspect && n.suspect != "" && n.health == 0:
+		// Corroborated while the suspect stayed silent. A node whose own
+		// loop ran late lately waits T for the suspect as the text says:
+		// the silence may be its own.
+		b.win()
 	}
 }
 

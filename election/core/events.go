@@ -18,6 +18,7 @@ func (n *Node) Advance(k int) {
 		return
 	}
 	n.now += k
+	n.tickHealth(k)
 	if k > 1 && n.coordinator == n.self.ID {
 		// This coordinator's loop ran late: heartbeat at once, and say
 		// how late (Message.Phase) so that followers give it that long.
@@ -117,6 +118,32 @@ func (n *Node) tickCoolOff() {
 	}
 }
 
+// maxHealth caps the local health score: at most maxHealth heartbeat
+// intervals of extra patience.
+const maxHealth = 4
+
+// tickHealth keeps the node's local health score (Lifeguard's awareness,
+// as memberlist's Awareness): each time its own loop ran late (Advance by
+// more than a tick: CPU starvation, GC, CFS throttling, a pause) it rises
+// by one, up to maxHealth; every K*H ticks on time it falls by one. A node
+// that is itself late gives others that many more heartbeat intervals
+// before it suspects them, and does not skip T on a corroborated suspicion.
+func (n *Node) tickHealth(k int) {
+	if k > 1 {
+		n.health, n.healthyFor = min(n.health+1, maxHealth), 0
+		return
+	}
+	if n.health > 0 {
+		if n.healthyFor++; n.healthyFor >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses {
+			n.health, n.healthyFor = n.health-1, 0
+		}
+	}
+}
+
+// Health returns the node's local health score: 0 when its loop runs on
+// time, up to 4 when it has lately run late (tickHealth).
+func (n *Node) Health() int { return n.health }
+
 // tickFollower is the heartbeat failure detector (docs/design.md, "Failure
 // detection"): it gives up on the coordinator after K intervals of
 // silence, plus the lag the coordinator last reported (a starved
@@ -127,10 +154,11 @@ func (n *Node) tickCoolOff() {
 func (n *Node) tickFollower() {
 	n.silence++
 	h := n.cfg.HeartbeatInterval
-	if m := (n.silence - h/2) / h; m > n.misses {
+	patience := n.grace + n.health*h // a late coordinator, or a late self
+	if m := (n.silence - h/2 - patience) / h; m > n.misses {
 		n.misses = m
 	}
-	if n.silence >= h*n.cfg.HeartbeatMisses+n.grace {
+	if n.silence >= h*n.cfg.HeartbeatMisses+patience {
 		n.counters.HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
 		n.coordinatorFailed()
 	}

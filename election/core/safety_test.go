@@ -292,3 +292,45 @@ func TestAdvanceAfterPause(t *testing.T) {
 		t.Fatalf("paused follower blamed the coordinator: %+v electing=%v", st, f.Electing())
 	}
 }
+
+// A follower whose own loop ran late lately (local health) gives its
+// coordinator more heartbeat intervals before it suspects it; one that
+// runs on time suspects after K*H of silence. A coordinator that reports
+// lag gets that much more too.
+func TestDetectorPatience(t *testing.T) {
+	silentTicks := func(setup func(f *Node)) int {
+		w := newTestNet(t, viewCfg(Bully), members(3, func(i int) int64 { return int64(i) }))
+		w.bootstrap("3")
+		f := w.nodes["1"]
+		setup(f)
+		for i := 1; i < 1000; i++ {
+			f.Tick()
+			if f.Status().Coordinator == "" || f.Electing() {
+				return i
+			}
+		}
+		return -1
+	}
+	cfg := DefaultConfig()
+	kh := cfg.HeartbeatInterval * cfg.HeartbeatMisses
+	if got := silentTicks(func(*Node) {}); got != kh {
+		t.Errorf("healthy follower suspected after %d ticks of silence, want K*H = %d", got, kh)
+	}
+	late := silentTicks(func(f *Node) {
+		for range 3 {
+			f.Advance(4) // its loop ran late three times
+		}
+		f.silence = 0
+	})
+	// Health 3, which falls to 2 after K*H ticks on time: K*H + 2H.
+	if want := kh + 2*cfg.HeartbeatInterval; late != want {
+		t.Errorf("late follower suspected after %d ticks, want K*H + 2H = %d", late, want)
+	}
+	lag := silentTicks(func(f *Node) {
+		f.Step(Message{Type: MsgHeartbeat, From: "3", To: "1", Coordinator: "3", Term: MakeTerm(1, Tag("3")), Seq: 2, Phase: 7, Rating: 2})
+		f.Ready()
+	})
+	if want := kh + 7; lag != want {
+		t.Errorf("with the coordinator's lag 7: suspected after %d ticks, want K*H + 7 = %d", lag, want)
+	}
+}
