@@ -219,21 +219,7 @@ func (w *testNet) bootstrap(coordinator string) {
 
 // agreed reports the coordinator every running node follows, in one term,
 // with no election running; ok is false otherwise.
-func (w *testNet) agreed() (c string, t Term, ok bool) {
-	first := true
-	for _, id := range w.ids {
-		if w.down[id] {
-			continue
-		}
-		n := w.nodes[id]
-		s := n.Status()
-		if s.Coordinator == "" || n.Electing() || !first && (s.Coordinator != c || s.Term != t) {
-			return "", 0, false
-		}
-		c, t, first = s.Coordinator, s.Term, false
-	}
-	return c, t, !first
-}
+func (w *testNet) agreed() (c string, t Term, ok bool) { return w.agreedExcept("") }
 
 // settle ticks until the running nodes agree; it fails the test after
 // maxTicks.
