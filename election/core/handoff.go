@@ -136,7 +136,7 @@ func (n *Node) onReleased(m Message) {
 // coordinator has stopped before the new one starts; with the guard only
 // after a preemption check has shown that it reaches a majority.
 func (n *Node) maybePreempt() {
-	if n.self.NonVoter || n.yielded || n.electing || n.pv.active || n.handingOff ||
+	if n.self.NonVoter || n.yielded || n.electing || n.pv.active || n.handingOff || n.backingOff() ||
 		n.coordinator == "" || n.coordinator == n.self.ID || n.now < n.preemptAfter {
 		return
 	}
@@ -147,7 +147,10 @@ func (n *Node) maybePreempt() {
 	switch {
 	case n.cfg.Mode != View:
 		n.startElection()
-	case n.cfg.QuorumSize > 0:
+	case n.cfg.QuorumSize > 0 || n.cfg.Algorithm != Bully:
+		// The rings check without the guard too: a member that reaches
+		// only a minority would otherwise take the role, lose the others'
+		// heartbeats and be replaced, over and over (issue 13 item 7).
 		n.beginPreVote(preVotePreempt, "")
 	default:
 		n.sendPreempt()

@@ -58,6 +58,10 @@ type link struct {
 	// suspect is the one that must acknowledge, in View mode, for this
 	// election.
 	leader, suspect string
+	// ledTerm and ledFrom: the term this node last led in (0: none since
+	// deposed) and the tick it was first seen leading it.
+	ledTerm Term
+	ledFrom int
 	// careful: this election replaces a coordinator, so in View mode every
 	// ELECTION hop is acknowledged too.
 	careful bool
@@ -175,6 +179,23 @@ func (l *link) ack(m Message) {
 		Value: m.Value, Coordinator: m.Coordinator})
 }
 
+// refuses reports whether this node turns down an ELECTION hop that asks
+// for an Ack, counting it as dropped: a member backing off after it
+// abdicated (Node.backingOff: it could not reach a majority) takes no part
+// in elections, so the sender passes it over as it would a dead member and
+// the lap goes round the members that reach each other. Forwarding it
+// instead would hand the lap to members it may not reach, and a ring that
+// runs through it is broken there. It follows whoever wins, from the
+// winner's heartbeats.
+func (l *link) refuses(m Message) bool {
+	l.deposed(m)
+	if m.Coordinator != l.n.self.ID || !l.n.backingOff() {
+		return false
+	}
+	l.n.drop(DropUnexpected)
+	return true
+}
+
 // acked handles an Ack; it reports whether it matched the hop in flight.
 func (l *link) acked(a Message) bool {
 	if !l.busy || len(l.out) == 0 {
@@ -203,9 +224,39 @@ func (l *link) heard(id string) {
 
 // noteLeader records the coordinator this node knows now, if any.
 func (l *link) noteLeader() {
-	if c := l.n.coordinator; c != "" {
+	c := l.n.coordinator
+	switch {
+	case c != l.n.self.ID:
+		l.ledTerm = 0 // not leading (deposed, stepped down or never led)
+	case l.ledTerm != l.n.term:
+		l.ledTerm, l.ledFrom = l.n.term, l.n.now
+	}
+	if c != "" {
 		l.leader = c
 	}
+}
+
+// deposed handles an ELECTION that has just deposed this node as
+// coordinator (its term is above the one it led in): if it had led for
+// K heartbeat intervals, the election's initiator, and a member that let
+// it through the pre-vote, have heard nothing from it for that long while
+// it can still be reached: it is cut off from them, and the members that
+// still reach it would elect it again, lap after lap, and nobody would
+// hear it (issue 13 item 7). It backs off as a coordinator whose lease
+// lapsed does (Node.backOff): it does not stand, refuses the election's
+// hops (refuses) and follows the winner; after the back-off it may
+// displace the winner, if a majority answers its preemption check. A
+// coordinator deposed sooner was overtaken by a racing election, not cut
+// off; it stays in.
+func (l *link) deposed(m Message) {
+	n := l.n
+	if m.Type != MsgElection || l.ledTerm == 0 || m.Term <= l.ledTerm || n.coordinator != "" || n.electing {
+		return
+	}
+	if n.now-l.ledFrom >= n.cfg.HeartbeatInterval*(n.cfg.HeartbeatMisses-1) {
+		n.backOff()
+	}
+	l.ledTerm = 0
 }
 
 // begin starts a new election's memory: no member failed yet (one that
@@ -217,7 +268,7 @@ func (l *link) begin() {
 	if l.leader != l.n.self.ID {
 		l.suspect = l.leader
 	}
-	l.careful = l.n.cfg.Mode == View && l.suspect != ""
+	l.careful = l.n.cfg.Mode == View && l.leader != ""
 }
 
 // release abandons a hop in flight whose term this node has left behind
