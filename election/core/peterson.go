@@ -303,12 +303,16 @@ func (p *peterson) onElection(m Message) {
 			// Idle and leaderless in a newer term: pull the others up to
 			// it rather than let their election die here.
 			n.startElection()
-		case !n.electing:
-			// A follower, or a non-voter, that cannot pull anyone up: tell
-			// the sender the newer term (an Ack carries it), so that its
-			// election, which cannot pass this node, starts again above
-			// it. Voters that all restarted (a redeploy) while non-voters
-			// kept a higher term stalled here for ever (issue 13 item 3).
+		case !n.electing && (n.coordinator == "" || n.misses > 0):
+			// A non-voter, or a follower that has stopped hearing its
+			// coordinator, cannot pull anyone up: tell the sender the
+			// newer term (an Ack carries it), so that its election, which
+			// cannot pass this node, starts again above it. Voters that
+			// all restarted (a redeploy) while non-voters kept a higher
+			// term stalled here for ever (issue 13 item 3). A follower
+			// that hears its coordinator says nothing: the sender is a
+			// straggler of an election that coordinator won, and the
+			// COORDINATOR lap will reach it.
 			n.send(Message{Type: MsgAck, To: m.From})
 		}
 	case !n.electing || p.term != m.Term:

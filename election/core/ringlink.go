@@ -46,9 +46,13 @@ type hop struct {
 //     failures come together (a rack, a redeploy, a kill of two processes),
 //     so another member may be dead too. Without the Acks a lap handed to it
 //     is lost, and so is every lap after it until membership notices, which
-//     takes memberlist seconds (issue 13 item 6). The price is one Ack per
-//     hop of such elections; an election with no coordinator to replace (a
-//     cold start) asks for none.
+//     takes memberlist seconds (issue 13 item 6). An election replaces a
+//     coordinator when this node knew one (the old coordinator itself
+//     included: it may be the member that is cut off), or when its term
+//     is past the first epoch (a restarted node knows no coordinator, but
+//     the term it learnt says there was one). The price is one Ack per
+//     hop of such elections; the first election of a cluster (a cold
+//     start) asks for none.
 type link struct {
 	n      *Node
 	out    []hop               // hops held back; out[0] is in flight when busy
@@ -95,7 +99,7 @@ func (l *link) send(m Message, rt route, from int) (string, bool) {
 
 // needsAck reports whether the hop to position h.at must be acknowledged.
 func (l *link) needsAck(h *hop) bool {
-	if l.n.cfg.Mode == Textbook || l.careful && h.m.Type == MsgElection {
+	if l.n.cfg.Mode == Textbook || h.m.Type == MsgElection && (l.careful || h.m.Term.Epoch() > 1) {
 		return true
 	}
 	return l.suspect != "" && l.target(h) == l.suspect
@@ -261,7 +265,7 @@ func (l *link) deposed(m Message) {
 
 // begin starts a new election's memory: no member failed yet (one that
 // failed last time may be back), the last coordinator suspected, and
-// careful if there is one (another member's).
+// careful if there is one (itself included).
 func (l *link) begin() {
 	clear(l.failed)
 	l.suspect = ""
