@@ -144,13 +144,15 @@ func (n *Node) maybePreempt() {
 	if !ok || !n.outranks(n.self, c) {
 		return
 	}
+	rings := n.cfg.Algorithm != Bully
 	switch {
-	case n.cfg.Mode != View:
+	case n.cfg.Mode != View && (n.cfg.QuorumSize == 0 || !rings):
 		n.startElection()
-	case n.cfg.QuorumSize > 0 || n.cfg.Algorithm != Bully:
-		// The rings check without the guard too: a member that reaches
-		// only a minority would otherwise take the role, lose the others'
-		// heartbeats and be replaced, over and over (issue 13 item 7).
+	case n.cfg.QuorumSize > 0 || rings:
+		// The rings check without the guard too, and in Textbook mode
+		// with it: a member that reaches only a minority would otherwise
+		// take the role, lose the others' heartbeats and be replaced,
+		// over and over (issue 13 item 7).
 		n.beginPreVote(preVotePreempt, "")
 	default:
 		n.sendPreempt()
