@@ -146,13 +146,14 @@ func (n *Node) maybePreempt() {
 	}
 	rings := n.cfg.Algorithm != Bully
 	switch {
-	case n.cfg.Mode != View && (n.cfg.QuorumSize == 0 || !rings):
+	case n.cfg.Mode != View && !rings:
 		n.startElection()
 	case n.cfg.QuorumSize > 0 || rings:
-		// The rings check without the guard too, and in Textbook mode
-		// with it: a member that reaches only a minority would otherwise
-		// take the role, lose the others' heartbeats and be replaced,
-		// over and over (issue 13 item 7).
+		// The rings check in every mode, with the guard or without: a
+		// member that reaches only a minority would otherwise take the
+		// role, lose the others' heartbeats and be replaced, over and
+		// over (issue 13 item 7). The check passed, a ring member asks
+		// the coordinator to hand over, in Textbook mode too.
 		n.beginPreVote(preVotePreempt, "")
 	default:
 		n.sendPreempt()

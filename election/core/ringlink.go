@@ -184,8 +184,9 @@ func (l *link) ack(m Message) {
 }
 
 // refuses reports whether this node turns down an ELECTION hop that asks
-// for an Ack, counting it as dropped: a member backing off after it
-// abdicated (Node.backingOff: it could not reach a majority) takes no part
+// for an Ack (every hop in Textbook mode), counting it as dropped: a
+// member backing off (Node.backingOff: it abdicated, or an election
+// deposed it, see deposed: it could not reach the others) takes no part
 // in elections, so the sender passes it over as it would a dead member and
 // the lap goes round the members that reach each other. Forwarding it
 // instead would hand the lap to members it may not reach, and a ring that
@@ -193,8 +194,8 @@ func (l *link) ack(m Message) {
 // winner's heartbeats.
 func (l *link) refuses(m Message) bool {
 	l.deposed(m)
-	if m.Coordinator != l.n.self.ID || !l.n.backingOff() {
-		return false
+	if !l.n.backingOff() || l.n.cfg.Mode == View && m.Coordinator != l.n.self.ID {
+		return false // (Textbook mode acknowledges every hop)
 	}
 	l.n.drop(DropUnexpected)
 	return true
