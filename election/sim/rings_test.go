@@ -225,3 +225,74 @@ func (s *Sim) checkLivenessNow(t *testing.T, boundMs int64) string {
 	}
 	return ""
 }
+
+// Issue 13 item 7 (rings): the coordinator 5, the highest rated, is cut
+// off both ways from 1, 2 and 3 but still reaches 4, and membership never
+// tells. The rings elected 5 again and again (it is the highest rated and
+// 4 still reaches it) while 1, 2 and 3 never heard it: after 60 s no
+// coordinator and epochs of 64 to 309. Now the four agree on 4 and stay
+// agreed, with the guard and without, in View and Textbook mode.
+func TestRingsCutCoordinatorKeepsOneFollower(t *testing.T) {
+	for _, alg := range []core.Algorithm{core.Ring, core.Peterson} {
+		for _, mode := range []core.Mode{core.View, core.Textbook} {
+			for _, quorum := range []int{0, 5} {
+				t.Run(fmt.Sprintf("%s/%s/quorum=%d", alg, mode, quorum), func(t *testing.T) {
+					members, err := BuildMembers([]string{"1", "2", "3", "4", "5"}, nil, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s, err := New(Config{Members: members, Algorithm: alg, Mode: mode, HeartbeatDetector: true,
+						ViewDelayMs: -1, Core: core.Config{QuorumSize: quorum}, Seed: 1})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := s.Bootstrap("5"); err != nil {
+						t.Fatal(err)
+					}
+					for _, o := range []string{"1", "2", "3"} {
+						if err := s.BlockQuiet("5", o); err != nil {
+							t.Fatal(err)
+						}
+						if err := s.BlockQuiet(o, "5"); err != nil {
+							t.Fatal(err)
+						}
+					}
+					agreedAt := int64(-1)
+					var first core.Status
+					for ms := int64(10); ms <= 60_000; ms += 10 {
+						s.RunFor(10)
+						st, ok := s.agreementOf("1", "2", "3", "4")
+						switch {
+						case ok && agreedAt < 0 && st.Coordinator != "5":
+							agreedAt, first = ms, st
+						case agreedAt >= 0 && (!ok || st != first):
+							t.Fatalf("at %dms the four left %s in %s: %+v (agreed %v)", ms, first.Coordinator, first.Term, st, ok)
+						}
+					}
+					if agreedAt < 0 {
+						st, _ := s.agreementOf("1", "2", "3", "4")
+						t.Fatalf("no agreement of 1..4 in 60 s: %+v", st)
+					}
+					t.Logf("1..4 agree on %s in term %s after %dms and stay agreed for 60 s", first.Coordinator, first.Term, agreedAt)
+				})
+			}
+		}
+	}
+}
+
+// agreementOf is the coordinator and term that ids all report (Status
+// without ID, State and Rating), and whether they agree on one.
+func (s *Sim) agreementOf(ids ...string) (core.Status, bool) {
+	var out core.Status
+	for i, id := range ids {
+		st := s.Node(id).Status()
+		if st.Coordinator == "" || s.Node(id).Electing() {
+			return st, false
+		}
+		if i > 0 && (st.Coordinator != out.Coordinator || st.Term != out.Term) {
+			return st, false
+		}
+		out = core.Status{Coordinator: st.Coordinator, Term: st.Term}
+	}
+	return out, true
+}
