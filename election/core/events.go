@@ -97,13 +97,23 @@ func (n *Node) checkLease() {
 // the new coordinator only after a back-off that doubles with each failed
 // leadership, from 2 leases to 64.
 func (n *Node) abdicate() {
-	n.failedLeads = min(n.failedLeads+1, 6)
-	n.coolUntil = n.now + n.cfg.LeaseTicks<<n.failedLeads
+	n.backOff()
 	if n.handingOff {
 		return
 	}
 	n.beginHandoff("", false, false)
 }
+
+// backOff starts the back-off of a coordinator that failed to lead: it
+// doubles with each failed leadership, from 2 leases to 64.
+func (n *Node) backOff() {
+	n.failedLeads = min(n.failedLeads+1, 6)
+	n.coolUntil = n.now + n.cfg.LeaseTicks<<n.failedLeads
+}
+
+// backingOff reports an abdicated node's back-off: it does not stand in
+// elections nor displace a coordinator.
+func (n *Node) backingOff() bool { return n.now < n.coolUntil }
 
 // tickCoolOff ends an abdicated node's back-off: it may displace the
 // coordinator again by the preemption policy.

@@ -136,7 +136,7 @@ func (n *Node) onReleased(m Message) {
 // coordinator has stopped before the new one starts; with the guard only
 // after a preemption check has shown that it reaches a majority.
 func (n *Node) maybePreempt() {
-	if n.self.NonVoter || n.yielded || n.electing || n.pv.active || n.handingOff ||
+	if n.self.NonVoter || n.yielded || n.electing || n.pv.active || n.handingOff || n.backingOff() ||
 		n.coordinator == "" || n.coordinator == n.self.ID || n.now < n.preemptAfter {
 		return
 	}
@@ -144,10 +144,16 @@ func (n *Node) maybePreempt() {
 	if !ok || !n.outranks(n.self, c) {
 		return
 	}
+	rings := n.cfg.Algorithm != Bully
 	switch {
-	case n.cfg.Mode != View:
+	case n.cfg.Mode != View && !rings:
 		n.startElection()
-	case n.cfg.QuorumSize > 0:
+	case n.cfg.QuorumSize > 0 || rings:
+		// The rings check in every mode, with the guard or without: a
+		// member that reaches only a minority would otherwise take the
+		// role, lose the others' heartbeats and be replaced, over and
+		// over (issue 13 item 7). The check passed, a ring member asks
+		// the coordinator to hand over, in Textbook mode too.
 		n.beginPreVote(preVotePreempt, "")
 	default:
 		n.sendPreempt()

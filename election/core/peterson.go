@@ -74,6 +74,11 @@ type peterson struct {
 	// handingOff: this node resigned and does not stand until a
 	// coordinator is known.
 	handingOff bool
+	// waiting: this node wants to start an election and its pre-vote runs
+	// (Node.pv); preVoted starts the election that follows base, the
+	// highest term it had seen when it wanted to.
+	waiting bool
+	base    Term
 	// decisions not yet taken by Node.Decisions.
 	decisions []PhaseDecision
 }
@@ -137,7 +142,7 @@ func (n *Node) Phases() int {
 
 func (p *peterson) reset() {
 	p.relay, p.d, p.e, p.phase, p.second, p.last, p.woken = false, Rank{}, Rank{}, 0, false, 0, false
-	p.timer, p.sentTo = 0, ""
+	p.timer, p.sentTo, p.waiting = 0, "", false
 }
 
 // idleTicks bounds the silence within an election: the longest a node waits
@@ -147,13 +152,55 @@ func (p *peterson) idleTicks() int { return 3 * lapTicks(p.n) }
 
 // start starts (or joins) the election that follows the highest term seen,
 // unless this node takes part in one already: that one will name a leader.
+//
+// In View mode the election, which raises the term, waits for a pre-vote
+// (prevote.go), as the ring's lap does; an election that reaches this
+// node meanwhile is joined instead.
 func (p *peterson) start() bool {
-	if p.n.electing {
+	n := p.n
+	if n.electing {
 		return false
 	}
 	p.handingOff = false
-	p.join(electionTerm(p.n.term), true)
+	if n.preVoteNeeded() {
+		p.reset()
+		p.link.begin()
+		n.electing = true
+		n.setState(StateCandidate)
+		p.waiting, p.base = true, n.term
+		n.beginPreVote(preVoteElection, "")
+		return true
+	}
+	p.begin(electionTerm(n.term))
 	return true
+}
+
+// preVoted: the pre-vote passed; start the election (unless one was joined).
+// The answers carry their senders' terms: one that has joined the
+// election this node wanted to start has raised its term to that
+// election's, which must not make this node start the next one.
+func (p *peterson) preVoted() {
+	if !p.n.electing || !p.waiting {
+		return
+	}
+	if t := electionTerm(p.base); p.n.term <= t {
+		p.begin(t)
+		return
+	}
+	p.begin(electionTerm(p.n.term))
+}
+
+// begin starts the election of term t. A member backing off after it
+// abdicated does not stand: it wakes the others as a resigning
+// coordinator does.
+func (p *peterson) begin(t Term) {
+	if !p.n.backingOff() {
+		p.join(t, true)
+		return
+	}
+	p.join(t, false)
+	p.woken = true
+	p.pass(Message{Type: MsgElection, Term: p.term, Phase: wakeUp, Initiator: p.n.self.ID})
 }
 
 // electionTerm is the term of the election started by a node whose highest
@@ -164,13 +211,16 @@ func electionTerm(t Term) Term { return MakeTerm(t.Epoch()+1, 0) }
 // sends its d) if stand and it is a voter not handing off, else relay.
 func (p *peterson) join(t Term, stand bool) {
 	n := p.n
+	if p.waiting {
+		n.endPreVote() // an election reached us first; or ours passed
+	}
 	n.observeTerm(t) // an initiator leaves the coordinator of an older term
 	p.reset()
 	p.link.begin()
 	p.term = t
 	n.electing = true
 	p.timer = p.idleTicks()
-	if !stand || n.self.NonVoter || p.handingOff {
+	if !stand || n.self.NonVoter || p.handingOff || n.backingOff() {
 		p.relay = true
 		n.setState(StateRelay)
 		return
@@ -212,6 +262,9 @@ func (p *peterson) step(m Message) {
 	p.link.heard(m.From)
 	switch m.Type {
 	case MsgElection:
+		if p.link.refuses(m) {
+			return
+		}
 		p.link.ack(m)
 		p.onElection(m)
 	case MsgCoordinator:
@@ -225,6 +278,16 @@ func (p *peterson) step(m Message) {
 		if !p.link.acked(m) {
 			p.n.drop(DropUnexpected)
 		}
+		if n := p.n; m.Initiator == "" && n.electing && !p.waiting && p.term < n.term && n.coordinator == "" {
+			// A member that does not take part told us its newer term
+			// (onElection: an Ack that echoes no hop): the election of
+			// p.term cannot pass it. Start the next one now rather than
+			// after idleTicks. (A hop's Ack carries its sender's term too,
+			// but that sender takes part in an election of its own,
+			// which will reach this node.)
+			n.counters.ElectionsRestarted++
+			p.restart()
+		}
 	default:
 		p.n.drop(DropUnexpected)
 	}
@@ -235,10 +298,22 @@ func (p *peterson) onElection(m Message) {
 	switch {
 	case m.Term < n.term:
 		n.drop(DropStaleTerm)
-		if !n.electing && n.coordinator == "" && !n.self.NonVoter {
+		switch {
+		case !n.electing && n.coordinator == "" && !n.self.NonVoter:
 			// Idle and leaderless in a newer term: pull the others up to
 			// it rather than let their election die here.
 			n.startElection()
+		case !n.electing && (n.coordinator == "" || n.misses > 0):
+			// A non-voter, or a follower that has stopped hearing its
+			// coordinator, cannot pull anyone up: tell the sender the
+			// newer term (an Ack carries it), so that its election, which
+			// cannot pass this node, starts again above it. Voters that
+			// all restarted (a redeploy) while non-voters kept a higher
+			// term stalled here for ever (issue 13 item 3). A follower
+			// that hears its coordinator says nothing: the sender is a
+			// straggler of an election that coordinator won, and the
+			// COORDINATOR lap will reach it.
+			n.send(Message{Type: MsgAck, To: m.From})
 		}
 	case !n.electing || p.term != m.Term:
 		p.wake(m)
@@ -389,8 +464,8 @@ func (p *peterson) doubt(m Message, at, hops int) {
 
 func (p *peterson) tick() {
 	p.link.tick()
-	if !p.n.electing || p.timer <= 0 {
-		return
+	if !p.n.electing || p.timer <= 0 || p.waiting {
+		return // (the pre-vote has its own deadline)
 	}
 	if p.timer--; p.timer > 0 {
 		return

@@ -237,6 +237,12 @@ func (n *Node) tickPreVote() {
 func (n *Node) preVoteFailed() {
 	kind := n.pv.kind
 	n.endPreVote()
+	if kind == preVoteElection && !n.preVoteNeeded() {
+		// Every other voter has left the view meanwhile: this node
+		// decides alone, as it would have from the start.
+		n.alg.preVoted()
+		return
+	}
 	if kind == preVotePreempt {
 		n.preemptAfter = n.now + n.preemptRetry()
 		return
@@ -250,8 +256,3 @@ func (n *Node) preVoteFailed() {
 }
 
 func (n *Node) preemptRetry() int { return 8 * n.cfg.LeaseTicks }
-
-// The rings raise the term when a lap starts, not when it ends, and do not
-// use the pre-vote gate yet (docs/algorithms.md, "Pre-vote").
-func (r *ring) preVoted()     {}
-func (p *peterson) preVoted() {}

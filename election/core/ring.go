@@ -64,6 +64,11 @@ type ring struct {
 	// handingOff: this node resigned and does not stand until a
 	// coordinator is known.
 	handingOff bool
+	// waiting: this node wants to open a lap and its pre-vote runs
+	// (Node.pv); preVoted opens it one epoch past base, the highest term
+	// it had seen when it wanted to.
+	waiting bool
+	base    Term
 }
 
 type lapID struct {
@@ -74,25 +79,57 @@ type lapID struct {
 // reset ends this node's part in the election (the link keeps delivering
 // what it has queued, and remembers failed members until the next election).
 func (r *ring) reset() {
-	r.timer, r.own, r.seen, r.sentTo = 0, 0, r.seen[:0], ""
+	r.timer, r.own, r.seen, r.sentTo, r.waiting = 0, 0, r.seen[:0], "", false
 }
 
 // start opens a lap, unless this node already takes part in an election:
 // that one will name a coordinator (and a node that detects a failure
-// after the lap passed it does not start a competing one).
+// after the lap passed it does not start a competing one). In View mode
+// the lap, which raises the term, waits for a pre-vote (prevote.go): a
+// member cut off from the others, or one whose detector fired alone, does
+// not raise the term; with the quorum guard, a member that cannot reach a
+// majority free of its promises does not either. A lap that reaches this
+// node meanwhile is joined instead.
 func (r *ring) start() bool {
 	if r.n.electing {
 		return false
 	}
 	r.handingOff = false
-	r.open()
+	if r.n.preVoteNeeded() {
+		r.join()
+		r.waiting, r.base = true, r.n.term
+		r.n.beginPreVote(preVoteElection, "")
+		return true
+	}
+	r.open(r.n.nextTerm())
 	return true
 }
 
-// open starts a lap in a new term.
-func (r *ring) open() {
+// preVoted: the pre-vote passed; open the lap (unless one was joined).
+// The answers carry their senders' terms: one that has joined a lap of the
+// same round has raised its term to that lap's, and the lap will reach
+// this node; opening one of the next round would only overtake it. So a
+// node whose term has reached base's next epoch waits for that lap (its
+// timer restarts the election if none comes).
+func (r *ring) preVoted() {
 	n := r.n
-	t := n.nextTerm()
+	if !n.electing || !r.waiting {
+		return
+	}
+	t := MakeTerm(r.base.Epoch()+1, n.tag)
+	switch {
+	case t > n.term:
+		r.open(t)
+	case n.term.Epoch() == t.Epoch():
+		r.waiting = false
+	default:
+		r.open(n.nextTerm())
+	}
+}
+
+// open starts a lap in term t, a new term.
+func (r *ring) open(t Term) {
+	n := r.n
 	n.observeTerm(t)
 	r.reset()
 	r.join()
@@ -102,10 +139,15 @@ func (r *ring) open() {
 	r.forward(m)
 }
 
-// join marks this node as taking part in an election.
+// join marks this node as taking part in an election (a lap it forwards
+// replaces the one its pre-vote waited to open).
 func (r *ring) join() {
 	if !r.n.electing {
 		r.link.begin()
+	}
+	if r.waiting {
+		r.waiting = false
+		r.n.endPreVote()
 	}
 	r.n.electing = true
 	r.n.setState(StateCandidate)
@@ -116,7 +158,7 @@ func (r *ring) join() {
 // handing off (resigned, no successor known yet), do not stand.
 func (r *ring) entry() Peer {
 	p := r.n.self
-	p.NonVoter = p.NonVoter || r.handingOff
+	p.NonVoter = p.NonVoter || r.handingOff || r.n.backingOff()
 	return p
 }
 
@@ -135,6 +177,9 @@ func (r *ring) step(m Message) {
 	r.link.heard(m.From)
 	switch m.Type {
 	case MsgElection:
+		if r.link.refuses(m) {
+			return
+		}
 		r.link.ack(m)
 		r.onElection(m)
 	case MsgCoordinator:
@@ -309,8 +354,8 @@ func (r *ring) exhausted(m Message) {
 
 func (r *ring) tick() {
 	r.link.tick()
-	if !r.n.electing || r.timer <= 0 {
-		return
+	if !r.n.electing || r.timer <= 0 || r.waiting {
+		return // (the pre-vote has its own deadline)
 	}
 	if r.timer--; r.timer > 0 {
 		return
@@ -353,5 +398,5 @@ func (r *ring) peerDown(id string) {
 func (r *ring) resign() {
 	r.n.counters.ElectionsStarted++
 	r.handingOff = true
-	r.open()
+	r.open(r.n.nextTerm())
 }

@@ -46,9 +46,13 @@ type hop struct {
 //     failures come together (a rack, a redeploy, a kill of two processes),
 //     so another member may be dead too. Without the Acks a lap handed to it
 //     is lost, and so is every lap after it until membership notices, which
-//     takes memberlist seconds (issue 13 item 6). The price is one Ack per
-//     hop of such elections; an election with no coordinator to replace (a
-//     cold start) asks for none.
+//     takes memberlist seconds (issue 13 item 6). An election replaces a
+//     coordinator when this node knew one (the old coordinator itself
+//     included: it may be the member that is cut off), or when its term
+//     is past the first epoch (a restarted node knows no coordinator, but
+//     the term it learnt says there was one). The price is one Ack per
+//     hop of such elections; the first election of a cluster (a cold
+//     start) asks for none.
 type link struct {
 	n      *Node
 	out    []hop               // hops held back; out[0] is in flight when busy
@@ -58,6 +62,10 @@ type link struct {
 	// suspect is the one that must acknowledge, in View mode, for this
 	// election.
 	leader, suspect string
+	// ledTerm and ledFrom: the term this node last led in (0: none since
+	// deposed) and the tick it was first seen leading it.
+	ledTerm Term
+	ledFrom int
 	// careful: this election replaces a coordinator, so in View mode every
 	// ELECTION hop is acknowledged too.
 	careful bool
@@ -91,7 +99,7 @@ func (l *link) send(m Message, rt route, from int) (string, bool) {
 
 // needsAck reports whether the hop to position h.at must be acknowledged.
 func (l *link) needsAck(h *hop) bool {
-	if l.n.cfg.Mode == Textbook || l.careful && h.m.Type == MsgElection {
+	if l.n.cfg.Mode == Textbook || h.m.Type == MsgElection && (l.careful || h.m.Term.Epoch() > 1) {
 		return true
 	}
 	return l.suspect != "" && l.target(h) == l.suspect
@@ -175,6 +183,24 @@ func (l *link) ack(m Message) {
 		Value: m.Value, Coordinator: m.Coordinator})
 }
 
+// refuses reports whether this node turns down an ELECTION hop that asks
+// for an Ack (every hop in Textbook mode), counting it as dropped: a
+// member backing off (Node.backingOff: it abdicated, or an election
+// deposed it, see deposed: it could not reach the others) takes no part
+// in elections, so the sender passes it over as it would a dead member and
+// the lap goes round the members that reach each other. Forwarding it
+// instead would hand the lap to members it may not reach, and a ring that
+// runs through it is broken there. It follows whoever wins, from the
+// winner's heartbeats.
+func (l *link) refuses(m Message) bool {
+	l.deposed(m)
+	if !l.n.backingOff() || l.n.cfg.Mode == View && m.Coordinator != l.n.self.ID {
+		return false // (Textbook mode acknowledges every hop)
+	}
+	l.n.drop(DropUnexpected)
+	return true
+}
+
 // acked handles an Ack; it reports whether it matched the hop in flight.
 func (l *link) acked(a Message) bool {
 	if !l.busy || len(l.out) == 0 {
@@ -203,21 +229,51 @@ func (l *link) heard(id string) {
 
 // noteLeader records the coordinator this node knows now, if any.
 func (l *link) noteLeader() {
-	if c := l.n.coordinator; c != "" {
+	c := l.n.coordinator
+	switch {
+	case c != l.n.self.ID:
+		l.ledTerm = 0 // not leading (deposed, stepped down or never led)
+	case l.ledTerm != l.n.term:
+		l.ledTerm, l.ledFrom = l.n.term, l.n.now
+	}
+	if c != "" {
 		l.leader = c
 	}
 }
 
+// deposed handles an ELECTION that has just deposed this node as
+// coordinator (its term is above the one it led in): if it had led for
+// K heartbeat intervals, the election's initiator, and a member that let
+// it through the pre-vote, have heard nothing from it for that long while
+// it can still be reached: it is cut off from them, and the members that
+// still reach it would elect it again, lap after lap, and nobody would
+// hear it (issue 13 item 7). It backs off as a coordinator whose lease
+// lapsed does (Node.backOff): it does not stand, refuses the election's
+// hops (refuses) and follows the winner; after the back-off it may
+// displace the winner, if a majority answers its preemption check. A
+// coordinator deposed sooner was overtaken by a racing election, not cut
+// off; it stays in.
+func (l *link) deposed(m Message) {
+	n := l.n
+	if m.Type != MsgElection || l.ledTerm == 0 || m.Term <= l.ledTerm || n.coordinator != "" || n.electing {
+		return
+	}
+	if n.now-l.ledFrom >= n.cfg.HeartbeatInterval*(n.cfg.HeartbeatMisses-1) {
+		n.backOff()
+	}
+	l.ledTerm = 0
+}
+
 // begin starts a new election's memory: no member failed yet (one that
 // failed last time may be back), the last coordinator suspected, and
-// careful if there is one (another member's).
+// careful if there is one (itself included).
 func (l *link) begin() {
 	clear(l.failed)
 	l.suspect = ""
 	if l.leader != l.n.self.ID {
 		l.suspect = l.leader
 	}
-	l.careful = l.n.cfg.Mode == View && l.suspect != ""
+	l.careful = l.n.cfg.Mode == View && l.leader != ""
 }
 
 // release abandons a hop in flight whose term this node has left behind
