@@ -69,7 +69,7 @@ func (n *Node) tickCoordinator() {
 		return
 	}
 	n.renewLease() // a promise to another term may just have run out
-	lapsed := n.leaseEnd > 0 && n.now-n.leaseEnd >= n.cfg.LeaseTicks && n.lag == 0
+	lapsed := n.leaseEnd > 0 && n.now-n.leaseEnd >= n.cfg.HeartbeatInterval && n.lag == 0 && n.health == 0
 	never := n.leaseEnd == 0 && n.now-n.declared > 2*n.cfg.LeaseTicks+n.cfg.LeaseMargin
 	if !n.confirmed && (lapsed || never) {
 		n.abdicate()
@@ -80,8 +80,9 @@ func (n *Node) tickCoordinator() {
 // lapsed (first, whenever the clock moves: a resumed process stops leading
 // before it does anything else). It keeps heartbeating, unconfirmed: acks
 // that come back soon (a loaded host, a lost round) confirm it again in the
-// same term; a lease later it abdicates (tickCoordinator), unless its own
-// loop ran late lately (then the acks are late because it was).
+// same term; a heartbeat interval later it abdicates (tickCoordinator),
+// unless its own loop ran late lately (then the acks are late because it
+// was).
 func (n *Node) checkLease() {
 	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.leaseEnd {
 		n.confirmed = false
@@ -90,7 +91,8 @@ func (n *Node) checkLease() {
 	}
 }
 
-// abdicate: with the guard, a coordinator whose lease lapsed a lease ago, or that no majority confirmed within 2 * LeaseTicks + LeaseMargin
+// abdicate: with the guard, a coordinator whose lease lapsed a heartbeat
+// interval ago (and whose own loop ran on time), or that no majority confirmed within 2 * LeaseTicks + LeaseMargin
 // of declaring, cannot reach a majority. It steps down and releases its followers, who
 // elect at once (the connected majority does not wait for its detectors,
 // nor defend a coordinator that some of it still hears), and displaces

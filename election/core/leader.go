@@ -66,6 +66,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	}
 	if n.coordinator != c {
 		n.counters.LeaderChanges++
+		n.preemptAfter = 0 // a preemption request waited for the previous one
 	}
 	n.coordinator = c
 	n.confirmed = confirmed || n.cfg.QuorumSize == 0

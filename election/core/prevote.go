@@ -255,4 +255,4 @@ func (n *Node) preVoteFailed() {
 	}
 }
 
-func (n *Node) preemptRetry() int { return 8 * n.cfg.LeaseTicks }
+func (n *Node) preemptRetry() int { return 2 * n.cfg.LeaseTicks }
