@@ -49,8 +49,8 @@ func ringScript(alg core.Algorithm, n int, mode core.Mode, viewDelay int, crash 
 // agree, in View mode (membership tells at once, or never) and Textbook.
 func TestRingsAgreeAtScale(t *testing.T) {
 	sizes := []int{64, 128, 1000}
-	if testing.Short() {
-		sizes = sizes[:2]
+	if testing.Short() || raceEnabled {
+		sizes = sizes[:2] // n = 1,000 takes a minute; the race detector, several
 	}
 	for _, alg := range []core.Algorithm{core.Ring, core.Peterson} {
 		for _, n := range sizes {
@@ -101,7 +101,7 @@ func TestRingsAgreeAfterAnySingleCrash(t *testing.T) {
 // 1,000 ring and 500 of 1,000 active/relay schedules failed it).
 func TestExploreRingsAt64(t *testing.T) {
 	runs := 100
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		runs = 10
 	}
 	for _, alg := range []core.Algorithm{core.Ring, core.Peterson} {
