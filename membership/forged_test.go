@@ -50,12 +50,10 @@ func TestForgedFramesDroppedAndCounted(t *testing.T) {
 
 // A well-formed HEARTBEAT and COORDINATOR in member n1's name, with n1's
 // boot IDs (so membership delivers them), whose term carries another
-// member's tag (issue 13): the state machine must drop each one under its
-// own reason (today "order") and the cluster keep its coordinator and term.
+// member's tag (issue 13): the state machine drops each one as
+// foreign_tag before it looks at the term, and the cluster keeps its
+// coordinator and term.
 func TestForgedForeignTagDropped(t *testing.T) {
-	t.Skip("needs election/core to check a term's tag before it observes the term: today the frame is counted " +
-		`as "order" but raises n2's term first (core.Node.Step calls observeTerm before onHeartbeat's tag check), ` +
-		"so n2 drops its coordinator and the cluster elects again")
 	checkLeaks(t)
 	vs, term := voters(t, 3, nil)
 	n1, n2 := vs[0], vs[1]
@@ -70,10 +68,10 @@ func TestForgedForeignTagDropped(t *testing.T) {
 		}
 		return b
 	}
-	order := func() uint64 { return n2.drops.get(core.DropOrder.String()) }
+	foreignTag := func() uint64 { return n2.drops.get(core.DropForeignTag.String()) }
 	runForged(t, vs, term, []forged{
-		{"foreign-tag heartbeat", func() error { return sendUDP(n2.Addr(), frame(core.MsgHeartbeat)) }, order},
-		{"foreign-tag coordinator", func() error { return raw.SendReliable(to, frame(core.MsgCoordinator)) }, order},
+		{"foreign-tag heartbeat", func() error { return sendUDP(n2.Addr(), frame(core.MsgHeartbeat)) }, foreignTag},
+		{"foreign-tag coordinator", func() error { return raw.SendReliable(to, frame(core.MsgCoordinator)) }, foreignTag},
 	})
 }
 
@@ -112,7 +110,6 @@ func runForged(t *testing.T, vs []*voter, term uint64, frames []forged) {
 // and from a live member, so membership delivers it; the state machine
 // must drop it and keep the term.
 func TestForgedMaxEpochTermDropped(t *testing.T) {
-	t.Skip("needs the core's rule for implausible terms (election/core, issue 13 item 1): today a follower adopts the max-epoch term")
 	checkLeaks(t)
 	vs, term := voters(t, 3, nil)
 	n2, n3 := vs[1], vs[2]
@@ -121,12 +118,13 @@ func TestForgedMaxEpochTermDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := n2.Stats().Received
+	badTerm := func() uint64 { return n2.drops.get(core.DropBadTerm.String()) }
+	before := badTerm()
 	if err := sendUDP(n2.Addr(), b); err != nil {
 		t.Fatal(err)
 	}
-	if !waitUntil(waitTimeout, func() bool { return n2.Stats().Received > before }) {
-		t.Fatal("the frame never reached the elector")
+	if !waitUntil(waitTimeout, func() bool { return badTerm() > before }) {
+		t.Fatal("the frame was not dropped as bad_term")
 	}
 	steady(t, vs, "n3", term, 500*time.Millisecond)
 }
