@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"container/heap"
+	"slices"
 
 	"github.com/coordelect/coordelect/election/core"
 )
@@ -28,22 +28,108 @@ type event struct {
 	forged bool
 }
 
+// eventQueue is a binary min-heap of events by (at, seq), typed so that
+// pushing an event does not box it.
 type eventQueue []event
 
 func (q eventQueue) Len() int { return len(q) }
-func (q eventQueue) Less(i, j int) bool {
+
+func (q eventQueue) less(i, j int) bool {
 	if q[i].at != q[j].at {
 		return q[i].at < q[j].at
 	}
 	return q[i].seq < q[j].seq
 }
-func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
-func (q *eventQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
+
+func (q *eventQueue) push(e event) {
+	*q = append(*q, e)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *eventQueue) pop() event {
+	h := *q
+	e := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = event{} // let the message's strings and list go
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
 	return e
+}
+
+// wake is a node due at a tick of its phase.
+type wake struct {
+	tick int
+	node int
+}
+
+// wakeQueue is a min-heap of wakes by tick, then node.
+type wakeQueue []wake
+
+func (q wakeQueue) less(i, j int) bool {
+	if q[i].tick != q[j].tick {
+		return q[i].tick < q[j].tick
+	}
+	return q[i].node < q[j].node
+}
+
+func (q *wakeQueue) push(w wake) {
+	*q = append(*q, w)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *wakeQueue) pop() wake {
+	h := *q
+	w := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return w
 }
 
 // Step runs the next event. It reports false when nothing is left.
@@ -51,11 +137,11 @@ func (s *Sim) Step() bool {
 	if s.queue.Len() == 0 || s.stopped {
 		return false
 	}
-	e := heap.Pop(&s.queue).(event)
+	e := s.queue.pop()
 	s.now = e.at
 	if e.kind == evTick {
 		s.schedule(event{at: e.at + s.cfg.TickMs, kind: evTick, node: e.node})
-		s.tickPhase(s.phases[e.node])
+		s.tickPhase(e.node)
 		return true
 	}
 	sn := s.nodes[e.node]
@@ -71,15 +157,15 @@ func (s *Sim) Step() bool {
 			}
 			return true
 		}
-		sn.node.Step(e.msg)
+		s.input(sn).Step(e.msg)
 	case evDown, evUp:
 		if !sn.up || s.staleView(e) {
 			return true
 		}
 		if e.kind == evDown {
-			sn.node.PeerDown(e.peer.ID)
+			s.input(sn).PeerDown(e.peer.ID)
 		} else {
-			sn.node.PeerUp(e.peer)
+			s.input(sn).PeerUp(e.peer)
 		}
 	}
 	s.flush(sn)
@@ -102,20 +188,74 @@ func (s *Sim) staleView(e event) bool {
 	return false
 }
 
-// tickPhase ticks every live node of one phase offset. A tick that sends
-// nothing and changes nothing needs no checking.
-func (s *Sim) tickPhase(idx []int) {
-	for _, i := range idx {
+// tickPhase runs one tick of a phase: it ticks, in ring order, the live
+// nodes of the phase that are due (a timer of theirs can fire). The
+// others only count, which they catch up on at their next input or tick
+// (sync). A tick that sends nothing and changes nothing needs no checking.
+func (s *Sim) tickPhase(off int) {
+	s.phaseTicks[off]++
+	t := s.phaseTicks[off]
+	q := &s.wakes[off]
+	due := s.due[:0]
+	for len(*q) > 0 && (*q)[0].tick <= t {
+		w := q.pop()
+		if sn := s.nodes[w.node]; sn.wake == w.tick {
+			sn.wake = 0
+			due = append(due, w.node)
+		}
+	}
+	slices.Sort(due) // the heap pops one tick's nodes in ring order already
+	for _, i := range due {
 		sn := s.nodes[i]
 		if !sn.up {
-			continue
+			continue // crashed (a trigger may crash a later node of this tick)
 		}
+		s.syncTo(sn, t-1)
 		sn.node.Tick()
+		sn.synced = t
 		if len(sn.node.Pending()) == 0 && sn.node.Status() == sn.last {
+			s.reschedule(sn)
 			continue
 		}
 		s.flush(sn)
 	}
+	s.due = due
+}
+
+// sync applies the ticks of its phase that a live node has not been given
+// yet: none of them reaches its deadline, so they only count.
+func (s *Sim) sync(sn *simNode) { s.syncTo(sn, s.phaseTicks[sn.offset]) }
+
+func (s *Sim) syncTo(sn *simNode, tick int) {
+	if k := tick - sn.synced; k > 0 {
+		sn.node.Skip(k)
+		sn.synced = tick
+	}
+}
+
+// input returns a live node brought up to the present, for an input (a
+// message, a view change, a call); flush must follow.
+func (s *Sim) input(sn *simNode) *core.Node {
+	s.sync(sn)
+	return sn.node
+}
+
+// reschedule registers when a live node is next due: the phase tick at
+// which its next deadline falls. An earlier registration is kept (the node
+// is then ticked early, which only counts); a later one is superseded.
+func (s *Sim) reschedule(sn *simNode) {
+	if !sn.up {
+		return
+	}
+	t := sn.synced + 1
+	if !s.cfg.dense {
+		t = sn.synced + (sn.node.NextDeadline() - sn.node.Now())
+	}
+	if sn.wake != 0 && sn.wake <= t {
+		return
+	}
+	sn.wake = t
+	s.wakes[sn.offset].push(wake{tick: t, node: sn.idx})
 }
 
 // flush hands a node's outbox to the network, fires triggers, traces state
@@ -143,6 +283,7 @@ func (s *Sim) flush(sn *simNode) {
 		sn.last = st
 	}
 	s.check.after(sn)
+	s.reschedule(sn)
 }
 
 func orNone(s string) string {

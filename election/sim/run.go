@@ -20,7 +20,7 @@ func (s *Sim) CrashBefore(ids ...string) error {
 	for _, o := range s.nodes {
 		if o.up {
 			for _, id := range ids {
-				o.node.PeerDown(id)
+				s.input(o).PeerDown(id)
 			}
 			s.flush(o)
 		}

@@ -6,7 +6,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"math/rand/v2"
 
@@ -56,6 +55,10 @@ type Config struct {
 	// Trace, when set, receives a line for every send, delivery, drop and
 	// state change.
 	Trace func(string)
+	// dense ticks every live node at every tick of its phase, as the
+	// simulator did before it was event-driven: the reference that the
+	// event-driven run must match, trace for trace (tests only).
+	dense bool
 }
 
 // Sim is a simulated cluster.
@@ -95,6 +98,14 @@ type Sim struct {
 	inFlight [core.NumMsgTypes]int
 	stopped  bool    // a runaway storm stopped the run (see runaway)
 	phases   [][]int // tick phase offset -> nodes ticking at it
+	// Ticks are event-driven: a node is ticked only when a timer of its
+	// own can fire (core.Node.NextDeadline). phaseTicks counts the tick
+	// events of each phase so far; a node's ticks since it last took an
+	// input are applied at its next input at once (core.Node.Skip), and
+	// wakes holds, per phase, the tick at which each node must be ticked.
+	phaseTicks []int
+	wakes      []wakeQueue
+	due        []int
 }
 
 type simNode struct {
@@ -105,6 +116,9 @@ type simNode struct {
 	last   core.Status
 	offset int64 // tick phase
 	inc    int64 // incarnation: bumped by every restart
+	// synced is the phase tick up to which the node has been ticked (or
+	// skipped); wake is the phase tick at which it is next due (0: none).
+	synced, wake int
 }
 
 // New builds a cluster in which every node is up and asleep (it will elect
@@ -121,6 +135,8 @@ func New(cfg Config) (*Sim, error) {
 		byID: map[string]*simNode{}, group: map[string]int{}, lastAt: map[[2]int]int64{}, viewSeq: map[[2]int]uint64{}}
 	s.check = newChecker(s)
 	s.phases = make([][]int, cfg.TickMs)
+	s.phaseTicks = make([]int, cfg.TickMs)
+	s.wakes = make([]wakeQueue, cfg.TickMs)
 	for i, p := range cfg.Members {
 		sn := &simNode{idx: i, id: p.ID, offset: s.rng.Int64N(cfg.TickMs)}
 		s.nodes = append(s.nodes, sn)
@@ -184,6 +200,11 @@ func (s *Sim) boot(sn *simNode) error {
 	}
 	sn.node, sn.up = n, true
 	sn.last = n.Status()
+	// A node (re)started now has had none of its phase's ticks so far.
+	// (No restart happens while a phase's nodes are being ticked: only
+	// crashes do, through triggers.)
+	sn.synced, sn.wake = s.phaseTicks[sn.offset], 0
+	s.reschedule(sn)
 	return nil
 }
 
@@ -196,7 +217,7 @@ func (s *Sim) Bootstrap(coordinator string) error {
 	t := core.MakeTerm(1, core.Tag(coordinator))
 	for _, sn := range s.nodes {
 		if sn.up {
-			sn.node.Bootstrap(coordinator, t)
+			s.input(sn).Bootstrap(coordinator, t)
 			s.flush(sn)
 		}
 	}
@@ -218,9 +239,14 @@ func (s *Sim) Highest() string {
 // Now is the virtual time in milliseconds.
 func (s *Sim) Now() int64 { return s.now }
 
-// Node returns a node's state machine (nil if id is unknown).
+// Node returns a node's state machine (nil if id is unknown), brought up
+// to the present: to read, not to feed (inputs go through the Sim, which
+// then knows to tick the node when its timers come due).
 func (s *Sim) Node(id string) *core.Node {
 	if sn, ok := s.byID[id]; ok {
+		if sn.up {
+			s.sync(sn)
+		}
 		return sn.node
 	}
 	return nil
@@ -253,5 +279,5 @@ func (s *Sim) schedule(e event) {
 	}
 	s.seq++
 	e.seq = s.seq
-	heap.Push(&s.queue, e)
+	s.queue.push(e)
 }
