@@ -28,57 +28,6 @@ type event struct {
 	forged bool
 }
 
-// eventQueue is a binary min-heap of events by (at, seq), typed so that
-// pushing an event does not box it.
-type eventQueue []event
-
-func (q eventQueue) Len() int { return len(q) }
-
-func (q eventQueue) less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].seq < q[j].seq
-}
-
-func (q *eventQueue) push(e event) {
-	*q = append(*q, e)
-	h := *q
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-func (q *eventQueue) pop() event {
-	h := *q
-	e := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h[last] = event{} // let the message's strings and list go
-	h = h[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h.less(l, m) {
-			m = l
-		}
-		if r < len(h) && h.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return e
-}
-
 // wake is a node due at a tick of its phase.
 type wake struct {
 	tick int
@@ -273,7 +222,7 @@ func (s *Sim) flush(sn *simNode) {
 		return // crashed before sending
 	}
 	for _, m := range msgs {
-		s.send(m)
+		s.sendFrom(sn.idx, m)
 	}
 	st := sn.node.Status()
 	if st != sn.last {
@@ -323,7 +272,10 @@ func listString(l []core.Peer) string {
 
 // send puts a message on the network: counted, then lost, delayed,
 // duplicated or reordered as configured.
-func (s *Sim) send(m core.Message) {
+func (s *Sim) send(m core.Message) { s.sendFrom(-1, m) }
+
+// sendFrom is send from the node of index from (-1: look m.From up).
+func (s *Sim) sendFrom(from int, m core.Message) {
 	s.Sent[m.Type]++
 	s.traceMsg(m)
 	to, ok := s.byID[m.To]
@@ -347,7 +299,7 @@ func (s *Sim) send(m core.Message) {
 			m = m.Clone()
 		}
 		s.inFlight[m.Type]++
-		s.schedule(event{at: s.arrival(m, to), kind: evDeliver, node: to.idx, msg: m, inc: to.inc})
+		s.schedule(event{at: s.arrival(from, m, to), kind: evDeliver, node: to.idx, msg: m, inc: to.inc})
 	}
 	s.runaway()
 }
@@ -365,13 +317,13 @@ func (s *Sim) runaway() {
 	}
 	if limit := n*n + 10_000; total > limit {
 		s.check.violate(KindRunaway, "runaway: %d messages in flight (limit n² + 10,000 = %d); run stopped", total, limit)
-		s.queue = s.queue[:0]
+		s.queue.reset()
 		s.inFlight = [core.NumMsgTypes]int{}
 		s.stopped = true
 	}
 }
 
-func (s *Sim) arrival(m core.Message, to *simNode) int64 {
+func (s *Sim) arrival(from int, m core.Message, to *simNode) int64 {
 	d := s.cfg.DelayMin
 	if span := s.cfg.DelayMax - s.cfg.DelayMin; span > 0 {
 		d += s.rng.Int64N(span + 1)
@@ -381,7 +333,10 @@ func (s *Sim) arrival(m core.Message, to *simNode) int64 {
 	}
 	at := s.now + d
 	if s.cfg.FIFO {
-		link := [2]int{s.byID[m.From].idx, to.idx}
+		if from < 0 {
+			from = s.byID[m.From].idx
+		}
+		link := int64(from)<<32 | int64(to.idx)
 		if last := s.lastAt[link]; at < last {
 			at = last // same time: the queue's sequence keeps the order
 		}

@@ -68,7 +68,7 @@ type Sim struct {
 	rng    *rand.Rand
 	now    int64
 	seq    uint64
-	queue  eventQueue
+	queue  *eventQueue
 	nodes  []*simNode
 	byID   map[string]*simNode
 	group  map[string]int // partition group; absent = 0
@@ -88,7 +88,7 @@ type Sim struct {
 	viewUntil int64
 	// Forged counts frames injected by Forge.
 	Forged uint64
-	lastAt map[[2]int]int64
+	lastAt map[int64]int64 // FIFO: per link (from<<32 | to), the last arrival time
 	// Sent counts every message handed to the network, by type, including
 	// those to crashed or cut-off nodes.
 	Sent     [core.NumMsgTypes]uint64
@@ -119,6 +119,10 @@ type simNode struct {
 	// synced is the phase tick up to which the node has been ticked (or
 	// skipped); wake is the phase tick at which it is next due (0: none).
 	synced, wake int
+	// checkTerm is the highest term the checker saw the node hold in
+	// incarnation checkInc.
+	checkTerm core.Term
+	checkInc  int64
 }
 
 // New builds a cluster in which every node is up and asleep (it will elect
@@ -131,14 +135,17 @@ func New(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	s := &Sim{cfg: cfg, roster: roster, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		byID: map[string]*simNode{}, group: map[string]int{}, lastAt: map[[2]int]int64{}, viewSeq: map[[2]int]uint64{}}
+	s := &Sim{cfg: cfg, roster: roster, queue: &eventQueue{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		byID: make(map[string]*simNode, len(cfg.Members)), group: map[string]int{}, lastAt: map[int64]int64{}, viewSeq: map[[2]int]uint64{}}
 	s.check = newChecker(s)
 	s.phases = make([][]int, cfg.TickMs)
 	s.phaseTicks = make([]int, cfg.TickMs)
 	s.wakes = make([]wakeQueue, cfg.TickMs)
+	s.nodes = make([]*simNode, 0, len(cfg.Members))
+	slab := make([]simNode, len(cfg.Members))
 	for i, p := range cfg.Members {
-		sn := &simNode{idx: i, id: p.ID, offset: s.rng.Int64N(cfg.TickMs)}
+		sn := &slab[i]
+		*sn = simNode{idx: i, id: p.ID, offset: s.rng.Int64N(cfg.TickMs)}
 		s.nodes = append(s.nodes, sn)
 		s.byID[p.ID] = sn
 		if err := s.boot(sn); err != nil {
