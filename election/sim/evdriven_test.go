@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,33 @@ func TestEventDrivenMatchesDenseScenarios(t *testing.T) {
 		dense, events := traceScript(t, string(text), true), traceScript(t, string(text), false)
 		if d := firstDiff(dense, events); d != "" {
 			t.Errorf("%s: the traces differ at %s", f, d)
+		}
+	}
+}
+
+// TestFIFOLinks: the per-receiver list of FIFO links gives the arrival
+// times a map of every link ever used gives, with few senders (the list)
+// and with many (the move to the map).
+func TestFIFOLinks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, senders := range []int{3, maxLinks, 40} {
+		s := &Sim{lastAt: map[int64]int64{}}
+		to := &simNode{idx: 7}
+		ref := map[int]int64{}
+		used := false
+		for i := 0; i < 20_000; i++ {
+			s.now += int64(rng.IntN(2))
+			from := rng.IntN(senders)
+			at := s.now + int64(rng.IntN(6))
+			want := max(at, ref[from])
+			ref[from] = want
+			if got := s.fifo(from, to, at); got != want {
+				t.Fatalf("%d senders, message %d from %d at %d: arrives at %d, want %d", senders, i, from, at, got, want)
+			}
+			used = used || to.manyLinks
+		}
+		if used != (senders > maxLinks) {
+			t.Errorf("%d senders: moved to the map: %v", senders, used)
 		}
 	}
 }

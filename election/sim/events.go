@@ -98,6 +98,7 @@ func (s *Sim) Step() bool {
 	case evDeliver:
 		if !e.forged {
 			s.inFlight[e.msg.Type]--
+			s.inFlightAll--
 		}
 		if !sn.up || sn.inc != e.inc || (!e.forged && s.cut(e.msg.From, e.msg.To)) {
 			s.Lost++
@@ -299,6 +300,7 @@ func (s *Sim) sendFrom(from int, m core.Message) {
 			m = m.Clone()
 		}
 		s.inFlight[m.Type]++
+		s.inFlightAll++
 		s.schedule(event{at: s.arrival(from, m, to), kind: evDeliver, node: to.idx, msg: m, inc: to.inc})
 	}
 	s.runaway()
@@ -311,14 +313,10 @@ func (s *Sim) sendFrom(from int, m core.Message) {
 // without bound.
 func (s *Sim) runaway() {
 	n := len(s.nodes)
-	total := 0
-	for _, k := range s.inFlight {
-		total += k
-	}
-	if limit := n*n + 10_000; total > limit {
+	if total, limit := s.inFlightAll, n*n+10_000; total > limit {
 		s.check.violate(KindRunaway, "runaway: %d messages in flight (limit n² + 10,000 = %d); run stopped", total, limit)
 		s.queue.reset()
-		s.inFlight = [core.NumMsgTypes]int{}
+		s.inFlight, s.inFlightAll = [core.NumMsgTypes]int{}, 0
 		s.stopped = true
 	}
 }
@@ -336,13 +334,59 @@ func (s *Sim) arrival(from int, m core.Message, to *simNode) int64 {
 		if from < 0 {
 			from = s.byID[m.From].idx
 		}
-		link := int64(from)<<32 | int64(to.idx)
-		if last := s.lastAt[link]; at < last {
-			at = last // same time: the queue's sequence keeps the order
-		}
-		s.lastAt[link] = at
+		at = s.fifo(from, to, at)
 	}
 	return at
+}
+
+// fifo delays an arrival at on the link from -> to to the link's last one
+// (same time: the queue's sequence keeps the order) and records it. A
+// receiver keeps its links' last arrivals in a short list, forgetting
+// those already past (a new arrival is never earlier than now), and moves
+// them to the map lastAt once it has more than maxLinks in use at once.
+func (s *Sim) fifo(from int, to *simNode, at int64) int64 {
+	if !to.manyLinks {
+		free := -1
+		for i := range to.links {
+			l := &to.links[i]
+			if l.from == from {
+				at = max(at, l.at)
+				l.at = at
+				return at
+			}
+			if free < 0 && l.at <= s.now {
+				free = i
+			}
+		}
+		switch {
+		case free >= 0:
+			to.links[free] = linkAt{from: from, at: at}
+			return at
+		case len(to.links) < maxLinks:
+			to.links = append(to.links, linkAt{from: from, at: at})
+			return at
+		}
+		to.manyLinks = true
+		for _, l := range to.links {
+			s.lastAt[int64(l.from)<<32|int64(to.idx)] = l.at
+		}
+		to.links = nil
+	}
+	link := int64(from)<<32 | int64(to.idx)
+	if last := s.lastAt[link]; at < last {
+		at = last
+	}
+	s.lastAt[link] = at
+	return at
+}
+
+// maxLinks bounds a receiver's list of FIFO links in use.
+const maxLinks = 8
+
+// linkAt is the last arrival time on the link from a node.
+type linkAt struct {
+	from int
+	at   int64
 }
 
 // InFlight reports the number of election messages (not heartbeats) on the

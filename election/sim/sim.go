@@ -96,8 +96,10 @@ type Sim struct {
 	triggers []Trigger
 	check    *Checker
 	inFlight [core.NumMsgTypes]int
-	stopped  bool    // a runaway storm stopped the run (see runaway)
-	phases   [][]int // tick phase offset -> nodes ticking at it
+	// inFlightAll sums inFlight.
+	inFlightAll int
+	stopped     bool    // a runaway storm stopped the run (see runaway)
+	phases      [][]int // tick phase offset -> nodes ticking at it
 	// Ticks are event-driven: a node is ticked only when a timer of its
 	// own can fire (core.Node.NextDeadline). phaseTicks counts the tick
 	// events of each phase so far; a node's ticks since it last took an
@@ -123,6 +125,11 @@ type simNode struct {
 	// incarnation checkInc.
 	checkTerm core.Term
 	checkInc  int64
+	// links: with FIFO links, the last arrival on the links into this
+	// node that may still matter (Sim.fifo); manyLinks: too many, they are
+	// in Sim.lastAt instead.
+	links     []linkAt
+	manyLinks bool
 }
 
 // New builds a cluster in which every node is up and asleep (it will elect
