@@ -28,6 +28,14 @@ type event struct {
 	forged bool
 }
 
+// phase is the nodes that tick at one offset within the tick interval:
+// the ticks it has had, and when its nodes are due.
+type phase struct {
+	offset int64
+	ticks  int
+	wakes  wakeQueue
+}
+
 // wake is a node due at a tick of its phase.
 type wake struct {
 	tick int
@@ -142,10 +150,10 @@ func (s *Sim) staleView(e event) bool {
 // nodes of the phase that are due (a timer of theirs can fire). The
 // others only count, which they catch up on at their next input or tick
 // (sync). A tick that sends nothing and changes nothing needs no checking.
-func (s *Sim) tickPhase(off int) {
-	s.phaseTicks[off]++
-	t := s.phaseTicks[off]
-	q := &s.wakes[off]
+func (s *Sim) tickPhase(ph int) {
+	s.phases[ph].ticks++
+	t := s.phases[ph].ticks
+	q := &s.phases[ph].wakes
 	due := s.due[:0]
 	for len(*q) > 0 && (*q)[0].tick <= t {
 		w := q.pop()
@@ -174,7 +182,7 @@ func (s *Sim) tickPhase(off int) {
 
 // sync applies the ticks of its phase that a live node has not been given
 // yet: none of them reaches its deadline, so they only count.
-func (s *Sim) sync(sn *simNode) { s.syncTo(sn, s.phaseTicks[sn.offset]) }
+func (s *Sim) sync(sn *simNode) { s.syncTo(sn, s.phases[sn.phase].ticks) }
 
 func (s *Sim) syncTo(sn *simNode, tick int) {
 	if k := tick - sn.synced; k > 0 {
@@ -205,7 +213,7 @@ func (s *Sim) reschedule(sn *simNode) {
 		return
 	}
 	sn.wake = t
-	s.wakes[sn.offset].push(wake{tick: t, node: sn.idx})
+	s.phases[sn.phase].wakes.push(wake{tick: t, node: sn.idx})
 }
 
 // flush hands a node's outbox to the network, fires triggers, traces state

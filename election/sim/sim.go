@@ -3,11 +3,21 @@
 // partitions, crashes and restarts (at a time or at a trigger), and a
 // checker that runs after every event. It drives the same core.Node the
 // runtime drives; nothing in here knows how an algorithm works.
+//
+// The simulator is event-driven: it costs what happens, not the number of
+// nodes times the virtual time. A node is ticked only at the tick on which
+// a timer of its own can fire (core.Node.NextDeadline); the ticks it was
+// not given are applied at once, exactly, before its next input or tick
+// (core.Node.Skip), and the clock jumps from event to event. The traces
+// are those of ticking every node at every tick, which the tests check
+// against that reference (Config.dense) for random fault schedules.
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/coordelect/coordelect/election/core"
 )
@@ -98,26 +108,24 @@ type Sim struct {
 	inFlight [core.NumMsgTypes]int
 	// inFlightAll sums inFlight.
 	inFlightAll int
-	stopped     bool    // a runaway storm stopped the run (see runaway)
-	phases      [][]int // tick phase offset -> nodes ticking at it
+	stopped     bool // a runaway storm stopped the run (see runaway)
 	// Ticks are event-driven: a node is ticked only when a timer of its
-	// own can fire (core.Node.NextDeadline). phaseTicks counts the tick
-	// events of each phase so far; a node's ticks since it last took an
-	// input are applied at its next input at once (core.Node.Skip), and
-	// wakes holds, per phase, the tick at which each node must be ticked.
-	phaseTicks []int
-	wakes      []wakeQueue
-	due        []int
+	// own can fire (core.Node.NextDeadline). Each node ticks at a phase
+	// (an offset within TickMs); a phase counts its ticks, and a node's
+	// ticks since it last took an input are applied at its next input at
+	// once (core.Node.Skip). One tick event per phase, not per node.
+	phases []phase
+	due    []int
 }
 
 type simNode struct {
-	idx    int
-	id     string
-	node   *core.Node
-	up     bool
-	last   core.Status
-	offset int64 // tick phase
-	inc    int64 // incarnation: bumped by every restart
+	idx   int
+	id    string
+	node  *core.Node
+	up    bool
+	last  core.Status
+	phase int   // index in Sim.phases
+	inc   int64 // incarnation: bumped by every restart
 	// synced is the phase tick up to which the node has been ticked (or
 	// skipped); wake is the phase tick at which it is next due (0: none).
 	synced, wake int
@@ -145,27 +153,33 @@ func New(cfg Config) (*Sim, error) {
 	s := &Sim{cfg: cfg, roster: roster, queue: &eventQueue{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		byID: make(map[string]*simNode, len(cfg.Members)), group: map[string]int{}, lastAt: map[int64]int64{}, viewSeq: map[[2]int]uint64{}}
 	s.check = newChecker(s)
-	s.phases = make([][]int, cfg.TickMs)
-	s.phaseTicks = make([]int, cfg.TickMs)
-	s.wakes = make([]wakeQueue, cfg.TickMs)
+	// Each node ticks at a random phase of the tick interval.
+	offsets := make([]int64, len(cfg.Members))
+	ids := map[int64]int{}
+	for i := range offsets {
+		offsets[i] = s.rng.Int64N(cfg.TickMs)
+		ids[offsets[i]] = 0
+	}
+	for off := range ids {
+		s.phases = append(s.phases, phase{offset: off})
+	}
+	slices.SortFunc(s.phases, func(a, b phase) int { return cmp.Compare(a.offset, b.offset) })
+	for i, p := range s.phases {
+		ids[p.offset] = i
+	}
 	s.nodes = make([]*simNode, 0, len(cfg.Members))
 	slab := make([]simNode, len(cfg.Members))
 	for i, p := range cfg.Members {
 		sn := &slab[i]
-		*sn = simNode{idx: i, id: p.ID, offset: s.rng.Int64N(cfg.TickMs)}
+		*sn = simNode{idx: i, id: p.ID, phase: ids[offsets[i]]}
 		s.nodes = append(s.nodes, sn)
 		s.byID[p.ID] = sn
 		if err := s.boot(sn); err != nil {
 			return nil, err
 		}
-		s.phases[sn.offset] = append(s.phases[sn.offset], i)
 	}
-	// One tick event per phase offset, not per node: at 10,000 nodes the
-	// ticks would otherwise dominate the event queue.
-	for off := range s.phases {
-		if len(s.phases[off]) > 0 {
-			s.schedule(event{at: int64(off), kind: evTick, node: off})
-		}
+	for i, p := range s.phases {
+		s.schedule(event{at: p.offset, kind: evTick, node: i})
 	}
 	return s, nil
 }
@@ -217,7 +231,7 @@ func (s *Sim) boot(sn *simNode) error {
 	// A node (re)started now has had none of its phase's ticks so far.
 	// (No restart happens while a phase's nodes are being ticked: only
 	// crashes do, through triggers.)
-	sn.synced, sn.wake = s.phaseTicks[sn.offset], 0
+	sn.synced, sn.wake = s.phases[sn.phase].ticks, 0
 	s.reschedule(sn)
 	return nil
 }
