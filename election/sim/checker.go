@@ -52,8 +52,6 @@ var SafetyKinds = []string{KindTwoCoordinators, KindTermTag, KindTermDecrease}
 type Checker struct {
 	s         *Sim
 	holders   map[core.Term]string
-	lastTerm  map[string]core.Term
-	lastInc   map[string]int64
 	splitAt   int64 // virtual time of the last partition change
 	confirmed map[string]core.Term
 	seen      map[string]bool // kind + node: reported once per run
@@ -67,7 +65,7 @@ type Checker struct {
 }
 
 func newChecker(s *Sim) *Checker {
-	return &Checker{s: s, holders: map[core.Term]string{}, lastTerm: map[string]core.Term{}, lastInc: map[string]int64{},
+	return &Checker{s: s, holders: map[core.Term]string{},
 		confirmed: map[string]core.Term{}, seen: map[string]bool{}}
 }
 
@@ -105,13 +103,13 @@ func (c *Checker) after(sn *simNode) {
 		return
 	}
 	st := sn.node.Status()
-	if c.lastInc[sn.id] != sn.inc {
-		c.lastInc[sn.id], c.lastTerm[sn.id] = sn.inc, 0
+	if sn.checkInc != sn.inc {
+		sn.checkInc, sn.checkTerm = sn.inc, 0
 	}
-	if st.Term < c.lastTerm[sn.id] {
-		c.violate(KindTermDecrease, "node %s went back from term %s to %s", sn.id, c.lastTerm[sn.id], st.Term)
+	if st.Term < sn.checkTerm {
+		c.violate(KindTermDecrease, "node %s went back from term %s to %s", sn.id, sn.checkTerm, st.Term)
 	}
-	c.lastTerm[sn.id] = st.Term
+	sn.checkTerm = st.Term
 	if st.State != core.StateCoordinator {
 		delete(c.confirmed, sn.id)
 		return

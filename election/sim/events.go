@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"container/heap"
+	"slices"
 
 	"github.com/coordelect/coordelect/election/core"
 )
@@ -28,22 +28,65 @@ type event struct {
 	forged bool
 }
 
-type eventQueue []event
-
-func (q eventQueue) Len() int { return len(q) }
-func (q eventQueue) Less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
-	}
-	return q[i].seq < q[j].seq
+// phase is the nodes that tick at one offset within the tick interval:
+// the ticks it has had, and when its nodes are due.
+type phase struct {
+	offset int64
+	ticks  int
+	wakes  wakeQueue
 }
-func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
-func (q *eventQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
+
+// wake is a node due at a tick of its phase.
+type wake struct {
+	tick int
+	node int
+}
+
+// wakeQueue is a min-heap of wakes by tick, then node.
+type wakeQueue []wake
+
+func (q wakeQueue) less(i, j int) bool {
+	if q[i].tick != q[j].tick {
+		return q[i].tick < q[j].tick
+	}
+	return q[i].node < q[j].node
+}
+
+func (q *wakeQueue) push(w wake) {
+	*q = append(*q, w)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *wakeQueue) pop() wake {
+	h := *q
+	w := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return w
 }
 
 // Step runs the next event. It reports false when nothing is left.
@@ -51,11 +94,11 @@ func (s *Sim) Step() bool {
 	if s.queue.Len() == 0 || s.stopped {
 		return false
 	}
-	e := heap.Pop(&s.queue).(event)
+	e := s.queue.pop()
 	s.now = e.at
 	if e.kind == evTick {
 		s.schedule(event{at: e.at + s.cfg.TickMs, kind: evTick, node: e.node})
-		s.tickPhase(s.phases[e.node])
+		s.tickPhase(e.node)
 		return true
 	}
 	sn := s.nodes[e.node]
@@ -63,6 +106,7 @@ func (s *Sim) Step() bool {
 	case evDeliver:
 		if !e.forged {
 			s.inFlight[e.msg.Type]--
+			s.inFlightAll--
 		}
 		if !sn.up || sn.inc != e.inc || (!e.forged && s.cut(e.msg.From, e.msg.To)) {
 			s.Lost++
@@ -71,15 +115,15 @@ func (s *Sim) Step() bool {
 			}
 			return true
 		}
-		sn.node.Step(e.msg)
+		s.input(sn).Step(e.msg)
 	case evDown, evUp:
 		if !sn.up || s.staleView(e) {
 			return true
 		}
 		if e.kind == evDown {
-			sn.node.PeerDown(e.peer.ID)
+			s.input(sn).PeerDown(e.peer.ID)
 		} else {
-			sn.node.PeerUp(e.peer)
+			s.input(sn).PeerUp(e.peer)
 		}
 	}
 	s.flush(sn)
@@ -102,20 +146,74 @@ func (s *Sim) staleView(e event) bool {
 	return false
 }
 
-// tickPhase ticks every live node of one phase offset. A tick that sends
-// nothing and changes nothing needs no checking.
-func (s *Sim) tickPhase(idx []int) {
-	for _, i := range idx {
+// tickPhase runs one tick of a phase: it ticks, in ring order, the live
+// nodes of the phase that are due (a timer of theirs can fire). The
+// others only count, which they catch up on at their next input or tick
+// (sync). A tick that sends nothing and changes nothing needs no checking.
+func (s *Sim) tickPhase(ph int) {
+	s.phases[ph].ticks++
+	t := s.phases[ph].ticks
+	q := &s.phases[ph].wakes
+	due := s.due[:0]
+	for len(*q) > 0 && (*q)[0].tick <= t {
+		w := q.pop()
+		if sn := s.nodes[w.node]; sn.wake == w.tick {
+			sn.wake = 0
+			due = append(due, w.node)
+		}
+	}
+	slices.Sort(due) // the heap pops one tick's nodes in ring order already
+	for _, i := range due {
 		sn := s.nodes[i]
 		if !sn.up {
-			continue
+			continue // crashed (a trigger may crash a later node of this tick)
 		}
+		s.syncTo(sn, t-1)
 		sn.node.Tick()
+		sn.synced = t
 		if len(sn.node.Pending()) == 0 && sn.node.Status() == sn.last {
+			s.reschedule(sn)
 			continue
 		}
 		s.flush(sn)
 	}
+	s.due = due
+}
+
+// sync applies the ticks of its phase that a live node has not been given
+// yet: none of them reaches its deadline, so they only count.
+func (s *Sim) sync(sn *simNode) { s.syncTo(sn, s.phases[sn.phase].ticks) }
+
+func (s *Sim) syncTo(sn *simNode, tick int) {
+	if k := tick - sn.synced; k > 0 {
+		sn.node.Skip(k)
+		sn.synced = tick
+	}
+}
+
+// input returns a live node brought up to the present, for an input (a
+// message, a view change, a call); flush must follow.
+func (s *Sim) input(sn *simNode) *core.Node {
+	s.sync(sn)
+	return sn.node
+}
+
+// reschedule registers when a live node is next due: the phase tick at
+// which its next deadline falls. An earlier registration is kept (the node
+// is then ticked early, which only counts); a later one is superseded.
+func (s *Sim) reschedule(sn *simNode) {
+	if !sn.up {
+		return
+	}
+	t := sn.synced + 1
+	if !s.cfg.dense {
+		t = sn.synced + (sn.node.NextDeadline() - sn.node.Now())
+	}
+	if sn.wake != 0 && sn.wake <= t {
+		return
+	}
+	sn.wake = t
+	s.phases[sn.phase].wakes.push(wake{tick: t, node: sn.idx})
 }
 
 // flush hands a node's outbox to the network, fires triggers, traces state
@@ -133,7 +231,7 @@ func (s *Sim) flush(sn *simNode) {
 		return // crashed before sending
 	}
 	for _, m := range msgs {
-		s.send(m)
+		s.sendFrom(sn.idx, m)
 	}
 	st := sn.node.Status()
 	if st != sn.last {
@@ -143,6 +241,7 @@ func (s *Sim) flush(sn *simNode) {
 		sn.last = st
 	}
 	s.check.after(sn)
+	s.reschedule(sn)
 }
 
 func orNone(s string) string {
@@ -182,7 +281,10 @@ func listString(l []core.Peer) string {
 
 // send puts a message on the network: counted, then lost, delayed,
 // duplicated or reordered as configured.
-func (s *Sim) send(m core.Message) {
+func (s *Sim) send(m core.Message) { s.sendFrom(-1, m) }
+
+// sendFrom is send from the node of index from (-1: look m.From up).
+func (s *Sim) sendFrom(from int, m core.Message) {
 	s.Sent[m.Type]++
 	s.traceMsg(m)
 	to, ok := s.byID[m.To]
@@ -206,7 +308,8 @@ func (s *Sim) send(m core.Message) {
 			m = m.Clone()
 		}
 		s.inFlight[m.Type]++
-		s.schedule(event{at: s.arrival(m, to), kind: evDeliver, node: to.idx, msg: m, inc: to.inc})
+		s.inFlightAll++
+		s.schedule(event{at: s.arrival(from, m, to), kind: evDeliver, node: to.idx, msg: m, inc: to.inc})
 	}
 	s.runaway()
 }
@@ -218,19 +321,15 @@ func (s *Sim) send(m core.Message) {
 // without bound.
 func (s *Sim) runaway() {
 	n := len(s.nodes)
-	total := 0
-	for _, k := range s.inFlight {
-		total += k
-	}
-	if limit := n*n + 10_000; total > limit {
+	if total, limit := s.inFlightAll, n*n+10_000; total > limit {
 		s.check.violate(KindRunaway, "runaway: %d messages in flight (limit n² + 10,000 = %d); run stopped", total, limit)
-		s.queue = s.queue[:0]
-		s.inFlight = [core.NumMsgTypes]int{}
+		s.queue.reset()
+		s.inFlight, s.inFlightAll = [core.NumMsgTypes]int{}, 0
 		s.stopped = true
 	}
 }
 
-func (s *Sim) arrival(m core.Message, to *simNode) int64 {
+func (s *Sim) arrival(from int, m core.Message, to *simNode) int64 {
 	d := s.cfg.DelayMin
 	if span := s.cfg.DelayMax - s.cfg.DelayMin; span > 0 {
 		d += s.rng.Int64N(span + 1)
@@ -240,13 +339,62 @@ func (s *Sim) arrival(m core.Message, to *simNode) int64 {
 	}
 	at := s.now + d
 	if s.cfg.FIFO {
-		link := [2]int{s.byID[m.From].idx, to.idx}
-		if last := s.lastAt[link]; at < last {
-			at = last // same time: the queue's sequence keeps the order
+		if from < 0 {
+			from = s.byID[m.From].idx
 		}
-		s.lastAt[link] = at
+		at = s.fifo(from, to, at)
 	}
 	return at
+}
+
+// fifo delays an arrival at on the link from -> to to the link's last one
+// (same time: the queue's sequence keeps the order) and records it. A
+// receiver keeps its links' last arrivals in a short list, forgetting
+// those already past (a new arrival is never earlier than now), and moves
+// them to the map lastAt once it has more than maxLinks in use at once.
+func (s *Sim) fifo(from int, to *simNode, at int64) int64 {
+	if !to.manyLinks {
+		free := -1
+		for i := range to.links {
+			l := &to.links[i]
+			if l.from == from {
+				at = max(at, l.at)
+				l.at = at
+				return at
+			}
+			if free < 0 && l.at <= s.now {
+				free = i
+			}
+		}
+		switch {
+		case free >= 0:
+			to.links[free] = linkAt{from: from, at: at}
+			return at
+		case len(to.links) < maxLinks:
+			to.links = append(to.links, linkAt{from: from, at: at})
+			return at
+		}
+		to.manyLinks = true
+		for _, l := range to.links {
+			s.lastAt[int64(l.from)<<32|int64(to.idx)] = l.at
+		}
+		to.links = nil
+	}
+	link := int64(from)<<32 | int64(to.idx)
+	if last := s.lastAt[link]; at < last {
+		at = last
+	}
+	s.lastAt[link] = at
+	return at
+}
+
+// maxLinks bounds a receiver's list of FIFO links in use.
+const maxLinks = 8
+
+// linkAt is the last arrival time on the link from a node.
+type linkAt struct {
+	from int
+	at   int64
 }
 
 // InFlight reports the number of election messages (not heartbeats) on the

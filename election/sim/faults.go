@@ -94,7 +94,7 @@ func (s *Sim) Restart(id string) error {
 	if s.cfg.Mode == core.View {
 		for _, o := range s.nodes {
 			if !o.up || s.viewCut(sn.id, o.id) {
-				sn.node.PeerDown(o.id)
+				s.input(sn).PeerDown(o.id)
 			}
 		}
 	}
@@ -329,7 +329,7 @@ func (s *Sim) SetRating(id string, r int64) error {
 	}
 	for _, o := range s.nodes {
 		if o.id != id && o.up && s.cfg.Mode == core.View {
-			o.node.PeerRating(id, r)
+			s.input(o).PeerRating(id, r)
 			s.flush(o)
 		}
 	}
@@ -345,7 +345,7 @@ func (s *Sim) poke(id string, fn func(*core.Node)) error {
 		s.tracef("%s: down, ignored", id)
 		return nil
 	}
-	fn(sn.node)
+	fn(s.input(sn))
 	s.flush(sn)
 	return nil
 }

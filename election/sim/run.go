@@ -20,7 +20,7 @@ func (s *Sim) CrashBefore(ids ...string) error {
 	for _, o := range s.nodes {
 		if o.up {
 			for _, id := range ids {
-				o.node.PeerDown(id)
+				s.input(o).PeerDown(id)
 			}
 			s.flush(o)
 		}
@@ -31,7 +31,7 @@ func (s *Sim) CrashBefore(ids ...string) error {
 // RunFor runs events for ms virtual milliseconds.
 func (s *Sim) RunFor(ms int64) {
 	end := s.now + ms
-	for s.queue.Len() > 0 && s.queue[0].at <= end {
+	for s.queue.Len() > 0 && s.queue.peekAt() <= end {
 		s.Step()
 	}
 	s.now = end
@@ -47,7 +47,7 @@ func (s *Sim) Settle(maxMs int64) bool {
 		if s.Settled() {
 			return true
 		}
-		if s.queue.Len() == 0 || s.queue[0].at > end {
+		if s.queue.Len() == 0 || s.queue.peekAt() > end {
 			s.now = max(s.now, end)
 			return false
 		}

@@ -20,6 +20,8 @@ type Script struct {
 	sim  *Sim
 	out  strings.Builder
 	last string // what "@coord" last resolved to; "@last" names it
+	// dense: tick every node at every tick (Config.dense; tests only).
+	dense bool
 }
 
 // Sim returns the cluster the script built (nil before "cluster").
@@ -87,7 +89,7 @@ func (sc *Script) cluster(a args) error {
 	if err != nil {
 		return err
 	}
-	cfg.Trace = sc.trace
+	cfg.Trace, cfg.dense = sc.trace, sc.dense
 	s, err := New(cfg)
 	if err != nil {
 		return err

@@ -3,12 +3,21 @@
 // partitions, crashes and restarts (at a time or at a trigger), and a
 // checker that runs after every event. It drives the same core.Node the
 // runtime drives; nothing in here knows how an algorithm works.
+//
+// The simulator is event-driven: it costs what happens, not the number of
+// nodes times the virtual time. A node is ticked only at the tick on which
+// a timer of its own can fire (core.Node.NextDeadline); the ticks it was
+// not given are applied at once, exactly, before its next input or tick
+// (core.Node.Skip), and the clock jumps from event to event. The traces
+// are those of ticking every node at every tick, which the tests check
+// against that reference (Config.dense) for random fault schedules.
 package sim
 
 import (
-	"container/heap"
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/coordelect/coordelect/election/core"
 )
@@ -56,6 +65,10 @@ type Config struct {
 	// Trace, when set, receives a line for every send, delivery, drop and
 	// state change.
 	Trace func(string)
+	// dense ticks every live node at every tick of its phase, as the
+	// simulator did before it was event-driven: the reference that the
+	// event-driven run must match, trace for trace (tests only).
+	dense bool
 }
 
 // Sim is a simulated cluster.
@@ -65,7 +78,7 @@ type Sim struct {
 	rng    *rand.Rand
 	now    int64
 	seq    uint64
-	queue  eventQueue
+	queue  *eventQueue
 	nodes  []*simNode
 	byID   map[string]*simNode
 	group  map[string]int // partition group; absent = 0
@@ -85,7 +98,7 @@ type Sim struct {
 	viewUntil int64
 	// Forged counts frames injected by Forge.
 	Forged uint64
-	lastAt map[[2]int]int64
+	lastAt map[int64]int64 // FIFO: per link (from<<32 | to), the last arrival time
 	// Sent counts every message handed to the network, by type, including
 	// those to crashed or cut-off nodes.
 	Sent     [core.NumMsgTypes]uint64
@@ -93,18 +106,38 @@ type Sim struct {
 	triggers []Trigger
 	check    *Checker
 	inFlight [core.NumMsgTypes]int
-	stopped  bool    // a runaway storm stopped the run (see runaway)
-	phases   [][]int // tick phase offset -> nodes ticking at it
+	// inFlightAll sums inFlight.
+	inFlightAll int
+	stopped     bool // a runaway storm stopped the run (see runaway)
+	// Ticks are event-driven: a node is ticked only when a timer of its
+	// own can fire (core.Node.NextDeadline). Each node ticks at a phase
+	// (an offset within TickMs); a phase counts its ticks, and a node's
+	// ticks since it last took an input are applied at its next input at
+	// once (core.Node.Skip). One tick event per phase, not per node.
+	phases []phase
+	due    []int
 }
 
 type simNode struct {
-	idx    int
-	id     string
-	node   *core.Node
-	up     bool
-	last   core.Status
-	offset int64 // tick phase
-	inc    int64 // incarnation: bumped by every restart
+	idx   int
+	id    string
+	node  *core.Node
+	up    bool
+	last  core.Status
+	phase int   // index in Sim.phases
+	inc   int64 // incarnation: bumped by every restart
+	// synced is the phase tick up to which the node has been ticked (or
+	// skipped); wake is the phase tick at which it is next due (0: none).
+	synced, wake int
+	// checkTerm is the highest term the checker saw the node hold in
+	// incarnation checkInc.
+	checkTerm core.Term
+	checkInc  int64
+	// links: with FIFO links, the last arrival on the links into this
+	// node that may still matter (Sim.fifo); manyLinks: too many, they are
+	// in Sim.lastAt instead.
+	links     []linkAt
+	manyLinks bool
 }
 
 // New builds a cluster in which every node is up and asleep (it will elect
@@ -117,25 +150,36 @@ func New(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	s := &Sim{cfg: cfg, roster: roster, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		byID: map[string]*simNode{}, group: map[string]int{}, lastAt: map[[2]int]int64{}, viewSeq: map[[2]int]uint64{}}
+	s := &Sim{cfg: cfg, roster: roster, queue: &eventQueue{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		byID: make(map[string]*simNode, len(cfg.Members)), group: map[string]int{}, lastAt: map[int64]int64{}, viewSeq: map[[2]int]uint64{}}
 	s.check = newChecker(s)
-	s.phases = make([][]int, cfg.TickMs)
+	// Each node ticks at a random phase of the tick interval.
+	offsets := make([]int64, len(cfg.Members))
+	ids := map[int64]int{}
+	for i := range offsets {
+		offsets[i] = s.rng.Int64N(cfg.TickMs)
+		ids[offsets[i]] = 0
+	}
+	for off := range ids {
+		s.phases = append(s.phases, phase{offset: off})
+	}
+	slices.SortFunc(s.phases, func(a, b phase) int { return cmp.Compare(a.offset, b.offset) })
+	for i, p := range s.phases {
+		ids[p.offset] = i
+	}
+	s.nodes = make([]*simNode, 0, len(cfg.Members))
+	slab := make([]simNode, len(cfg.Members))
 	for i, p := range cfg.Members {
-		sn := &simNode{idx: i, id: p.ID, offset: s.rng.Int64N(cfg.TickMs)}
+		sn := &slab[i]
+		*sn = simNode{idx: i, id: p.ID, phase: ids[offsets[i]]}
 		s.nodes = append(s.nodes, sn)
 		s.byID[p.ID] = sn
 		if err := s.boot(sn); err != nil {
 			return nil, err
 		}
-		s.phases[sn.offset] = append(s.phases[sn.offset], i)
 	}
-	// One tick event per phase offset, not per node: at 10,000 nodes the
-	// ticks would otherwise dominate the event queue.
-	for off := range s.phases {
-		if len(s.phases[off]) > 0 {
-			s.schedule(event{at: int64(off), kind: evTick, node: off})
-		}
+	for i, p := range s.phases {
+		s.schedule(event{at: p.offset, kind: evTick, node: i})
 	}
 	return s, nil
 }
@@ -184,6 +228,11 @@ func (s *Sim) boot(sn *simNode) error {
 	}
 	sn.node, sn.up = n, true
 	sn.last = n.Status()
+	// A node (re)started now has had none of its phase's ticks so far.
+	// (No restart happens while a phase's nodes are being ticked: only
+	// crashes do, through triggers.)
+	sn.synced, sn.wake = s.phases[sn.phase].ticks, 0
+	s.reschedule(sn)
 	return nil
 }
 
@@ -196,7 +245,7 @@ func (s *Sim) Bootstrap(coordinator string) error {
 	t := core.MakeTerm(1, core.Tag(coordinator))
 	for _, sn := range s.nodes {
 		if sn.up {
-			sn.node.Bootstrap(coordinator, t)
+			s.input(sn).Bootstrap(coordinator, t)
 			s.flush(sn)
 		}
 	}
@@ -218,9 +267,14 @@ func (s *Sim) Highest() string {
 // Now is the virtual time in milliseconds.
 func (s *Sim) Now() int64 { return s.now }
 
-// Node returns a node's state machine (nil if id is unknown).
+// Node returns a node's state machine (nil if id is unknown), brought up
+// to the present: to read, not to feed (inputs go through the Sim, which
+// then knows to tick the node when its timers come due).
 func (s *Sim) Node(id string) *core.Node {
 	if sn, ok := s.byID[id]; ok {
+		if sn.up {
+			s.sync(sn)
+		}
 		return sn.node
 	}
 	return nil
@@ -253,5 +307,5 @@ func (s *Sim) schedule(e event) {
 	}
 	s.seq++
 	e.seq = s.seq
-	heap.Push(&s.queue, e)
+	s.queue.push(e)
 }

@@ -1,0 +1,219 @@
+package core
+
+// Deadlines, for a driver that ticks a node only when a timer of it can
+// fire (the event-driven simulator): NextDeadline says when the next tick
+// that may do something is, and Skip does what the ticks before it do,
+// which is only to count (silence, idle time, timers running down).
+//
+// Every timer that Advance runs has its entry here, in Advance's order.
+// A deadline that is earlier than necessary only costs a wasted tick; one
+// that is late would change what the node does, so a timer this file does
+// not know about must make it answer "the next tick" (see deadliner).
+
+// farTicks bounds how far ahead a deadline is reported: beyond it the node
+// has nothing to do (a follower whose detector is off, say), and sums of
+// such distances cannot overflow.
+const farTicks = 1 << 40
+
+// deadliner is an algorithm that can tell when its timers fire and skip
+// ticks that fire none of them. An algorithm without it is ticked at every
+// tick.
+type deadliner interface {
+	// deadline returns how many ticks from now the algorithm's tick may
+	// next act (1: the next tick), at most farTicks.
+	deadline() int
+	// skip runs k ticks, none of which reaches the deadline.
+	skip(k int)
+}
+
+// NextDeadline returns the earliest tick count (compared with Now) at which
+// Tick could send a message or change the node's state: the ticks that take
+// Now below it only count, as Skip does. It holds until the node's next
+// input (a message, a membership change, a call such as Detect); after one,
+// ask again. It is always above Now.
+func (n *Node) NextDeadline() int { return n.now + n.ticksToDeadline() }
+
+// Skip does what k calls of Tick do. When none of them reaches NextDeadline
+// (the common case for a driver that follows it) it costs O(1): the
+// counters advance by k at once. Otherwise it ticks up to each deadline it
+// crosses, so its result is always that of k Ticks, messages included.
+func (n *Node) Skip(k int) {
+	for k > 0 {
+		d := n.ticksToDeadline() // >= 1
+		if k < d {
+			n.skip(k)
+			return
+		}
+		n.skip(d - 1)
+		n.Tick()
+		k -= d
+	}
+}
+
+// ticksToDeadline is NextDeadline - now: at least 1, at most farTicks.
+func (n *Node) ticksToDeadline() int {
+	d := farTicks
+	at := func(tick int) { // an absolute tick
+		d = min(d, max(tick-n.now, 1))
+	}
+	in := func(ticks int) { // a countdown that fires when it reaches 0
+		d = min(d, max(ticks, 1))
+	}
+	// checkLease
+	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID {
+		at(n.leaseEnd)
+	}
+	// tickCoolOff
+	if n.coolUntil != 0 {
+		at(n.coolUntil)
+	}
+	// tickHandoff
+	if n.handingOff {
+		at(n.handoffEnd)
+	}
+	// tickPreVote
+	if n.pv.active {
+		in(n.pv.timer)
+	}
+	// the algorithm's timers
+	if a, ok := n.alg.(deadliner); ok {
+		in(a.deadline())
+	} else {
+		return 1
+	}
+	switch {
+	case n.state == StateSleep:
+		in(n.cfg.StartupTicks - n.idle)
+	case n.coordinator == n.self.ID:
+		in(n.cfg.HeartbeatInterval - n.hbTimer)
+		if n.cfg.QuorumSize > 0 && !n.confirmed {
+			return 1 // a pending coordinator re-counts its acks every tick
+		}
+	case n.coordinator != "":
+		in(n.followerDeadline())
+	case !n.electing:
+		in(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses - n.idle)
+	}
+	return d
+}
+
+// followerDeadline is how many ticks from now the follower's detector gives
+// up on the coordinator (tickFollower): the current interval ends after
+// HeartbeatInterval - silence ticks, each later one after
+// HeartbeatInterval, and the detector fires at the end of the interval
+// that brings misses to HeartbeatMisses.
+func (n *Node) followerDeadline() int {
+	h := n.cfg.HeartbeatInterval
+	first := max(h-n.silence, 1)
+	more := max(n.cfg.HeartbeatMisses-n.misses, 1) - 1
+	if more > farTicks/max(h, 1) {
+		return farTicks
+	}
+	return min(first+more*h, farTicks)
+}
+
+// skip runs k ticks (k below ticksToDeadline): only counters move.
+func (n *Node) skip(k int) {
+	if k <= 0 {
+		return
+	}
+	n.now += k
+	if n.pv.active {
+		n.pv.timer -= k
+	}
+	n.alg.(deadliner).skip(k)
+	switch {
+	case n.state == StateSleep:
+		n.idle += k
+	case n.coordinator == n.self.ID:
+		n.hbTimer += k
+		if n.cfg.QuorumSize > 0 && n.confirmed && n.now-n.confirmedAt > 8*n.cfg.LeaseTicks {
+			n.failedLeads = 0 // as tickCoordinator: a leadership that lasted
+		}
+	case n.coordinator != "":
+		n.skipFollower(k)
+	case !n.electing:
+		n.idle += k
+	}
+}
+
+// skipFollower runs k ticks of tickFollower that do not fire the detector:
+// the intervals they complete count as misses.
+func (n *Node) skipFollower(k int) {
+	h := n.cfg.HeartbeatInterval
+	first := max(h-n.silence, 1)
+	if k < first {
+		n.silence += k
+		return
+	}
+	rest := k - first
+	intervals := 1 + rest/h
+	n.silence = rest % h
+	n.misses += intervals
+	n.counters.HeartbeatMisses += uint64(intervals)
+}
+
+// The algorithms' deadlines mirror their tick methods.
+
+func (b *bully) deadline() int {
+	if !b.n.electing || b.phase == bullyIdle {
+		return farTicks
+	}
+	return max(b.timer, 1)
+}
+
+func (b *bully) skip(k int) {
+	if b.n.electing && b.phase != bullyIdle {
+		b.timer -= k
+	}
+}
+
+func (r *ring) deadline() int {
+	d := r.link.deadline()
+	if r.n.electing && r.timer > 0 {
+		d = min(d, r.timer)
+	}
+	return d
+}
+
+func (r *ring) skip(k int) {
+	r.link.skip(k)
+	if r.n.electing && r.timer > 0 {
+		r.timer -= k
+	}
+}
+
+func (p *peterson) deadline() int {
+	d := p.link.deadline()
+	if p.n.electing && p.timer > 0 {
+		d = min(d, p.timer)
+	}
+	return d
+}
+
+func (p *peterson) skip(k int) {
+	p.link.skip(k)
+	if p.n.electing && p.timer > 0 {
+		p.timer -= k
+	}
+}
+
+// deadline mirrors link.tick: a hop in flight whose term is behind is
+// released at the next tick, else its receiver is given up on when the
+// hop timer runs out.
+func (l *link) deadline() int {
+	if !l.busy {
+		return farTicks
+	}
+	if l.out[0].m.Term < l.n.term {
+		return 1
+	}
+	return max(l.out[0].timer, 1)
+}
+
+func (l *link) skip(k int) {
+	l.noteLeader()
+	if l.busy {
+		l.out[0].timer -= k
+	}
+}
