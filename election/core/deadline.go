@@ -59,6 +59,10 @@ func (n *Node) ticksToDeadline() int {
 	in := func(ticks int) { // a countdown that fires when it reaches 0
 		d = min(d, max(ticks, 1))
 	}
+	// tickHealth: the score falls after K*H ticks on time
+	if n.health > 0 {
+		in(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses - n.healthyFor)
+	}
 	// checkLease
 	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID {
 		at(n.leaseEnd)
@@ -98,18 +102,13 @@ func (n *Node) ticksToDeadline() int {
 }
 
 // followerDeadline is how many ticks from now the follower's detector gives
-// up on the coordinator (tickFollower): the current interval ends after
-// HeartbeatInterval - silence ticks, each later one after
-// HeartbeatInterval, and the detector fires at the end of the interval
-// that brings misses to HeartbeatMisses.
+// up on the coordinator (tickFollower): when the silence reaches K*H plus
+// its patience (the coordinator's reported lag and this node's health; the
+// health cannot change before ticksToDeadline's own health deadline).
 func (n *Node) followerDeadline() int {
 	h := n.cfg.HeartbeatInterval
-	first := max(h-n.silence, 1)
-	more := max(n.cfg.HeartbeatMisses-n.misses, 1) - 1
-	if more > farTicks/max(h, 1) {
-		return farTicks
-	}
-	return min(first+more*h, farTicks)
+	fire := h*n.cfg.HeartbeatMisses + n.grace + n.health*h
+	return min(max(fire-n.silence, 1), farTicks)
 }
 
 // skip runs k ticks (k below ticksToDeadline): only counters move.
@@ -118,6 +117,9 @@ func (n *Node) skip(k int) {
 		return
 	}
 	n.now += k
+	if n.health > 0 {
+		n.healthyFor += k
+	}
 	if n.pv.active {
 		n.pv.timer -= k
 	}
@@ -138,19 +140,13 @@ func (n *Node) skip(k int) {
 }
 
 // skipFollower runs k ticks of tickFollower that do not fire the detector:
-// the intervals they complete count as misses.
+// the silence grows, and with it the intervals counted as missed.
 func (n *Node) skipFollower(k int) {
 	h := n.cfg.HeartbeatInterval
-	first := max(h-n.silence, 1)
-	if k < first {
-		n.silence += k
-		return
+	n.silence += k
+	if m := (n.silence - h/2 - n.grace - n.health*h) / h; m > n.misses {
+		n.misses = m
 	}
-	rest := k - first
-	intervals := 1 + rest/h
-	n.silence = rest % h
-	n.misses += intervals
-	n.counters.HeartbeatMisses += uint64(intervals)
 }
 
 // The algorithms' deadlines mirror their tick methods.
@@ -170,7 +166,7 @@ func (b *bully) skip(k int) {
 
 func (r *ring) deadline() int {
 	d := r.link.deadline()
-	if r.n.electing && r.timer > 0 {
+	if r.n.electing && r.timer > 0 && !r.waiting {
 		d = min(d, r.timer)
 	}
 	return d
@@ -178,14 +174,14 @@ func (r *ring) deadline() int {
 
 func (r *ring) skip(k int) {
 	r.link.skip(k)
-	if r.n.electing && r.timer > 0 {
+	if r.n.electing && r.timer > 0 && !r.waiting {
 		r.timer -= k
 	}
 }
 
 func (p *peterson) deadline() int {
 	d := p.link.deadline()
-	if p.n.electing && p.timer > 0 {
+	if p.n.electing && p.timer > 0 && !p.waiting {
 		d = min(d, p.timer)
 	}
 	return d
@@ -193,7 +189,7 @@ func (p *peterson) deadline() int {
 
 func (p *peterson) skip(k int) {
 	p.link.skip(k)
-	if p.n.electing && p.timer > 0 {
+	if p.n.electing && p.timer > 0 && !p.waiting {
 		p.timer -= k
 	}
 }
@@ -212,7 +208,7 @@ func (l *link) deadline() int {
 }
 
 func (l *link) skip(k int) {
-	l.noteLeader()
+	l.noteLeader(l.n.now - k + 1) // as the first of the k ticks would
 	if l.busy {
 		l.out[0].timer -= k
 	}

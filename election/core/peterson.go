@@ -414,7 +414,7 @@ func (p *peterson) finish() {
 func (p *peterson) record(c string, t Term, phases uint32, hops int) {
 	p.phases, p.handingOff = int(phases), false
 	recordLap(p.n, c, t, hops)
-	p.link.noteLeader()
+	p.link.noteLeader(p.n.now)
 }
 
 // announce sends the COORDINATOR lap on clockwise after ring position at;

@@ -303,7 +303,7 @@ func (r *ring) choose(list []Peer) (Peer, bool) {
 func (r *ring) record(c string, t Term, hops int) {
 	r.handingOff = false
 	recordLap(r.n, c, t, hops)
-	r.link.noteLeader()
+	r.link.noteLeader(r.n.now)
 }
 
 // announce sends the COORDINATOR lap on from list position at.

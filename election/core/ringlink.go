@@ -228,13 +228,13 @@ func (l *link) heard(id string) {
 }
 
 // noteLeader records the coordinator this node knows now, if any.
-func (l *link) noteLeader() {
+func (l *link) noteLeader(at int) {
 	c := l.n.coordinator
 	switch {
 	case c != l.n.self.ID:
 		l.ledTerm = 0 // not leading (deposed, stepped down or never led)
 	case l.ledTerm != l.n.term:
-		l.ledTerm, l.ledFrom = l.n.term, l.n.now
+		l.ledTerm, l.ledFrom = l.n.term, at
 	}
 	if c != "" {
 		l.leader = c
@@ -289,7 +289,7 @@ func (l *link) release() {
 
 // tick runs the hop timer of the message in flight.
 func (l *link) tick() {
-	l.noteLeader()
+	l.noteLeader(l.n.now)
 	l.release()
 	if !l.busy {
 		return
