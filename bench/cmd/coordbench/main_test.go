@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +158,36 @@ coordelect_heartbeat_misses_total_other 3
 `
 	if m, s := scrape(strings.NewReader(page)); m != 17 || s != 4 {
 		t.Errorf("scrape = %d misses, %d started; want 17, 4", m, s)
+	}
+}
+
+// A short nodesoak of real demo node processes with no load: the JSON
+// describes the run, every node's CPU was read, and the silences between
+// heartbeats were timed from the followers' logs (a follower hears one
+// every 50 ms, so the longest silence is positive). Nothing is timed
+// against a bound.
+func TestNodeSoakTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/demo and runs 3 processes")
+	}
+	demo := filepath.Join(t.TempDir(), "demo")
+	build := exec.Command("go", "build", "-o", demo, "./cmd/demo")
+	build.Dir = filepath.Join("..", "..", "..") // the root module
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building demo: %v\n%s", err, out)
+	}
+	var out, errb bytes.Buffer
+	if rc := runArgs([]string{"nodesoak", "-demo", demo, "-n", "3", "-d", "2s", "-load", "none"}, &out, &errb); rc != 0 {
+		t.Fatalf("rc=%d stderr=%s", rc, errb.String())
+	}
+	var r nodeSoakResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v in %q", err, out.String())
+	}
+	if r.N != 3 || r.Load != "none" || r.Seconds < 2 || len(r.CPUPercent) != 3 || r.Polls == 0 {
+		t.Errorf("result %+v: want n 3, load none, 2 s, CPU of 3 nodes, polls", r)
+	}
+	if r.MaxSilenceMs <= 0 || r.MaxSilenceNode == "3" {
+		t.Errorf("max silence %v ms at node %q: want a follower's silence measured", r.MaxSilenceMs, r.MaxSilenceNode)
 	}
 }
