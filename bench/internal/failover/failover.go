@@ -82,6 +82,9 @@ type Result struct {
 	// Messages is nil when the cluster does not count them.
 	Messages *Messages `json:"messages_per_failover,omitempty"`
 	Spurious uint64    `json:"spurious_elections"`
+	// Unsettled counts the rounds that found no agreed leader after the
+	// quiet window and waited for one first.
+	Unsettled int `json:"unsettled_before_round"`
 	// Times are the failover times of the rounds, in order.
 	Times []time.Duration `json:"-"`
 }
@@ -100,7 +103,7 @@ func Run(ctx context.Context, c Cluster, o Options) (Result, error) {
 		}
 		spurious := c.Elections() - e0
 		res.Spurious += spurious
-		d, m, counted, err := round(ctx, c, o)
+		d, m, counted, err := round(ctx, c, o, &res.Unsettled)
 		if err != nil {
 			return res, fmt.Errorf("round %d: %w", r+1, err)
 		}
@@ -121,10 +124,19 @@ func Run(ctx context.Context, c Cluster, o Options) (Result, error) {
 
 // round takes the leader out, times the failover, counts its messages and
 // brings the leader back.
-func round(ctx context.Context, c Cluster, o Options) (time.Duration, uint64, bool, error) {
+func round(ctx context.Context, c Cluster, o Options, unsettled *int) (time.Duration, uint64, bool, error) {
 	old, err := c.Leader()
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("cluster unsettled before the round: %w", err)
+		// A spurious election in the quiet window (counted already) left
+		// the cluster without an agreed leader: wait until it has one.
+		o.Log.Warn("cluster unsettled before the round; waiting for agreement", "why", err)
+		*unsettled++
+		if _, err := c.WaitAgreement(ctx, ""); err != nil {
+			return 0, 0, false, err
+		}
+		if old, err = c.Leader(); err != nil {
+			return 0, 0, false, fmt.Errorf("cluster unsettled before the round: %w", err)
+		}
 	}
 	m0, counted := c.Messages()
 	t0 := time.Now()

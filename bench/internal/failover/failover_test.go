@@ -87,10 +87,16 @@ func TestRunUncounted(t *testing.T) {
 	}
 }
 
+// A cluster without an agreed leader after the quiet window is waited
+// for, and the round counted as unsettled.
 func TestRunUnsettled(t *testing.T) {
-	f := &fake{perFailover: []uint64{5}, spurious: []uint64{0}}
-	if _, err := Run(context.Background(), f, Options{Rounds: 1, Log: hclog.NewNullLogger()}); err == nil {
-		t.Error("a cluster without a leader ran a round")
+	f := &fake{perFailover: []uint64{5, 5}, spurious: []uint64{0, 0}}
+	res, err := Run(context.Background(), f, Options{Rounds: 1, Log: hclog.NewNullLogger()})
+	if err != nil || res.Unsettled != 1 {
+		t.Errorf("res %+v, err %v: want one unsettled round, run", res, err)
+	}
+	if want := "agreed not |out b|agreed not b|back b"; joined(f.log) != want {
+		t.Errorf("calls %s, want %s", joined(f.log), want)
 	}
 }
 
