@@ -33,6 +33,8 @@ type benchCluster struct {
 	// taken is the membership counters of the survivors when the last
 	// round took the coordinator out (memberStats).
 	taken [4]uint64
+	// sentAtTakeOut is the messages sent when it was taken out.
+	sentAtTakeOut sentCounts
 }
 
 // benchNode is one member across its restarts.

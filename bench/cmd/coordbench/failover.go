@@ -148,7 +148,7 @@ func (c *benchCluster) TakeOut(ctx context.Context, name string) error {
 		return err
 	}
 	r, g, d, f := c.memberStats(b)
-	c.taken = [4]uint64{r, g, d, f}
+	c.taken, c.sentAtTakeOut = [4]uint64{r, g, d, f}, c.sent()
 	if c.opts.mode == "resign" {
 		ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
 		defer cancel()
@@ -163,14 +163,15 @@ func (c *benchCluster) WaitAgreement(ctx context.Context, not string) (time.Time
 	return c.waitAgreement(ctx, "", not)
 }
 
-// Detail names the node the agreement waited for and the survivors'
-// membership counters since the coordinator was taken out.
+// Detail names the node the agreement waited for, and the survivors'
+// membership counters and the messages by type since the coordinator was
+// taken out.
 func (c *benchCluster) Detail(t0 time.Time) []any {
 	last, lastAt := c.changes.last()
 	r, g, d, f := c.memberStats(c.top())
 	return []any{"last_node", last, "last_change", lastAt.Sub(t0).Round(time.Millisecond),
 		"reordered", r - c.taken[0], "gaps_skipped", g - c.taken[1], "dropped", d - c.taken[2],
-		"send_failed", f - c.taken[3], "by_type", c.sent().String()}
+		"send_failed", f - c.taken[3], "by_type", c.sent().minus(c.sentAtTakeOut).String()}
 }
 
 // BringBack restarts the node on its name and port (a resigned one, still
