@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -10,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/coordelect/coordelect/internal/benchstat"
 )
 
 // Chaos on real processes: five `demo node` processes on loopback; each
@@ -236,13 +235,15 @@ func (l *claimLog) violations() []string {
 func (l *claimLog) polls() int { l.mu.Lock(); defer l.mu.Unlock(); return l.n }
 func (l *claimLog) terms() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.byTerm) }
 
-// spread formats p50, p99 and max of ds.
+// spread formats the nearest-rank p50 and p99 and the max of ds.
 func spread(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "no rounds"
 	}
-	p := benchstat.Summarise(ds)
-	return fmt.Sprintf("p50 %.0f ms, p99 %.0f ms, max %.0f ms over %d rounds", p.P50, p.P99, p.Max, len(ds))
+	s := slices.Sorted(slices.Values(ds))
+	rank := func(q float64) time.Duration { return s[max(int(math.Ceil(q*float64(len(s))))-1, 0)] }
+	return fmt.Sprintf("p50 %v, p99 %v, max %v over %d rounds", rank(.5).Round(time.Millisecond),
+		rank(.99).Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond), len(s))
 }
 
 // envInt reads a positive integer from the environment, or def.

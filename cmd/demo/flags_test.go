@@ -83,19 +83,14 @@ func TestHelp(t *testing.T) {
 		args string
 		want []string
 	}{
-		{"-h", []string{"usage: demo [flags]", "-algorithm", "demo node", "demo sim", "demo bench", "demo help"}},
-		{"-help", []string{"usage: demo [flags]", "demo node", "demo sim", "demo bench"}},
-		{"help", []string{"usage: demo [flags]", "-algorithm", "demo node", "demo sim", "demo bench", "demo help"}},
+		{"-h", []string{"usage: demo [flags]", "-algorithm", "demo node", "demo sim", "coordbench", "demo help"}},
+		{"-help", []string{"usage: demo [flags]", "demo node", "demo sim", "coordbench"}},
+		{"help", []string{"usage: demo [flags]", "-algorithm", "demo node", "demo sim", "coordbench", "demo help"}},
 		{"node -h", []string{"usage: demo node", "-algorithm", "-http"}},
 		{"help node", []string{"usage: demo node", "-join"}},
 		{"sim -h", []string{"usage: demo sim", "-algorithm", "-explore", "-script"}},
 		{"sim -n 3 -help", []string{"usage: demo sim", "-max-ms"}},
 		{"help sim", []string{"usage: demo sim", "-seed"}},
-		{"bench -h", []string{"usage: demo bench", "failover", "soak", "memory"}},
-		{"help bench", []string{"usage: demo bench", "failover"}},
-		{"bench failover -h", []string{"usage: demo bench failover", "-rounds"}},
-		{"help bench soak", []string{"usage: demo bench soak", "-d"}},
-		{"bench memory -h", []string{"usage: demo bench memory", "-n"}},
 	} {
 		var out, errb bytes.Buffer
 		rc := run(strings.Fields(tc.args), &out, &errb)

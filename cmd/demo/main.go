@@ -3,7 +3,6 @@
 //	demo [flags]         runs a live cluster of 5 nodes in this process, with a web page (see demo -h)
 //	demo node [flags]    runs one node, for clusters across processes and hosts (see demo node -h)
 //	demo sim [flags]     runs one simulated election (see demo sim -h)
-//	demo bench failover|soak|memory [flags]  measures a real cluster (see demo bench -h)
 //	demo help [COMMAND]  prints the usage of demo or of COMMAND (as -h does)
 //
 // Bad flags print one line naming the flag and exit with status 2, before
@@ -72,9 +71,6 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, si
 		cmd, rest = "", []string{"-h"}
 		if len(args) > 1 {
 			cmd, rest = args[1], []string{"-h"}
-			if cmd == "bench" && len(args) > 2 {
-				rest = []string{args[2], "-h"}
-			}
 		}
 	}
 	prefix := strings.TrimSpace("demo " + cmd)
@@ -86,11 +82,9 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, si
 		err = runNode(ctx, rest, stdout, stderr, sink)
 	case "sim":
 		err = runSim(ctx, rest, stdout)
-	case "bench":
-		err = runBench(ctx, rest, stdout, stderr)
 	default:
 		prefix = "demo"
-		err = usagef("unknown command %q (want node, sim, bench, help, or no command for the live local cluster; see demo -h)", cmd)
+		err = usagef("unknown command %q (want node, sim, help, or no command for the live local cluster; see demo -h)", cmd)
 	}
 	var ue usageError
 	switch {
@@ -111,8 +105,10 @@ Commands:
   demo [flags]                        the live local cluster and its web page (the flags below)
   demo node -name NAME [flags]        one node, for clusters across processes and hosts
   demo sim [flags]                    one simulated election, or a scenario file, or an exploration
-  demo bench failover|soak|memory     measurements on a real cluster in this process
-  demo help [COMMAND]                 this text, or a command's (the same as demo COMMAND -h)`
+  demo help [COMMAND]                 this text, or a command's (the same as demo COMMAND -h)
+
+Measurements (failover, soak, memory) are the bench module's coordbench:
+  (cd bench && go run ./cmd/coordbench -h)`
 
 // simSynopsis heads demo sim -h.
 const simSynopsis = `usage: demo sim [flags]

@@ -5,7 +5,7 @@
 //		"ours n=5=/tmp/ours5.txt" "raft n=5=/tmp/raft5.txt"
 //
 // Each argument is LABEL=FILE (split at the last '='); a file holds one
-// time in milliseconds per line, as the -samples flag of 'demo bench
+// time in milliseconds per line, as the -samples flag of 'coordbench
 // failover' and raftfailover writes them. Bad arguments print one line and
 // exit with status 2.
 package main

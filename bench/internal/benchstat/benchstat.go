@@ -1,5 +1,5 @@
 // Package benchstat summarises failover times the same way for every
-// benchmark program (demo bench and the nested bench module's raftfailover),
+// benchmark program (coordbench and raftfailover),
 // so that their JSON rows compare like for like.
 package benchstat
 

@@ -1,8 +1,11 @@
+// Command coordbench measures coordelect on real clusters: failover
+// (against hashicorp/raft with the same driver), spurious elections under
+// load, memory. See coordbench -h.
 package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,22 +13,55 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/coordelect/coordelect/bench/internal/cli"
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
 )
 
-const benchSynopsis = `usage: demo bench failover|soak|memory [flags]
+const benchSynopsis = `usage: coordbench failover|compare|soak|nodesoak|memory [flags]
 
-Measures coordelect on a real memberlist cluster in this process, every
-member on its own 127.0.0.1 port, with the library's default election
-configuration. Progress goes to stderr; the result to stdout.
+Measures coordelect on real memberlist clusters, every member on its own
+127.0.0.1 port, with the library's default election configuration.
+Progress goes to stderr; the result to stdout.
 
   failover   crash (or, with -mode resign, resign) the coordinator each round
              and time it until every survivor reports the same new one
-  soak       an idle cluster while every core spins, counting spurious elections
+             (members in this process)
+  compare    failover of coordelect and of hashicorp/raft (its defaults and
+             tuned to our budget), one after the other in one run, with the
+             same driver
+  soak       an idle cluster in this process while goroutines of this
+             process spin, counting spurious elections
+  nodesoak   an idle cluster of 'demo node' processes loaded from outside
+             (busy processes, or a cgroup CPU quota on every node)
   memory     heap per member with and without electors, after GC
 
-See 'demo bench failover -h' and so on.`
+See 'coordbench failover -h' and so on.`
+
+func main() { cli.Main("coordbench", run) }
+
+// usagef builds a one-line usage error (exit status 2).
+var usagef = cli.Usagef
+
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, synopsis string) error {
+	return cli.ParseFlags(fs, args, stdout, synopsis)
+}
+
+func printJSON(w io.Writer, v any) error { return cli.PrintJSON(w, v) }
+
+// algorithmFlag is a -algorithm flag: bully, ring or peterson.
+type algorithmFlag struct{ a core.Algorithm }
+
+func (f *algorithmFlag) String() string { return f.a.String() }
+
+func (f *algorithmFlag) Set(s string) error {
+	a, err := core.ParseAlgorithm(s)
+	if err != nil {
+		return errors.New("want bully, ring or peterson")
+	}
+	f.a = a
+	return nil
+}
 
 // benchOptions is a validated bench command line; each subcommand uses
 // the fields it defines flags for.
@@ -48,28 +84,32 @@ type benchOptions struct {
 // maxBenchSize bounds -n: a process of 2 cores runs a few hundred members.
 const maxBenchSize = 500
 
-// runBench dispatches demo bench's subcommands.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// run dispatches coordbench's subcommands.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("want a subcommand: failover, soak or memory")
+		return usagef("want a subcommand: failover, compare, soak, nodesoak or memory")
 	}
 	switch args[0] {
-	case "-h", "-help", "--help":
+	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, benchSynopsis)
 		return nil
 	case "failover":
 		return runBenchFailover(ctx, args[1:], stdout, stderr)
+	case "compare":
+		return runCompare(ctx, args[1:], stdout, stderr)
 	case "soak":
 		return runBenchSoak(ctx, args[1:], stdout, stderr)
+	case "nodesoak":
+		return runNodeSoak(ctx, args[1:], stdout, stderr)
 	case "memory":
 		return runBenchMemory(ctx, args[1:], stdout, stderr)
 	}
-	return usagef("unknown subcommand %q (want failover, soak or memory)", args[0])
+	return usagef("unknown subcommand %q (want failover, compare, soak, nodesoak or memory)", args[0])
 }
 
 // benchFlags returns a flag set with the flags every subcommand has.
 func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("demo bench "+name, flag.ContinueOnError)
+	fs := flag.NewFlagSet("coordbench "+name, flag.ContinueOnError)
 	fs.IntVar(&o.n, "n", nDefault, fmt.Sprintf("number of members, 2 to %d", maxBenchSize))
 	profile := fs.String("profile", membership.ProfileLAN,
 		"memberlist profile: lan (the library's default), local or wan")
@@ -101,14 +141,4 @@ func newBenchLogger(w io.Writer, verbose bool) hclog.Logger {
 		level = hclog.Debug
 	}
 	return hclog.New(&hclog.LoggerOptions{Name: "bench", Output: w, Level: level})
-}
-
-// printJSON prints v as one line of JSON.
-func printJSON(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
 }

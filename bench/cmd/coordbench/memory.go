@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/coordelect/coordelect/bench/internal/failover"
 )
 
-const benchMemorySynopsis = `usage: demo bench memory [flags]
+const benchMemorySynopsis = `usage: coordbench memory [flags]
 
 Measures the live heap (runtime.ReadMemStats after two GCs; the median of
 7 readings 200 ms apart) and the goroutine stacks of -n members
@@ -65,9 +67,6 @@ func parseBenchMemory(args []string, stdout io.Writer) (benchOptions, error) {
 func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseBenchMemory(args, stdout)
 	if err != nil {
-		if err == errHelp {
-			return nil
-		}
 		return err
 	}
 	lg := newBenchLogger(stderr, false)
@@ -85,7 +84,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err := c.startNode(b, false); err != nil {
 			return err
 		}
-		if err := pause(ctx, o.stagger); err != nil {
+		if err := failover.Pause(ctx, o.stagger); err != nil {
 			return err
 		}
 	}
@@ -95,11 +94,11 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err := c.startElector(b); err != nil {
 			return err
 		}
-		if err := pause(ctx, o.stagger); err != nil {
+		if err := failover.Pause(ctx, o.stagger); err != nil {
 			return err
 		}
 	}
-	if _, err := c.waitAgreement(ctx, c.top().name, nil); err != nil {
+	if _, err := c.waitAgreement(ctx, c.top().name, ""); err != nil {
 		return err
 	}
 	res.ElectorPerNode, res.ElectorStackPerNode = settledHeap(o.quiet).minus(members).per(o.n)

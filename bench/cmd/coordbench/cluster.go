@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/coordelect/coordelect/bench/internal/failover"
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
@@ -29,6 +30,11 @@ type benchCluster struct {
 	nodes []*benchNode
 	// changes is the last waitAgreement's record of leadership changes.
 	changes changeLog
+	// taken is the membership counters of the survivors when the last
+	// round took the coordinator out (memberStats).
+	taken [4]uint64
+	// sentAtTakeOut is the messages sent when it was taken out.
+	sentAtTakeOut sentCounts
 }
 
 // benchNode is one member across its restarts.
@@ -87,7 +93,7 @@ func (c *benchCluster) start(ctx context.Context) error {
 			c.stop()
 			return err
 		}
-		if err := pause(ctx, c.opts.stagger); err != nil {
+		if err := failover.Pause(ctx, c.opts.stagger); err != nil {
 			c.stop()
 			return fmt.Errorf("starting node %s of %d: %w", b.name, len(c.nodes), err)
 		}
@@ -95,7 +101,7 @@ func (c *benchCluster) start(ctx context.Context) error {
 			c.log.Info("starting", "nodes", i+1, "of", len(c.nodes))
 		}
 	}
-	if _, err := c.waitAgreement(ctx, c.top().name, nil); err != nil {
+	if _, err := c.waitAgreement(ctx, c.top().name, ""); err != nil {
 		c.stop()
 		return err
 	}
@@ -103,22 +109,6 @@ func (c *benchCluster) start(ctx context.Context) error {
 	c.log.Info("started", "nodes", len(c.nodes), "elections", c.electionsStarted(),
 		"messages", sent.election(), "by_type", sent.String())
 	return nil
-}
-
-// pause waits d, or until ctx is done (a SIGINT or SIGTERM): then it
-// returns ctx's error.
-func pause(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil || d <= 0 {
-		return err
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // top is the node with the highest rating: the coordinator of a settled
@@ -284,33 +274,17 @@ func (c *benchCluster) drops() string {
 	return strings.Join(parts, " ")
 }
 
-// benchPoll is how often the bench looks at the nodes while it waits; it
-// bounds the resolution of the failover times.
-const benchPoll = time.Millisecond
-
 // waitAgreement polls until every running node reports the same
 // coordinator; want, if not empty, must be that coordinator, and not, if
-// not nil, must not be. It returns when that happened, or an error after
+// not empty, must not be. It returns when that happened, or an error after
 // the -timeout.
-func (c *benchCluster) waitAgreement(ctx context.Context, want string, not *benchNode) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
-	defer cancel()
-	t := time.NewTicker(benchPoll)
-	defer t.Stop()
+func (c *benchCluster) waitAgreement(ctx context.Context, want, not string) (time.Time, error) {
 	c.changes = changeLog{}
-	for {
-		now := time.Now()
+	return failover.Poller(ctx, c.opts.timeout, func(now time.Time) bool {
 		c.changes.look(c.running(), now)
 		coord, ok := c.agreed()
-		if ok && (want == "" || coord == want) && (not == nil || coord != not.name) {
-			return now, nil
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("no agreement (want %q; %s): %w", want, c.reports(), ctx.Err())
-		case <-t.C:
-		}
-	}
+		return ok && (want == "" || coord == want) && (not == "" || coord != not)
+	}, func() string { return fmt.Sprintf("no agreement (want %q; %s)", want, c.reports()) })
 }
 
 // changeLog records, during one waitAgreement, when each node last changed

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-const benchSoakSynopsis = `usage: demo bench soak -d DURATION [flags]
+const benchSoakSynopsis = `usage: coordbench soak -d DURATION [flags]
 
 Runs an idle cluster for DURATION while -burners goroutines spin (one per
 usable core by default, so the members compete for every core), and counts
@@ -62,9 +62,6 @@ func parseBenchSoak(args []string, stdout io.Writer) (benchOptions, error) {
 func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseBenchSoak(args, stdout)
 	if err != nil {
-		if err == errHelp {
-			return nil
-		}
 		return err
 	}
 	log := newBenchLogger(stderr, false)

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/bench/internal/benchstat"
+	"github.com/coordelect/coordelect/bench/internal/failover"
+	"github.com/coordelect/coordelect/election"
+)
+
+const benchFailoverSynopsis = `usage: coordbench failover [flags]
+
+Each round crashes the coordinator (its elector stops without handing off,
+memberlist shuts down without leaving) or, with -mode resign, has it resign,
+and times it until every survivor reports the same new coordinator (polled
+every millisecond). It also counts the election messages the members sent
+for it (heartbeats excluded). The node then comes back on the same name and
+port (a resigned one leaves first) and the round ends when every member
+reports it as coordinator again. Elections started in the -quiet window
+before each round, with the coordinator alive, count as spurious. After
+that window the bench waits a further random part of a heartbeat interval,
+so that the crashes fall at every phase of the heartbeat cycle (a fixed
+wait after the previous round would always crash the coordinator just
+after the same heartbeat). The rounds are run by the driver
+hashicorp/raft's bench (raftfailover) shares.`
+
+// failoverResult is what -json prints.
+type failoverResult struct {
+	N         int    `json:"n"`
+	Algorithm string `json:"algorithm"`
+	Mode      string `json:"mode"`
+	failover.Result
+}
+
+func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
+	o := benchOptions{}
+	fs, profile := benchFlags("failover", &o, 5)
+	var alg algorithmFlag
+	fs.IntVar(&o.rounds, "rounds", 20, "number of failovers to measure")
+	fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson")
+	fs.StringVar(&o.mode, "mode", "crash", "crash: crash the coordinator; resign: it hands off")
+	fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object")
+	fs.StringVar(&o.samples, "samples", "", "file to write every failover time to, in ms, one per line")
+	fs.DurationVar(&o.quiet, "quiet", time.Second, "settled window before each round in which elections are spurious")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of each wait for agreement")
+	fs.BoolVar(&o.verbose, "v", false, "log, per round, the node the agreement waited for and the survivors' membership counters")
+	if err := parseFlags(fs, args, stdout, benchFailoverSynopsis); err != nil {
+		return o, err
+	}
+	o.alg = alg.a
+	if err := checkBenchCommon(&o, *profile); err != nil {
+		return o, err
+	}
+	switch {
+	case o.rounds < 1:
+		return o, usagef("-rounds %d: want at least 1", o.rounds)
+	case o.mode != "crash" && o.mode != "resign":
+		return o, usagef("-mode %q: want crash or resign", o.mode)
+	case o.quiet < 0:
+		return o, usagef("-quiet %v: want 0 or more", o.quiet)
+	case o.timeout <= 0:
+		return o, usagef("-timeout %v: want more than 0", o.timeout)
+	}
+	return o, nil
+}
+
+func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseBenchFailover(args, stdout)
+	if err != nil {
+		return err
+	}
+	log := newBenchLogger(stderr, o.verbose)
+	res, err := measureFailover(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	if o.samples != "" {
+		if err := benchstat.WriteSamples(o.samples, res.Times); err != nil {
+			return err
+		}
+	}
+	if o.asJSON {
+		return printJSON(stdout, res)
+	}
+	fmt.Fprintf(stdout, "%d %s failovers of %s, n = %d: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; "+
+		"messages p50 %d, max %d; spurious elections %d\n", res.Rounds, res.Mode, res.Algorithm, res.N,
+		res.Failover.P50, res.Failover.P90, res.Failover.P99, res.Failover.Max,
+		res.Messages.P50, res.Messages.Max, res.Spurious)
+	return nil
+}
+
+// messageTail is how long the bench keeps counting election messages after
+// agreement, for those still on their way (late ANSWERs, a duplicate
+// announcement), before the node comes back.
+const messageTail = 250 * time.Millisecond
+
+// measureFailover starts a cluster of ours and runs the failover driver
+// on it.
+func measureFailover(ctx context.Context, o benchOptions, log hclog.Logger) (failoverResult, error) {
+	c := newBenchCluster(o, log)
+	log.Info("starting cluster", "n", o.n, "algorithm", o.alg, "profile", o.profile)
+	if err := c.start(ctx); err != nil {
+		return failoverResult{}, err
+	}
+	defer c.stop()
+	r, err := failover.Run(ctx, c, failover.Options{
+		Rounds: o.rounds, Quiet: o.quiet, Phase: election.DefaultHeartbeatInterval, Tail: messageTail, Log: log,
+	})
+	return failoverResult{N: o.n, Algorithm: o.alg.String(), Mode: o.mode, Result: r}, err
+}
+
+// The cluster as the failover driver (bench/internal/failover) sees it.
+var _ failover.Detailer = (*benchCluster)(nil)
+
+// Leader names the coordinator every running node reports, which must be
+// the top-rated node: a round starts from a settled cluster.
+func (c *benchCluster) Leader() (string, error) {
+	if coord, ok := c.agreed(); !ok || coord != c.top().name {
+		return "", fmt.Errorf("coordinator %q, want %s agreed", coord, c.top().name)
+	}
+	return c.top().name, nil
+}
+
+// Elections counts the elections every node has started.
+func (c *benchCluster) Elections() uint64 { return c.electionsStarted() }
+
+// Messages counts the election messages every node has sent.
+func (c *benchCluster) Messages() (uint64, bool) { return c.sent().election(), true }
+
+func (c *benchCluster) node(name string) (*benchNode, error) {
+	for _, b := range c.nodes {
+		if b.name == name {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("no node %q", name)
+}
+
+// TakeOut crashes the node or, with -mode resign, has it resign.
+func (c *benchCluster) TakeOut(ctx context.Context, name string) error {
+	b, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	r, g, d, f := c.memberStats(b)
+	c.taken, c.sentAtTakeOut = [4]uint64{r, g, d, f}, c.sent()
+	if c.opts.mode == "resign" {
+		ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
+		defer cancel()
+		return b.el.Resign(ctx)
+	}
+	return b.crash()
+}
+
+// WaitAgreement waits until the running nodes agree on a coordinator
+// other than not.
+func (c *benchCluster) WaitAgreement(ctx context.Context, not string) (time.Time, error) {
+	return c.waitAgreement(ctx, "", not)
+}
+
+// Detail names the node the agreement waited for, and the survivors'
+// membership counters and the messages by type since the coordinator was
+// taken out.
+func (c *benchCluster) Detail(t0 time.Time) []any {
+	last, lastAt := c.changes.last()
+	r, g, d, f := c.memberStats(c.top())
+	return []any{"last_node", last, "last_change", lastAt.Sub(t0).Round(time.Millisecond),
+		"reordered", r - c.taken[0], "gaps_skipped", g - c.taken[1], "dropped", d - c.taken[2],
+		"send_failed", f - c.taken[3], "by_type", c.sent().minus(c.sentAtTakeOut).String()}
+}
+
+// BringBack restarts the node on its name and port (a resigned one, still
+// running and yielding, leaves the cluster first) and waits until it
+// leads again.
+func (c *benchCluster) BringBack(ctx context.Context, name string) error {
+	b, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	if b.el != nil {
+		if err := b.leave(); err != nil {
+			c.log.Warn("leaving", "node", b.name, "error", err)
+		}
+	}
+	if err := c.startNode(b, true); err != nil {
+		return err
+	}
+	_, err = c.waitAgreement(ctx, name, "")
+	return err
+}
