@@ -419,6 +419,8 @@ func (n *Node) rejoinLoop() {
 		defer t.Stop()
 		tick = t.C
 	}
+	fast := time.NewTicker(fastRejoinWait)
+	defer fast.Stop()
 	for {
 		select {
 		case <-n.stop:
@@ -429,7 +431,35 @@ func (n *Node) rejoinLoop() {
 			n.rejoin()
 			wait = n.nextRejoinWait(wait)
 			t.Reset(wait)
+		case <-fast.C:
+			n.rejoinDeparted()
 		}
+	}
+}
+
+// fastRejoinWait is how often the members that died or left lately are
+// tried again (rejoinDeparted): a member restarted after the others
+// declared it dead, a seed restarted without seeds of its own above all,
+// is back within about this long, not RejoinInterval.
+const fastRejoinWait = 500 * time.Millisecond
+
+// rejoinDeparted joins the members that died or left lately, if any (the
+// table forgets them after a while); the seeds wait for rejoin.
+func (n *Node) rejoinDeparted() {
+	if !n.joined.Load() || n.cfg.RejoinInterval <= 0 {
+		return
+	}
+	var targets []string
+	for _, a := range n.table.departed(maxRejoinDeparted) {
+		if a != n.addr {
+			targets = append(targets, a)
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	if _, err := n.ml.Join(targets); err != nil {
+		n.log.Trace("departed members not back yet", "targets", targets, "error", err)
 	}
 }
 

@@ -98,3 +98,26 @@ func freePort(t *testing.T) int {
 	t.Fatal("no free port")
 	return 0
 }
+
+// A seed restarted after the others declared it dead, with no seeds of
+// its own, is found by the others' re-join of the members that departed
+// lately, every fastRejoinWait: within about half a second, although
+// RejoinInterval is an hour here (issue 16: back within 1 s).
+func TestSeedRestartedAfterDeathFound(t *testing.T) {
+	checkLeaks(t)
+	ms := cluster(t, 3, func(c *Config) { noPushPull(c); c.RejoinInterval = time.Hour })
+	<-time.After(500 * time.Millisecond)
+	_, portStr, _ := net.SplitHostPort(ms[0].Addr())
+	port, _ := strconv.Atoi(portStr)
+	ms[0].stop(t)
+	ms[1].waitPeerEvents(t, "n1", "down:n1")
+	ms[2].waitPeerEvents(t, "n1", "down:n1")
+	cfg := testConfig("n1")
+	noPushPull(&cfg)
+	cfg.BindPort, cfg.Rating = port, 11
+	began := time.Now()
+	n1 := start(t, cfg)
+	n1.waitPeerEvents(t, "n2", "up:n2/20")
+	n1.waitPeerEvents(t, "n3", "up:n3/30")
+	t.Logf("the seed restarted after its death saw both members %v after its restart", time.Since(began))
+}
