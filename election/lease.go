@@ -179,7 +179,7 @@ func (e *Elector) advance() {
 	if k > 1 {
 		e.lateTicks += uint64(k - 1)
 		if k > e.cfg.HeartbeatMisses*int(e.cfg.HeartbeatInterval/e.cfg.Tick) {
-			e.log.Warn("the loop ran late: this process was paused or starved", "late", time.Duration(k-1)*e.cfg.Tick)
+			e.log.Info("the loop ran late: this process was paused or starved", "late", time.Duration(k-1)*e.cfg.Tick)
 		}
 	}
 	e.node.Advance(k)
