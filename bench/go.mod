@@ -8,6 +8,7 @@ require (
 	github.com/coordelect/coordelect v0.0.0-00010101000000-000000000000
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/raft v1.8.0
+	golang.org/x/sys v0.48.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -26,6 +27,5 @@ require (
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.14 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )

@@ -78,3 +78,32 @@ func CheckLedger(rows []Row) error {
 	}
 	return nil
 }
+
+// LedgerReport is what `fencedledger -check` prints: the rows, the terms
+// that wrote, and the rows whose term is below an earlier row's (stale
+// writes the fence should have refused), with the first of them.
+type LedgerReport struct {
+	Rows       int    `json:"rows"`
+	Terms      int    `json:"terms"`
+	Stale      int    `json:"stale"`
+	FirstStale string `json:"first_stale,omitempty"`
+}
+
+// Report checks the ledger rows, in commit order.
+func Report(rows []Row) LedgerReport {
+	var rep LedgerReport
+	var top Row
+	for _, r := range rows {
+		rep.Rows++
+		switch {
+		case r.Term < top.Term:
+			if rep.Stale++; rep.Stale == 1 {
+				rep.FirstStale = CheckLedger([]Row{top, r}).Error()
+			}
+		case r.Term > top.Term:
+			rep.Terms++
+			top = r
+		}
+	}
+	return rep
+}

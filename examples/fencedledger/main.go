@@ -20,6 +20,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -49,7 +50,7 @@ func main() {
 
 // parseFlags turns the command line into a Config (its Events and Logger
 // still unset) and the paths of the event log.
-func parseFlags(args []string, stderr io.Writer) (cfg Config, events, level string, err error) {
+func parseFlags(args []string, stderr io.Writer) (cfg Config, events, level string, check bool, err error) {
 	var name, bind, join, profile string
 	fs := flag.NewFlagSet("fencedledger", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -63,33 +64,37 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, events, level stri
 	fs.StringVar(&events, "events", "", "file to append the event log to (JSON lines); empty: none")
 	fs.StringVar(&profile, "profile", membership.ProfileLocal, "memberlist timings: lan, local (one host) or wan")
 	fs.StringVar(&level, "log-level", "warn", "log level: trace, debug, info, warn, error or off")
-	if err = fs.Parse(args); err != nil {
-		return cfg, "", "", err
+	fs.BoolVar(&check, "check", false, "do not run: print a JSON report of the ledger in -db (rows, terms, stale rows) and exit")
+	if err = fs.Parse(args); err != nil || check {
+		return cfg, "", "", check, err
 	}
 	if name == "" {
-		return cfg, "", "", errors.New("-name is required")
+		return cfg, "", "", false, errors.New("-name is required")
 	}
 	host, port, err := net.SplitHostPort(bind)
 	if err != nil {
-		return cfg, "", "", fmt.Errorf("-bind %q: %w", bind, err)
+		return cfg, "", "", false, fmt.Errorf("-bind %q: %w", bind, err)
 	}
 	mc := membership.DefaultConfig()
 	mc.NodeName, mc.BindAddr, mc.Profile = name, host, profile
 	if mc.BindPort, err = strconv.Atoi(port); err != nil {
-		return cfg, "", "", fmt.Errorf("-bind %q: port: %w", bind, err)
+		return cfg, "", "", false, fmt.Errorf("-bind %q: port: %w", bind, err)
 	}
 	if join != "" {
 		mc.Seeds = strings.Split(join, ",")
 	}
 	cfg.Membership = mc
-	return cfg, events, level, nil
+	return cfg, events, level, false, nil
 }
 
 // run runs one replica until SIGINT or SIGTERM.
 func run(args []string, stdout, stderr io.Writer) error {
-	cfg, events, level, err := parseFlags(args, stderr)
-	if err != nil {
+	cfg, events, level, check, err := parseFlags(args, stderr)
+	switch {
+	case err != nil:
 		return err
+	case check:
+		return checkLedger(cfg.DB, stdout)
 	}
 	if events != "" {
 		f, err := os.OpenFile(events, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -121,4 +126,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return s.Stop(2 * time.Second)
 		}
 	}
+}
+
+// checkLedger prints the Report of the ledger in the database at path.
+func checkLedger(path string, stdout io.Writer) error {
+	ctx := context.Background()
+	db, _, err := openStore(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := ReadLedger(ctx, db)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(Report(rows))
 }

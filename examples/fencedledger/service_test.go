@@ -169,3 +169,11 @@ func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+func TestReport(t *testing.T) {
+	rows := []Row{{1, 5, 1, "a"}, {2, 5, 2, "a"}, {3, 7, 1, "b"}, {4, 5, 3, "a"}, {5, 6, 1, "c"}, {6, 7, 2, "b"}}
+	rep := Report(rows)
+	if rep.Rows != 6 || rep.Terms != 2 || rep.Stale != 2 || !strings.Contains(rep.FirstStale, "row 4 (term 5 seq 3 by a)") {
+		t.Fatalf("Report = %+v; want 6 rows, 2 terms, 2 stale (rows 4 and 5)", rep)
+	}
+}
