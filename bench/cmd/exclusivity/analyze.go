@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 )
@@ -254,11 +257,12 @@ type report struct {
 	Writes     writeStats      `json:"writes"`
 	Ledger     map[string]any  `json:"ledger"`
 	Elections  int             `json:"elections"`
-	Spurious   int             `json:"spurious_elections"`
+	Spurious   map[string]int  `json:"spurious_elections"`
 	TimesMS    map[string]dist `json:"times_ms"`
 	Busy       int             `json:"busy_processes"`
 	PauseRange [2]float64      `json:"pause_range_ms"`
 	Intervals  int             `json:"leadership_intervals"`
+	FaultLog   string          `json:"fault_log"`
 }
 
 func (b *bench) report() (*report, error) {
@@ -281,7 +285,14 @@ func (b *bench) report() (*report, error) {
 	for k, v := range b.times {
 		r.TimesMS[k] = summarise(v)
 	}
-	var err error
+	r.FaultLog = filepath.Join(b.o.dir, "faults.json")
+	data, err := json.MarshalIndent(b.faults, "", " ")
+	if err == nil {
+		err = os.WriteFile(r.FaultLog, data, 0o644)
+	}
+	if err != nil {
+		return nil, err
+	}
 	r.Ledger, err = b.ledgerReport()
 	return r, err
 }

@@ -31,6 +31,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -114,14 +115,17 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	b := &bench{o: o, c: c, rng: rand.New(rand.NewPCG(o.seed, 1)), times: map[string][]float64{}}
+	b := &bench{o: o, c: c, rng: rand.New(rand.NewPCG(o.seed, 1)), times: map[string][]float64{},
+		spurious: map[string]int{}, current: "start"}
 	defer c.stopAll()
 	defer b.unstarve()
 	fmt.Fprintf(os.Stderr, "exclusivity: %d replicas, quorum %d, logs in %s\n", o.n, o.quorum, o.dir)
 	if err := b.settle(); err != nil {
 		return fmt.Errorf("the cluster did not settle at start: %w", err)
 	}
-	b.runRounds()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b.runRounds(ctx)
 	b.unstarve()
 	c.stopAll()
 	c.poll()
@@ -151,20 +155,21 @@ type bench struct {
 	busy     []*exec.Cmd
 	faults   []fault
 	times    map[string][]float64 // "failover/stop", "handoff/raise", ... in ms
-	spurious int
+	spurious map[string]int       // by the fault of the round it followed
+	current  string               // the fault kind of the round running ("start" before)
 	stuck    []string
 	quieting bool // lead events now are spurious
 }
 
-// runRounds injects the faults, each kind in turn, until -rounds of each
-// or the budget is spent.
-func (b *bench) runRounds() {
+// runRounds injects the faults, each kind in turn, until -rounds of each,
+// the budget is spent or ctx ends (SIGINT: the report follows).
+func (b *bench) runRounds(ctx context.Context) {
 	start := time.Now()
 	variants := map[string][]bool{"off": {false}, "only": {true}, "both": {false, true}}[b.o.starve]
 	for r := 0; r < b.o.rounds; r++ {
 		for _, kind := range b.o.kinds {
 			for _, starved := range variants {
-				if b.o.budget > 0 && time.Since(start) > b.o.budget {
+				if ctx.Err() != nil || b.o.budget > 0 && time.Since(start) > b.o.budget {
 					return
 				}
 				if err := b.round(kind, starved); err != nil {
@@ -173,7 +178,7 @@ func (b *bench) runRounds() {
 				}
 			}
 		}
-		fmt.Fprintf(os.Stderr, "exclusivity: round %d done, %d faults, %d spurious, %v\n",
+		fmt.Fprintf(os.Stderr, "exclusivity: round %d done, %d faults, spurious elections %v, %v\n",
 			r+1, len(b.faults), b.spurious, time.Since(start).Round(time.Second))
 	}
 }
@@ -186,6 +191,9 @@ func (b *bench) round(kind string, starved bool) error {
 	}
 	leader := b.c.top()
 	f := fault{Kind: kind, Starved: starved, Member: b.c.members[leader].name}
+	if b.current = kind; starved {
+		b.current += "/starved"
+	}
 	var err error
 	switch kind {
 	case "stop":
@@ -296,9 +304,9 @@ func (b *bench) waitWrite(timeout time.Duration, pred func(event) bool) (int64, 
 // see counts a leadership that starts while the cluster should be quiet.
 func (b *bench) see(ev event) {
 	if ev.Ev == "lead" && b.quieting {
-		b.spurious++
-		fmt.Fprintf(os.Stderr, "exclusivity: spurious election: %s term %d at t=%d\n",
-			b.c.members[b.c.incs[ev.who].member].name, ev.Term, ev.T)
+		b.spurious[b.current]++
+		fmt.Fprintf(os.Stderr, "exclusivity: spurious election after %s: %s term %d at t=%d\n",
+			b.current, b.c.members[b.c.incs[ev.who].member].name, ev.Term, ev.T)
 	}
 }
 
