@@ -157,6 +157,7 @@ type bench struct {
 	times    map[string][]float64 // "failover/stop", "handoff/raise", ... in ms
 	spurious map[string]int       // by the fault of the round it followed
 	current  string               // the fault kind of the round running ("start" before)
+	newest   uint64               // the highest term a member started leading in
 	stuck    []string
 	quieting bool // lead events now are spurious
 }
@@ -301,8 +302,12 @@ func (b *bench) waitWrite(timeout time.Duration, pred func(event) bool) (int64, 
 	return 0, false
 }
 
-// see counts a leadership that starts while the cluster should be quiet.
+// see follows the newest term and counts a leadership that starts while
+// the cluster should be quiet.
 func (b *bench) see(ev event) {
+	if ev.Ev == "lead" {
+		b.newest = max(b.newest, ev.Term)
+	}
 	if ev.Ev == "lead" && b.quieting {
 		b.spurious[b.current]++
 		fmt.Fprintf(os.Stderr, "exclusivity: spurious election after %s: %s term %d at t=%d\n",
@@ -311,11 +316,15 @@ func (b *bench) see(ev event) {
 }
 
 // settle waits until the expected leader (the highest-rated live member)
-// writes, then for -quiet without a new leadership.
+// commits a write that it began after the fault, in the newest term any
+// member has started leading in, then for -quiet without a new leadership.
+// (A leader paused inside a transaction commits it when resumed, in its old
+// term: that is not yet the settled cluster.)
 func (b *bench) settle() error {
 	top := b.c.top()
-	inc := b.c.members[top].inc
-	if _, ok := b.waitWrite(b.o.timeout, func(ev event) bool { return ev.who == inc }); !ok {
+	inc, since := b.c.members[top].inc, mono()
+	settled := func(ev event) bool { return ev.who == inc && ev.T0 >= since && ev.Term >= b.newest }
+	if _, ok := b.waitWrite(b.o.timeout, settled); !ok {
 		return fmt.Errorf("%s did not lead", b.c.members[top].name)
 	}
 	b.quieting = true
