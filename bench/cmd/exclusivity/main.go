@@ -274,10 +274,21 @@ func (b *bench) raise(f *fault) error {
 	}
 	who := followers[b.rng.IntN(len(followers))]
 	f.Member, f.T = b.c.members[who].name, mono()
-	if err := b.c.signal(who, syscall.SIGUSR1); err != nil {
-		return err
-	}
 	inc := b.c.members[who].inc
+	// The replica raises its rating above every rating it knows of; if
+	// gossip has not yet brought it another's raise, it may only tie:
+	// raise it again until it is strictly the highest.
+	for range 5 {
+		if err := b.c.signal(who, syscall.SIGUSR1); err != nil {
+			return err
+		}
+		if _, ok := b.waitEvent(b.o.timeout, func(ev event) bool { return ev.who == inc && ev.Ev == "rating" }); !ok {
+			return errors.New("the raised member did not log its rating")
+		}
+		if b.c.top() == who {
+			break
+		}
+	}
 	t, ok := b.waitWrite(b.o.timeout, func(ev event) bool { return ev.who == inc })
 	if !ok {
 		return errors.New("the raised member did not take the lead")
@@ -289,11 +300,17 @@ func (b *bench) raise(f *fault) error {
 // waitWrite reads the event logs until a committed write matching pred
 // shows up, and returns its commit time.
 func (b *bench) waitWrite(timeout time.Duration, pred func(event) bool) (int64, bool) {
+	return b.waitEvent(timeout, func(ev event) bool { return ev.Ev == "write" && ev.OK && pred(ev) })
+}
+
+// waitEvent reads the event logs until an event matching pred shows up,
+// and returns its time.
+func (b *bench) waitEvent(timeout time.Duration, pred func(event) bool) (int64, bool) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		for _, ev := range b.c.poll() {
 			b.see(ev)
-			if ev.Ev == "write" && ev.OK && pred(ev) {
+			if pred(ev) {
 				return ev.T, true
 			}
 		}
