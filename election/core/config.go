@@ -6,7 +6,7 @@ import (
 )
 
 // Preemption says when a higher-rated voter displaces a working coordinator
-// (the bully rule, ALGORITHMS.md §1 step 5).
+// (the bully rule, docs/algorithms.md, bully step 5).
 type Preemption uint8
 
 // The policies.

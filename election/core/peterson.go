@@ -1,6 +1,6 @@
 package core
 
-// peterson is ALGORITHMS.md §3, the active/relay ring (seed 001;
+// peterson is docs/algorithms.md, active/relay ring, the active/relay ring (docs/algorithms.md;
 // Dolev–Klawe–Rodeh 1982, Peterson 1982): O(n log n) messages on a
 // unidirectional ring with FIFO links.
 //
@@ -130,7 +130,7 @@ func unpackPhase(x uint32) (p uint32, second bool) { return (x + 1) / 2, x%2 == 
 
 // Phases returns the number of active/relay phases of the last election
 // this node saw end, as announced by the node that found itself the only
-// active one (ALGORITHMS.md §3: at most ⌊log₂ n⌋ + 1). It is 0 before the
+// active one (docs/algorithms.md, active/relay ring: at most ⌊log₂ n⌋ + 1). It is 0 before the
 // first such election and for the other algorithms. The simulator and the
 // demo report it.
 func (n *Node) Phases() int {

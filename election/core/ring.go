@@ -1,6 +1,6 @@
 package core
 
-// newRingAlgorithm returns the ring (ALGORITHMS.md §2) or the active/relay
+// newRingAlgorithm returns the ring (docs/algorithms.md, ring) or the active/relay
 // ring (§3).
 func newRingAlgorithm(n *Node, a Algorithm) algorithm {
 	if a == Peterson {
@@ -11,7 +11,7 @@ func newRingAlgorithm(n *Node, a Algorithm) algorithm {
 	return r
 }
 
-// ring is ALGORITHMS.md §2, the ring with a list of working members (seeds
+// ring is docs/algorithms.md, ring, the ring with a list of working members (seeds
 // 002, 003; LeLann, Chang–Roberts).
 //
 // An initiator sends ELECTION clockwise with the list [itself]; every
@@ -377,7 +377,7 @@ func (r *ring) restart() { restartLap(r.n, r.reset) }
 func (r *ring) abandon() { abandonLap(r.n, r.reset) }
 
 // peerDown (View mode): the member we handed the lap to died, so the lap
-// may be lost with it: restart in a new term (ALGORITHMS.md: a ring whose
+// may be lost with it: restart in a new term (docs/algorithms.md: a ring whose
 // membership changes mid-election restarts). A COORDINATOR lap handed to a
 // member that died is sent on to the next one instead: its outcome stands.
 func (r *ring) peerDown(id string) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// ALGORITHMS.md §2, seeds 002/003: one initiator with m working members
+// docs/algorithms.md, ring: one initiator with m working members
 // costs m ELECTION hops and m COORDINATOR hops; in Textbook mode each dead
 // successor passed costs one failed attempt more (a sent message), and
 // every hop is acknowledged.

@@ -21,7 +21,7 @@ type hop struct {
 }
 
 // link carries the ring algorithms' messages one hop clockwise to the next
-// working member (ALGORITHMS.md §2: "if the successor does not respond, it
+// working member (docs/algorithms.md, ring: "if the successor does not respond, it
 // sends to the one after, and so on, until a working participant is found").
 //
 // Textbook mode has no view, so every hop is acknowledged with MsgAck. A
