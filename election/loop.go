@@ -32,6 +32,7 @@ func (e *Elector) loop(ctx context.Context) error {
 			}
 			e.handle(ev)
 		case r := <-e.requests:
+			e.advance()
 			err := r.fn()
 			e.flush()
 			r.result <- err

@@ -41,7 +41,9 @@ func monoAt(t time.Time) int64 {
 //	        (committed), else Err: "guard" (Check refused it, nothing was
 //	        sent), "stale" (the fence refused it) or the error; LeaseEnd is
 //	        the lease end Check saw
-//	stop    leadership work of Term ended (its context was cancelled)
+//	end     the leadership of Term ended (its context was cancelled)
+//	stop    leadership work of Term returned (after end, and after the
+//	        write in flight if any)
 //	rating  the rating is now Rating
 type Event struct {
 	T        int64  `json:"t"`

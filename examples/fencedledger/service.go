@@ -119,6 +119,10 @@ func (s *Service) lead(ctx context.Context, term uint64) {
 	end, _ := s.el.LeaseDeadline(term)
 	s.events.log(Event{Ev: "lead", Term: term, LeaseEnd: monoAt(end)})
 	defer s.events.log(Event{Ev: "stop", Term: term})
+	// "end" stamps the instant the elector ends the leadership, even while
+	// a write is in flight and "stop" must wait for it.
+	ended := context.AfterFunc(ctx, func() { s.events.log(Event{Ev: "end", Term: term}) })
+	defer ended()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	var seq int64

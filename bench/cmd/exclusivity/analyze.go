@@ -15,6 +15,8 @@ import (
 // the fence (or started leading) and end is the earlier of its step-down
 // (its leadership context ended; its exit if it died) and, with the
 // quorum guard, the latest lease end it logged in that term.
+// The step-down is the "end" event (the context's cancellation) when the
+// log has it, else "stop" (the leader work returned).
 type interval struct {
 	who        int
 	term       uint64
@@ -51,8 +53,10 @@ func (b *bench) intervals() []interval {
 				a.start = min(a.start, ev.T)
 			}
 			a.lease = max(a.lease, ev.LeaseEnd)
-		case "stop":
-			get(ev).stop = ev.T
+		case "stop", "end": // the earlier: "stop" waits for a write in flight
+			if a := get(ev); a.stop == 0 || ev.T < a.stop {
+				a.stop = ev.T
+			}
 		}
 	}
 	var out []interval

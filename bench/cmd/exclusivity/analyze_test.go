@@ -33,6 +33,11 @@ func TestOverlapWithAndWithoutLease(t *testing.T) {
 	if o.Pairs != 1 || o.MaxMS != ms(300) || o.Worst.A != "m1" || o.Worst.B != "m2" {
 		t.Errorf("without leases: %+v, want one overlap of 300 ns between m1 and m2", o)
 	}
+	// The context's end, logged before "stop", bounds the interval.
+	b = fakeBench(0, append(evs, event{who: 0, Ev: "end", Term: 1, T: 650})...)
+	if o := b.overlaps(b.intervals()); o.Pairs != 1 || o.MaxMS != ms(50) {
+		t.Errorf("with the end event: %+v, want one overlap of 50 ns", o)
+	}
 }
 
 func TestStaleWrites(t *testing.T) {
