@@ -30,6 +30,10 @@ func (e *Elector) loop(ctx context.Context) error {
 				e.finish()
 				return err
 			}
+			// The core's clock first: a loop that ran late must not stamp
+			// a heartbeat's receipt (where the promise its ack makes
+			// starts) with a time before the heartbeat was even sent.
+			e.advance()
 			e.handle(ev)
 		case r := <-e.requests:
 			e.advance()
