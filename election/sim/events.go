@@ -43,50 +43,13 @@ type wake struct {
 }
 
 // wakeQueue is a min-heap of wakes by tick, then node.
-type wakeQueue []wake
+type wakeQueue = minHeap[wake]
 
-func (q wakeQueue) less(i, j int) bool {
-	if q[i].tick != q[j].tick {
-		return q[i].tick < q[j].tick
+func (w wake) before(o wake) bool {
+	if w.tick != o.tick {
+		return w.tick < o.tick
 	}
-	return q[i].node < q[j].node
-}
-
-func (q *wakeQueue) push(w wake) {
-	*q = append(*q, w)
-	h := *q
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-func (q *wakeQueue) pop() wake {
-	h := *q
-	w := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h.less(l, m) {
-			m = l
-		}
-		if r < len(h) && h.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return w
+	return w.node < o.node
 }
 
 // Step runs the next event. It reports false when nothing is left.

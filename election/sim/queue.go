@@ -137,23 +137,26 @@ func (q *eventQueue) reset() {
 	q.inRing, q.far, q.spare = 0, nil, nil
 }
 
-// farHeap is a binary min-heap of events by (at, seq), typed so that
-// pushing an event does not box it.
-type farHeap []event
+// farHeap is a min-heap of events by (at, seq).
+type farHeap = minHeap[event]
 
-func (q farHeap) less(i, j int) bool {
-	if q[i].at != q[j].at {
-		return q[i].at < q[j].at
+func (e event) before(o event) bool {
+	if e.at != o.at {
+		return e.at < o.at
 	}
-	return q[i].seq < q[j].seq
+	return e.seq < o.seq
 }
 
-func (q *farHeap) push(e event) {
-	*q = append(*q, e)
+// minHeap is a binary min-heap of values ordered by their before method,
+// typed so that pushing a value does not box it (container/heap would).
+type minHeap[T interface{ before(T) bool }] []T
+
+func (q *minHeap[T]) push(x T) {
+	*q = append(*q, x)
 	h := *q
 	for i := len(h) - 1; i > 0; {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
+		if !h[i].before(h[p]) {
 			break
 		}
 		h[i], h[p] = h[p], h[i]
@@ -161,19 +164,20 @@ func (q *farHeap) push(e event) {
 	}
 }
 
-func (q *farHeap) pop() event {
+func (q *minHeap[T]) pop() T {
 	h := *q
-	e := h[0]
+	x := h[0]
 	last := len(h) - 1
 	h[0] = h[last]
-	h[last] = event{}
+	var zero T
+	h[last] = zero
 	h = h[:last]
 	for i := 0; ; {
 		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h.less(l, m) {
+		if l < len(h) && h[l].before(h[m]) {
 			m = l
 		}
-		if r < len(h) && h.less(r, m) {
+		if r < len(h) && h[r].before(h[m]) {
 			m = r
 		}
 		if m == i {
@@ -183,5 +187,5 @@ func (q *farHeap) pop() event {
 		i = m
 	}
 	*q = h
-	return e
+	return x
 }
