@@ -164,33 +164,27 @@ func (b *bully) skip(k int) {
 	}
 }
 
-func (r *ring) deadline() int {
-	d := r.link.deadline()
-	if r.n.electing && r.timer > 0 && !r.waiting {
-		d = min(d, r.timer)
+func (r *ring) deadline() int     { return lapDeadline(r.n, &r.link, r.timer, r.waiting) }
+func (r *ring) skip(k int)        { lapSkip(r.n, &r.link, &r.timer, r.waiting, k) }
+func (p *peterson) deadline() int { return lapDeadline(p.n, &p.link, p.timer, p.waiting) }
+func (p *peterson) skip(k int)    { lapSkip(p.n, &p.link, &p.timer, p.waiting, k) }
+
+// lapDeadline mirrors both rings' tick: the hop in flight, and the
+// election's timer, which runs while the node takes part in an election
+// and does not wait for its pre-vote.
+func lapDeadline(n *Node, l *link, timer int, waiting bool) int {
+	d := l.deadline()
+	if n.electing && timer > 0 && !waiting {
+		d = min(d, timer)
 	}
 	return d
 }
 
-func (r *ring) skip(k int) {
-	r.link.skip(k)
-	if r.n.electing && r.timer > 0 && !r.waiting {
-		r.timer -= k
-	}
-}
-
-func (p *peterson) deadline() int {
-	d := p.link.deadline()
-	if p.n.electing && p.timer > 0 && !p.waiting {
-		d = min(d, p.timer)
-	}
-	return d
-}
-
-func (p *peterson) skip(k int) {
-	p.link.skip(k)
-	if p.n.electing && p.timer > 0 && !p.waiting {
-		p.timer -= k
+// lapSkip runs k ticks of both rings' tick that reach no deadline.
+func lapSkip(n *Node, l *link, timer *int, waiting bool, k int) {
+	l.skip(k)
+	if n.electing && *timer > 0 && !waiting {
+		*timer -= k
 	}
 }
 
