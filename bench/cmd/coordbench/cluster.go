@@ -153,6 +153,7 @@ func (c *benchCluster) startNode(b *benchNode, elector bool) error {
 func (c *benchCluster) startElector(b *benchNode) error {
 	el, err := election.New(election.Config{
 		Transport: b.mem, Algorithm: c.opts.alg, Rating: b.rating, Recorder: b.count,
+		QuorumSize: c.opts.quorum,
 	})
 	if err != nil {
 		_ = b.mem.Close()

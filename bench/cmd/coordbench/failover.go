@@ -34,6 +34,7 @@ type failoverResult struct {
 	N         int    `json:"n"`
 	Algorithm string `json:"algorithm"`
 	Mode      string `json:"mode"`
+	Quorum    int    `json:"quorum"`
 	failover.Result
 }
 
@@ -48,6 +49,7 @@ func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 	fs.StringVar(&o.samples, "samples", "", "file to write every failover time to, in ms, one per line")
 	fs.DurationVar(&o.quiet, "quiet", time.Second, "settled window before each round in which elections are spurious")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of each wait for agreement")
+	fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard: a coordinator leads only while a majority of it holds its lease); 0: off")
 	fs.BoolVar(&o.verbose, "v", false, "log, per round, the node the agreement waited for and the survivors' membership counters")
 	if err := parseFlags(fs, args, stdout, benchFailoverSynopsis); err != nil {
 		return o, err
@@ -65,6 +67,8 @@ func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 		return o, usagef("-quiet %v: want 0 or more", o.quiet)
 	case o.timeout <= 0:
 		return o, usagef("-timeout %v: want more than 0", o.timeout)
+	case o.quorum < 0 || o.quorum > o.n:
+		return o, usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
 	}
 	return o, nil
 }
@@ -87,8 +91,8 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 	if o.asJSON {
 		return printJSON(stdout, res)
 	}
-	fmt.Fprintf(stdout, "%d %s failovers of %s, n = %d: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; "+
-		"messages p50 %d, max %d; spurious elections %d\n", res.Rounds, res.Mode, res.Algorithm, res.N,
+	fmt.Fprintf(stdout, "%d %s failovers of %s, n = %d, quorum %d: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; "+
+		"messages p50 %d, max %d; spurious elections %d\n", res.Rounds, res.Mode, res.Algorithm, res.N, res.Quorum,
 		res.Failover.P50, res.Failover.P90, res.Failover.P99, res.Failover.Max,
 		res.Messages.P50, res.Messages.Max, res.Spurious)
 	return nil
@@ -111,7 +115,7 @@ func measureFailover(ctx context.Context, o benchOptions, log hclog.Logger) (fai
 	r, err := failover.Run(ctx, c, failover.Options{
 		Rounds: o.rounds, Quiet: o.quiet, Phase: election.DefaultHeartbeatInterval, Tail: messageTail, Log: log,
 	})
-	return failoverResult{N: o.n, Algorithm: o.alg.String(), Mode: o.mode, Result: r}, err
+	return failoverResult{N: o.n, Algorithm: o.alg.String(), Mode: o.mode, Quorum: o.quorum, Result: r}, err
 }
 
 // The cluster as the failover driver (bench/internal/failover) sees it.

@@ -79,6 +79,7 @@ type benchOptions struct {
 	burners int           // soak
 	verbose bool          // failover: per-round diagnostics on stderr
 	stagger time.Duration // pause between member starts
+	quorum  int           // failover: the electors' QuorumSize, 0 for none
 }
 
 // maxBenchSize bounds -n: a process of 2 cores runs a few hundred members.

@@ -46,6 +46,7 @@ func TestBenchBadFlags(t *testing.T) {
 		"", "nosuch", "failover -n 1", "failover -n 501", "failover -rounds 0",
 		"failover -mode pause", "failover -algorithm raft", "failover -profile fast",
 		"failover -quiet -1s", "failover -timeout 0s", "failover extra",
+		"failover -quorum -1", "failover -n 3 -quorum 4",
 		"soak", "soak -d 0s", "soak -d 1s -burners -1", "soak -d 1s -nosuchflag",
 		"memory -n 0", "memory -settle -1s",
 		"compare -n 1", "compare -rounds 0", "compare -hb 1ms", "compare -quiet -1s",
@@ -74,9 +75,9 @@ func TestBenchHelp(t *testing.T) {
 // and describes the run. Nothing is timed.
 func TestBenchFailoverTiny(t *testing.T) {
 	checkLeaks(t)
-	for _, mode := range []string{"crash", "resign"} {
+	for _, mode := range []string{"crash", "resign", "crash -quorum 3"} {
 		var out, errb bytes.Buffer
-		args := []string{"failover", "-n", "3", "-rounds", "1", "-quiet", "50ms", "-mode", mode, "-json"}
+		args := append([]string{"failover", "-n", "3", "-rounds", "1", "-quiet", "50ms", "-json", "-mode"}, strings.Fields(mode)...)
 		if rc := runArgs(args, &out, &errb); rc != 0 {
 			t.Fatalf("%s: rc=%d stderr=%s", mode, rc, errb.String())
 		}
@@ -93,8 +94,12 @@ func TestBenchFailoverTiny(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.N != 3 || r.Rounds != 1 || r.Algorithm != "bully" || r.Mode != mode {
-			t.Errorf("%s: result %+v, want n 3, 1 round, bully, mode %s", mode, r, mode)
+		wantMode, wantQuorum := mode, 0
+		if mode == "crash -quorum 3" {
+			wantMode, wantQuorum = "crash", 3
+		}
+		if r.N != 3 || r.Rounds != 1 || r.Algorithm != "bully" || r.Mode != wantMode || r.Quorum != wantQuorum {
+			t.Errorf("%s: result %+v, want n 3, 1 round, bully, mode %s, quorum %d", mode, r, wantMode, wantQuorum)
 		}
 		if f := r.Failover; f.P50 <= 0 || f.P50 != f.Max || r.Messages == nil || r.Messages.P50 == 0 || r.Messages.P50 != r.Messages.Max {
 			t.Errorf("%s: one round should give p50 = max > 0 and messages > 0: %+v", mode, r)
