@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -35,6 +36,8 @@ type failoverResult struct {
 	Algorithm string `json:"algorithm"`
 	Mode      string `json:"mode"`
 	Quorum    int    `json:"quorum"`
+	// BusyProcs is the number of busy processes beside the bench.
+	BusyProcs int `json:"busy_procs"`
 	failover.Result
 }
 
@@ -50,6 +53,7 @@ func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 	fs.DurationVar(&o.quiet, "quiet", time.Second, "settled window before each round in which elections are spurious")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of each wait for agreement")
 	fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard: a coordinator leads only while a majority of it holds its lease); 0: off")
+	fs.IntVar(&o.busy, "busy-per-core", 0, "busy processes per core (sh -c 'while :; do :; done') that load the host from outside the bench's process during the rounds")
 	fs.BoolVar(&o.verbose, "v", false, "log, per round, the node the agreement waited for and the survivors' membership counters")
 	if err := parseFlags(fs, args, stdout, benchFailoverSynopsis); err != nil {
 		return o, err
@@ -67,6 +71,8 @@ func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 		return o, usagef("-quiet %v: want 0 or more", o.quiet)
 	case o.timeout <= 0:
 		return o, usagef("-timeout %v: want more than 0", o.timeout)
+	case o.busy < 0:
+		return o, usagef("-busy-per-core %d: want 0 or more", o.busy)
 	case o.quorum < 0 || o.quorum > o.n:
 		return o, usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
 	}
@@ -91,8 +97,8 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 	if o.asJSON {
 		return printJSON(stdout, res)
 	}
-	fmt.Fprintf(stdout, "%d %s failovers of %s, n = %d, quorum %d: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; "+
-		"messages p50 %d, max %d; spurious elections %d\n", res.Rounds, res.Mode, res.Algorithm, res.N, res.Quorum,
+	fmt.Fprintf(stdout, "%d %s failovers of %s, n = %d, quorum %d, %d busy processes: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; "+
+		"messages p50 %d, max %d; spurious elections %d\n", res.Rounds, res.Mode, res.Algorithm, res.N, res.Quorum, res.BusyProcs,
 		res.Failover.P50, res.Failover.P90, res.Failover.P99, res.Failover.Max,
 		res.Messages.P50, res.Messages.Max, res.Spurious)
 	return nil
@@ -112,10 +118,15 @@ func measureFailover(ctx context.Context, o benchOptions, log hclog.Logger) (fai
 		return failoverResult{}, err
 	}
 	defer c.stop()
+	var busy busyProcs
+	defer busy.stop()
+	if err := busy.start(o.busy * runtime.NumCPU()); err != nil {
+		return failoverResult{}, err
+	}
 	r, err := failover.Run(ctx, c, failover.Options{
 		Rounds: o.rounds, Quiet: o.quiet, Phase: election.DefaultHeartbeatInterval, Tail: messageTail, Log: log,
 	})
-	return failoverResult{N: o.n, Algorithm: o.alg.String(), Mode: o.mode, Quorum: o.quorum, Result: r}, err
+	return failoverResult{N: o.n, Algorithm: o.alg.String(), Mode: o.mode, Quorum: o.quorum, BusyProcs: len(busy), Result: r}, err
 }
 
 // The cluster as the failover driver (bench/internal/failover) sees it.

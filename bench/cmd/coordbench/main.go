@@ -80,6 +80,7 @@ type benchOptions struct {
 	verbose bool          // failover: per-round diagnostics on stderr
 	stagger time.Duration // pause between member starts
 	quorum  int           // failover: the electors' QuorumSize, 0 for none
+	busy    int           // failover: busy processes per core beside the bench
 }
 
 // maxBenchSize bounds -n: a process of 2 cores runs a few hundred members.

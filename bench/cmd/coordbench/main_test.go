@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestBenchBadFlags(t *testing.T) {
 		"", "nosuch", "failover -n 1", "failover -n 501", "failover -rounds 0",
 		"failover -mode pause", "failover -algorithm raft", "failover -profile fast",
 		"failover -quiet -1s", "failover -timeout 0s", "failover extra",
-		"failover -quorum -1", "failover -n 3 -quorum 4",
+		"failover -quorum -1", "failover -n 3 -quorum 4", "failover -busy-per-core -1",
 		"soak", "soak -d 0s", "soak -d 1s -burners -1", "soak -d 1s -nosuchflag",
 		"memory -n 0", "memory -settle -1s",
 		"compare -n 1", "compare -rounds 0", "compare -hb 1ms", "compare -quiet -1s",
@@ -75,7 +76,7 @@ func TestBenchHelp(t *testing.T) {
 // and describes the run. Nothing is timed.
 func TestBenchFailoverTiny(t *testing.T) {
 	checkLeaks(t)
-	for _, mode := range []string{"crash", "resign", "crash -quorum 3"} {
+	for _, mode := range []string{"crash", "resign", "crash -quorum 3 -busy-per-core 1"} {
 		var out, errb bytes.Buffer
 		args := append([]string{"failover", "-n", "3", "-rounds", "1", "-quiet", "50ms", "-json", "-mode"}, strings.Fields(mode)...)
 		if rc := runArgs(args, &out, &errb); rc != 0 {
@@ -94,12 +95,12 @@ func TestBenchFailoverTiny(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 			t.Fatal(err)
 		}
-		wantMode, wantQuorum := mode, 0
-		if mode == "crash -quorum 3" {
-			wantMode, wantQuorum = "crash", 3
+		wantMode, wantQuorum, wantBusy := mode, 0, 0
+		if mode != "crash" && mode != "resign" {
+			wantMode, wantQuorum, wantBusy = "crash", 3, runtime.NumCPU()
 		}
-		if r.N != 3 || r.Rounds != 1 || r.Algorithm != "bully" || r.Mode != wantMode || r.Quorum != wantQuorum {
-			t.Errorf("%s: result %+v, want n 3, 1 round, bully, mode %s, quorum %d", mode, r, wantMode, wantQuorum)
+		if r.N != 3 || r.Rounds != 1 || r.Algorithm != "bully" || r.Mode != wantMode || r.Quorum != wantQuorum || r.BusyProcs != wantBusy {
+			t.Errorf("%s: result %+v, want n 3, 1 round, bully, mode %s, quorum %d, %d busy", mode, r, wantMode, wantQuorum, wantBusy)
 		}
 		if f := r.Failover; f.P50 <= 0 || f.P50 != f.Max || r.Messages == nil || r.Messages.P50 == 0 || r.Messages.P50 != r.Messages.Max {
 			t.Errorf("%s: one round should give p50 = max > 0 and messages > 0: %+v", mode, r)

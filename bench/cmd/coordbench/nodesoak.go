@@ -180,7 +180,7 @@ type nodeSoak struct {
 	log    hclog.Logger
 	client *http.Client
 	nodes  []*soakNode // nodes[i] is named i+1
-	busy   []*exec.Cmd
+	busy   busyProcs
 }
 
 // cgroupRoot is where cgroup v1's cpu controller is mounted.
@@ -436,27 +436,6 @@ func loadAvg1() float64 {
 	return f
 }
 
-// startBusy starts k busy processes.
-func (s *nodeSoak) startBusy(k int) error {
-	for range k {
-		c := exec.Command("/bin/sh", "-c", "while :; do :; done")
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
-			return fmt.Errorf("busy process: %w", err)
-		}
-		s.busy = append(s.busy, c)
-	}
-	return nil
-}
-
-func (s *nodeSoak) stopBusy() {
-	for _, c := range s.busy {
-		_ = c.Process.Kill()
-		_ = c.Wait()
-	}
-	s.busy = nil
-}
-
 // soak loads the host and watches the nodes for the duration.
 func (s *nodeSoak) soak(ctx context.Context) (nodeSoakResult, error) {
 	o := s.opts
@@ -464,10 +443,10 @@ func (s *nodeSoak) soak(ctx context.Context) (nodeSoakResult, error) {
 	switch o.load {
 	case "busy":
 		res.BusyProcs = o.busyPerCore * runtime.NumCPU()
-		if err := s.startBusy(res.BusyProcs); err != nil {
+		if err := s.busy.start(res.BusyProcs); err != nil {
 			return res, err
 		}
-		defer s.stopBusy()
+		defer s.busy.stop()
 	case "cgroup":
 		res.QuotaCores = o.quota
 	}
@@ -623,7 +602,7 @@ func (s *nodeSoak) throttled() [][2]uint64 {
 // stop stops the busy processes, then every node (SIGTERM: it resigns and
 // leaves; SIGKILL after 5 s), and removes the cgroups.
 func (s *nodeSoak) stop() {
-	s.stopBusy()
+	s.busy.stop()
 	for _, b := range slices.Backward(s.nodes) {
 		if b == nil || b.cmd == nil || b.cmd.Process == nil {
 			continue
