@@ -245,6 +245,7 @@ func (n *Node) PeerDown(id string) {
 	if n.cfg.Mode != View || id == n.self.ID || !n.view.down(id) {
 		return
 	}
+	n.noteDeparture(id)
 	n.alg.peerDown(id)
 	if id == n.coordinator {
 		n.coordinatorFailed()
