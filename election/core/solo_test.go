@@ -76,6 +76,7 @@ func TestSoloSurvivorLeadsAfterSoloDelay(t *testing.T) {
 			delay := n.Config().SoloDelay
 			down(n, "2", "3", "4", "5")
 			took := leadsAfter(t, n, 2*delay)
+			t.Logf("alone after losing 4 peers at once: led %d ticks later in %s (SoloDelay %d)", took, n.Status().Term, delay)
 			if took < delay {
 				t.Fatalf("led after %d ticks, within SoloDelay = %d of losing every peer at once", took, delay)
 			}
@@ -95,6 +96,7 @@ func TestSoloHoldThenReturn(t *testing.T) {
 			n := soloNode(t, alg, 5)
 			term := n.Status().Term
 			down(n, "2", "3", "4", "5")
+			started := n.Counters().ElectionsStarted
 			for i := 0; i < n.Config().SoloDelay/2; i++ {
 				n.Tick()
 				if out := n.Ready(); len(out) > 0 {
@@ -103,6 +105,9 @@ func TestSoloHoldThenReturn(t *testing.T) {
 			}
 			if st := n.Status(); st.Coordinator != "" || st.Term != term || st.State == StateCoordinator {
 				t.Fatalf("held: %+v, want no coordinator in %s", st, term)
+			}
+			if d := n.Counters().ElectionsStarted - started; d > 0 {
+				t.Errorf("held: %d elections started after the first, want none until the hold ends", d)
 			}
 			for _, id := range []string{"2", "3", "4", "5"} {
 				p, _ := n.Roster().Get(id)
