@@ -67,7 +67,9 @@ func (n *Node) noteDeparture(id string) {
 // soloHeld reports whether this member, alone in its view, is held back
 // from raising the term (without the guard; the guard's own rule decides
 // with it).
-func (n *Node) soloHeld() bool { return n.now < n.soloUntil && !n.otherVoterAlive() }
+func (n *Node) soloHeld() bool {
+	return n.cfg.QuorumSize == 0 && n.now < n.soloUntil && !n.otherVoterAlive()
+}
 
 func (n *Node) otherVoterAlive() bool {
 	for i := 0; i < n.view.r.Len(); i++ {

@@ -208,3 +208,39 @@ func lonePromptly(n *Node) int {
 	c := n.Config()
 	return c.AnswerTimeout + c.RoundTrip + lapTicks(n)
 }
+
+// With the guard the hold does not apply: a member left alone fails its
+// pre-votes (no majority), and once members are back it asks them again
+// after its idle timeout, not SoloDelay later.
+func TestSoloNoHoldWithGuard(t *testing.T) {
+	r, err := NewRoster(members(3, func(i int) int64 { return int64(i) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := NewNode(Config{ID: "1", Roster: r, Algorithm: Bully, Mode: View, QuorumSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Bootstrap("3", MakeTerm(1, Tag("3")))
+	down(n, "2", "3")
+	c := n.Config()
+	for i := 0; i < 2*c.LeaseTicks; i++ { // the pre-vote round runs out meanwhile
+		n.Tick()
+		n.Ready()
+	}
+	for _, id := range []string{"2", "3"} {
+		p, _ := r.Get(id)
+		n.PeerUp(p)
+	}
+	n.Ready()
+	limit := 2 * c.HeartbeatInterval * c.HeartbeatMisses
+	for i := 0; i < limit; i++ {
+		n.Tick()
+		for _, m := range n.Ready() {
+			if m.Type == MsgPreVote {
+				return
+			}
+		}
+	}
+	t.Fatalf("no pre-vote within %d ticks of the members' return", limit)
+}
