@@ -233,6 +233,7 @@ func (n *Node) PeerUp(p Peer) {
 	if !n.view.up(p) {
 		return // its tag is another member's: membership refuses such a member too
 	}
+	n.idle = max(n.idle, 0) // a lone member's wait for its hold (preVoteFailed) ends
 	if n.coordinator == n.self.ID {
 		n.heartbeatTo(p.ID) // let a starting node learn the term at once
 	}

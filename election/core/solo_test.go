@@ -113,6 +113,17 @@ func TestSoloHoldThenReturn(t *testing.T) {
 				p, _ := n.Roster().Get(id)
 				n.PeerUp(p)
 			}
+			// With company again it elects after its idle timeout (bully
+			// first waits H + T + RoundTrip for a senior's announcement).
+			c, asked := n.Config(), false
+			limit := c.HeartbeatInterval*(c.HeartbeatMisses+1) + c.AnswerTimeout + c.RoundTrip
+			for i := 0; i <= limit && !asked; i++ {
+				n.Tick()
+				asked = len(n.Ready()) > 0
+			}
+			if !asked {
+				t.Fatalf("nothing sent within %d ticks of the members' return", limit)
+			}
 			n.Step(Message{Type: MsgHeartbeat, From: "5", To: "1", Coordinator: "5", Term: term, Seq: 1})
 			n.Ready()
 			if st := n.Status(); st.Coordinator != "5" || st.Term != term {
