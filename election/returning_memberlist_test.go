@@ -27,6 +27,11 @@ func TestMemberlistReturningFollowerKeepsTerm(t *testing.T) {
 	for _, alg := range []core.Algorithm{core.Bully, core.Ring, core.Peterson} {
 		for _, quorum := range []int{0, 5} {
 			t.Run(fmt.Sprintf("%s/quorum=%d", alg, quorum), func(t *testing.T) {
+				if raceEnabled && (alg != core.Bully || quorum != 0) {
+					// The six take ~40 s on 2 cores without the race
+					// detector; under it, one keeps the path covered.
+					t.Skip("one case under the race detector")
+				}
 				returningFollowerMemberlist(t, alg, quorum)
 			})
 		}
