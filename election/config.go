@@ -86,6 +86,16 @@ type Config struct {
 	// a coordinator in office (quorum guard only). More than
 	// HeartbeatInterval. Default HeartbeatInterval * HeartbeatMisses.
 	QuorumLease time.Duration
+	// SoloDelay holds back a member whose view lost its last two or more
+	// other voters within SoloDelay of each other (quorum guard off): it
+	// is more likely cut off itself than the survivor of simultaneous
+	// crashes, so it raises no term alone, and reports no coordinator,
+	// until SoloDelay after the departure that left it one voter. A
+	// partition shorter than that heals with the coordinator's term
+	// unchanged; a genuine lone survivor leads SoloDelay late. A member
+	// that loses its voters further apart, or a member of two, leads at
+	// once. Default 10s (docs/design.md, "Pre-vote").
+	SoloDelay time.Duration
 	// HandoffTimeout bounds how long Run, once its context ends, waits for
 	// the successor of a resigning coordinator to announce itself.
 	// Default HeartbeatInterval + CoordinatorTimeout.
@@ -148,6 +158,7 @@ const (
 	DefaultAnswerTimeout      = 40 * time.Millisecond
 	DefaultCoordinatorTimeout = 120 * time.Millisecond
 	DefaultExpectWindow       = 5 * time.Second
+	DefaultSoloDelay          = 10 * time.Second
 )
 
 // DefaultConfig returns a Config with every timing at its default. The
@@ -182,6 +193,7 @@ func (c *Config) setDefaults() {
 	def(&c.HopTimeout, c.RoundTrip)
 	def(&c.StartupDelay, c.HeartbeatInterval)
 	def(&c.ExpectWindow, DefaultExpectWindow)
+	def(&c.SoloDelay, DefaultSoloDelay)
 	if c.ExpectVoters == 0 {
 		if st, ok := c.Transport.(StartupTransport); c.QuorumSize > 0 {
 			c.ExpectVoters = c.QuorumSize
@@ -242,6 +254,7 @@ func (c *Config) coreConfig() (core.Config, error) {
 		QuorumSize:         c.QuorumSize,
 		LeaseTicks:         v.ticks("QuorumLease", c.QuorumLease),
 		HandoffTicks:       v.ticks("StopTimeout", c.StopTimeout),
+		SoloDelay:          v.ticks("SoloDelay", c.SoloDelay),
 	}
 	if st, ok := c.Transport.(StartupTransport); ok && cc.StartupTicks > 0 {
 		// A view unchanged for less than the gossip's spread may still grow.

@@ -20,8 +20,8 @@ func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
 	ms := time.Millisecond
 	got := [...]time.Duration{c.Tick, c.HeartbeatInterval, time.Duration(c.HeartbeatMisses), c.RoundTrip,
-		c.AnswerTimeout, c.CoordinatorTimeout, c.HopTimeout, c.StartupDelay, c.QuorumLease, c.HandoffTimeout}
-	want := [...]time.Duration{10 * ms, 50 * ms, 3, 20 * ms, 40 * ms, 120 * ms, 20 * ms, 50 * ms, 150 * ms, 170 * ms}
+		c.AnswerTimeout, c.CoordinatorTimeout, c.HopTimeout, c.StartupDelay, c.QuorumLease, c.HandoffTimeout, c.SoloDelay}
+	want := [...]time.Duration{10 * ms, 50 * ms, 3, 20 * ms, 40 * ms, 120 * ms, 20 * ms, 50 * ms, 150 * ms, 170 * ms, 10 * time.Second}
 	if got != want {
 		t.Errorf("DefaultConfig() timings = %v, want %v", got, want)
 	}
@@ -61,6 +61,9 @@ func TestConfigValidate(t *testing.T) {
 		{"negative hand-off", func(c *Config) { c.HandoffTimeout = -time.Second }, `Config.HandoffTimeout = -1s`},
 		{"negative expectation", func(c *Config) { c.ExpectVoters = -1 }, `Config.ExpectVoters = -1`},
 		{"negative window", func(c *Config) { c.ExpectWindow = -time.Second }, `Config.ExpectWindow = -1s: must be positive`},
+		{"negative solo delay", func(c *Config) { c.SoloDelay = -time.Second }, `Config.SoloDelay = -1s: must be positive`},
+		{"solo delay not a whole number of ticks", func(c *Config) { c.SoloDelay = 10*time.Second + time.Millisecond },
+			`Config.SoloDelay = 10.001s: must be a whole number of ticks (Tick = 10ms)`},
 		{"unknown algorithm", func(c *Config) { c.Algorithm = 9 }, `Config.Algorithm = algorithm(9)`},
 		{"unknown preemption", func(c *Config) { c.Preemption = 7 }, `Config.Preemption = preemption(7)`},
 	}
@@ -137,6 +140,20 @@ func TestExpectDefaults(t *testing.T) {
 		if cc.ExpectVoters != tc.voters || cc.StartupTicks != tc.tick || cc.ExpectTicks != 500 {
 			t.Errorf("%s: ExpectVoters %d, StartupTicks %d, ExpectTicks %d; want %d, %d, 500",
 				tc.name, cc.ExpectVoters, cc.StartupTicks, cc.ExpectTicks, tc.voters, tc.tick)
+		}
+	}
+}
+
+func TestSoloDelayInTicks(t *testing.T) {
+	for _, tc := range []struct {
+		set  time.Duration
+		want int
+	}{{0, 1000}, {2 * time.Second, 200}, {10 * time.Millisecond, 1}} {
+		c := Config{Transport: stubTransport{"a"}, SoloDelay: tc.set}
+		c.setDefaults()
+		cc, err := c.coreConfig()
+		if err != nil || cc.SoloDelay != tc.want {
+			t.Errorf("SoloDelay %v: core SoloDelay = %d (%v), want %d ticks", tc.set, cc.SoloDelay, err, tc.want)
 		}
 	}
 }

@@ -35,6 +35,7 @@ type realCluster struct {
 	key   []byte
 	label string
 	mut   func(*election.Config)
+	memb  func(*membership.Config) // tunes each node's membership, when set
 }
 
 func newRealCluster(t *testing.T, mut func(*election.Config)) *realCluster {
@@ -76,6 +77,9 @@ func (c *realCluster) startOn(name string, rating int64, nonVoter bool, port int
 	mcfg.NodeName, mcfg.Rating, mcfg.NonVoter = name, rating, nonVoter
 	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
 	mcfg.Seeds, mcfg.RejoinInterval, mcfg.SecretKey, mcfg.Label = c.seeds, time.Second, c.key, c.label
+	if c.memb != nil {
+		c.memb(&mcfg)
+	}
 	mem, err := membership.New(mcfg)
 	if err != nil {
 		c.t.Fatal(err)

@@ -117,6 +117,17 @@ type Config struct {
 	// After it, the node elects with whatever it sees. Default 0: no
 	// window (a node elects after StartupTicks, whatever its view).
 	ExpectTicks int
+	// SoloDelay holds back a member whose view lost its last two (or
+	// more) other voters within SoloDelay of each other: it is probably
+	// cut off itself, so it raises no term, alone, until SoloDelay after
+	// the departure that left it one voter (a partition shorter than that
+	// heals with the coordinator's term unchanged); after it, a lone
+	// survivor of simultaneous crashes leads. A member that loses its
+	// voters further apart, or a member of two that loses its peer, leads
+	// at once. Quorum guard off only (with it a member alone never leads
+	// unless QuorumSize is 1). Default 1000 (10 s at the 10 ms tick of
+	// the runtime's and the simulator's defaults).
+	SoloDelay int
 }
 
 // DefaultConfig returns a Config with every timing at its default; ID and
@@ -142,6 +153,7 @@ func (c *Config) setDefaults() {
 	def(&c.StartupTicks, c.HeartbeatInterval)
 	def(&c.LeaseTicks, c.HeartbeatInterval*c.HeartbeatMisses)
 	def(&c.LeaseMargin, 2)
+	def(&c.SoloDelay, 1000)
 }
 
 // Validate reports the first field that is out of range, naming the field and
@@ -177,7 +189,7 @@ func (c *Config) validate() error {
 		{"AnswerTimeout", c.AnswerTimeout}, {"CoordinatorTimeout", c.CoordinatorTimeout},
 		{"RoundTrip", c.RoundTrip}, {"HopTimeout", c.HopTimeout},
 		{"HeartbeatInterval", c.HeartbeatInterval}, {"HeartbeatMisses", c.HeartbeatMisses},
-		{"LeaseTicks", c.LeaseTicks}, {"LeaseMargin", c.LeaseMargin},
+		{"LeaseTicks", c.LeaseTicks}, {"LeaseMargin", c.LeaseMargin}, {"SoloDelay", c.SoloDelay},
 	} {
 		if f.v < 1 {
 			bad(f.name, f.v, "must be at least 1 tick")

@@ -233,6 +233,7 @@ func (n *Node) PeerUp(p Peer) {
 	if !n.view.up(p) {
 		return // its tag is another member's: membership refuses such a member too
 	}
+	n.idle = max(n.idle, 0) // a lone member's wait for its hold (preVoteFailed) ends
 	if n.coordinator == n.self.ID {
 		n.heartbeatTo(p.ID) // let a starting node learn the term at once
 	}
@@ -245,6 +246,7 @@ func (n *Node) PeerDown(id string) {
 	if n.cfg.Mode != View || id == n.self.ID || !n.view.down(id) {
 		return
 	}
+	n.noteDeparture(id)
 	n.alg.peerDown(id)
 	if id == n.coordinator {
 		n.coordinatorFailed()

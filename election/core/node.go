@@ -137,6 +137,7 @@ type Node struct {
 	confirmedAt int  // coordinator: tick its lease was confirmed at
 	failedLeads int  // leaderships in a row that lapsed or were never confirmed
 	coolUntil   int  // an abdicated node displaces no coordinator before this tick
+	soloUntil   int  // alone in its view before this tick: raise no term (prevote.go)
 
 	exp           expectation // the start-up hold (expect.go)
 	pv            preVoteRound

@@ -33,7 +33,8 @@ type preVoteRound struct {
 
 // preVoteNeeded reports whether raising the term needs a pre-vote: View
 // mode with at least one other live voter (a member alone in its view, or
-// a guard of one, decides alone).
+// a guard of one, decides alone), or a member alone that is held back
+// (soloHeld): its round asks nobody, fails, and the election is abandoned.
 func (n *Node) preVoteNeeded() bool {
 	if n.cfg.Mode != View {
 		return false
@@ -41,7 +42,33 @@ func (n *Node) preVoteNeeded() bool {
 	if n.cfg.QuorumSize > 0 {
 		return n.cfg.QuorumSize/2 > 0 || n.bound()
 	}
-	return n.otherVoterAlive()
+	return n.otherVoterAlive() || n.soloHeld()
+}
+
+// The lone member (docs/design.md, "Pre-vote"): a member alone in its view
+// leads without asking anyone, so that the lone survivor of a crash can
+// lead. But a member whose last two or more voters leave its view within
+// SoloDelay of each other is more likely cut off itself (Lifeguard's local
+// suspicion: the common factor of many failures is oneself) than the
+// survivor of simultaneous crashes: it does not raise the term until
+// SoloDelay after the departure that left it with one voter, so that a
+// partition shorter than SoloDelay heals with the coordinator's term
+// unchanged. A member that loses its voters further apart than that, or a
+// member of two that loses its one peer, leads at once.
+
+// noteDeparture is told of a member that has just left the view: the
+// departure of a voter that leaves another one alive opens the window.
+func (n *Node) noteDeparture(id string) {
+	if p, ok := n.view.r.Get(id); ok && !p.NonVoter && n.otherVoterAlive() {
+		n.soloUntil = n.now + n.cfg.SoloDelay
+	}
+}
+
+// soloHeld reports whether this member, alone in its view, is held back
+// from raising the term (without the guard; the guard's own rule decides
+// with it).
+func (n *Node) soloHeld() bool {
+	return n.cfg.QuorumSize == 0 && n.now < n.soloUntil && !n.otherVoterAlive()
 }
 
 func (n *Node) otherVoterAlive() bool {
@@ -250,6 +277,11 @@ func (n *Node) preVoteFailed() {
 	n.alg.reset()
 	n.electing = false
 	n.idle = 0
+	if n.soloHeld() {
+		// Alone and held: nobody to ask until a member comes back. The
+		// idle timer (K intervals) fires again when the hold ends.
+		n.idle = n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses - (n.soloUntil - n.now)
+	}
 	if n.state != StateSleep {
 		n.setState(StateLost)
 	}

@@ -434,14 +434,15 @@ func TestRingsResignHandsOff(t *testing.T) {
 	}
 }
 
-// A node alone in its ring elects itself without sending anything.
+// A node alone in its ring elects itself without sending anything (in
+// View mode once SoloDelay has passed: it lost both peers at once).
 func TestRingsAlone(t *testing.T) {
 	for _, alg := range []Algorithm{Ring, Peterson} {
 		for _, mode := range []Mode{Textbook, View} {
 			w := newTestNet(t, testCfg(alg, mode), members(3, func(i int) int64 { return int64(i) }))
 			w.crash("2", "3")
 			w.detect("1")
-			if c, _ := w.settle(100); c != "1" {
+			if c, _ := w.settle(100 + DefaultConfig().SoloDelay); c != "1" {
 				t.Fatalf("%s/%s: coordinator %s, want 1", alg, mode, c)
 			}
 		}

@@ -1,0 +1,257 @@
+package core
+
+import (
+	"fmt"
+	"testing"
+)
+
+// The lone member (prevote.go, "The lone member"; docs/design.md,
+// "Pre-vote"): a member whose view loses its last voters within SoloDelay
+// of each other raises no term alone until SoloDelay after the departure
+// that left it one voter; one that loses them further apart, or a member
+// of two, leads at once. Each test drives node "1" alone: its peers never
+// answer, only the view changes.
+
+// soloNode returns node "1" of members "1".."n" (nonVoters among them),
+// following coordinator "n" in its first term.
+func soloNode(t *testing.T, alg Algorithm, n int, nonVoters ...string) *Node {
+	t.Helper()
+	ps := members(n, func(i int) int64 { return int64(i) })
+	for i := range ps {
+		for _, id := range nonVoters {
+			if ps[i].ID == id {
+				ps[i].NonVoter = true
+			}
+		}
+	}
+	r, err := NewRoster(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := NewNode(Config{ID: "1", Roster: r, Algorithm: alg, Mode: View})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := fmt.Sprint(n)
+	node.Bootstrap(top, MakeTerm(1, Tag(top)))
+	return node
+}
+
+// leadsAfter ticks n until it leads, up to limit ticks, and returns the
+// ticks that took (limit+1 if it never led). It fails the test if n raised
+// its term without leading.
+func leadsAfter(t *testing.T, n *Node, limit int) int {
+	t.Helper()
+	before := n.Status().Term
+	for i := 0; i <= limit; i++ {
+		st := n.Status()
+		if st.State == StateCoordinator && st.Coordinator == n.ID() {
+			return i
+		}
+		if st.Term != before {
+			t.Fatalf("term %s raised to %s after %d ticks without leading", before, st.Term, i)
+		}
+		n.Tick()
+		n.Ready()
+	}
+	return limit + 1
+}
+
+func down(n *Node, ids ...string) {
+	for _, id := range ids {
+		n.PeerDown(id)
+	}
+	n.Ready()
+}
+
+var threeAlgorithms = []Algorithm{Bully, Ring, Peterson}
+
+// The lone survivor of simultaneous crashes (or a member cut off from the
+// rest, which it cannot tell apart) waits SoloDelay, then leads: the hold
+// delays it, never strands it.
+func TestSoloSurvivorLeadsAfterSoloDelay(t *testing.T) {
+	for _, alg := range threeAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			n := soloNode(t, alg, 5)
+			delay := n.Config().SoloDelay
+			down(n, "2", "3", "4", "5")
+			took := leadsAfter(t, n, 2*delay)
+			t.Logf("alone after losing 4 peers at once: led %d ticks later in %s (SoloDelay %d)", took, n.Status().Term, delay)
+			if took < delay {
+				t.Fatalf("led after %d ticks, within SoloDelay = %d of losing every peer at once", took, delay)
+			}
+			if slack := n.Config().HeartbeatInterval * n.Config().HeartbeatMisses; took > delay+slack {
+				t.Fatalf("led after %d ticks, want at most SoloDelay + K*H = %d", took, delay+slack)
+			}
+		})
+	}
+}
+
+// Within the hold the member reports no coordinator and sends nothing;
+// once a member it can ask is back, the hold no longer applies and the
+// coordinator's next heartbeat is followed in the unchanged term.
+func TestSoloHoldThenReturn(t *testing.T) {
+	for _, alg := range threeAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			n := soloNode(t, alg, 5)
+			term := n.Status().Term
+			down(n, "2", "3", "4", "5")
+			started := n.Counters().ElectionsStarted
+			for i := 0; i < n.Config().SoloDelay/2; i++ {
+				n.Tick()
+				if out := n.Ready(); len(out) > 0 {
+					t.Fatalf("tick %d: alone, sent %v", i, out)
+				}
+			}
+			if st := n.Status(); st.Coordinator != "" || st.Term != term || st.State == StateCoordinator {
+				t.Fatalf("held: %+v, want no coordinator in %s", st, term)
+			}
+			if d := n.Counters().ElectionsStarted - started; d > 0 {
+				t.Errorf("held: %d elections started after the first, want none until the hold ends", d)
+			}
+			for _, id := range []string{"2", "3", "4", "5"} {
+				p, _ := n.Roster().Get(id)
+				n.PeerUp(p)
+			}
+			// With company again it elects after its idle timeout (bully
+			// first waits H + T + RoundTrip for a senior's announcement).
+			c, asked := n.Config(), false
+			limit := c.HeartbeatInterval*(c.HeartbeatMisses+1) + c.AnswerTimeout + c.RoundTrip
+			for i := 0; i <= limit && !asked; i++ {
+				n.Tick()
+				asked = len(n.Ready()) > 0
+			}
+			if !asked {
+				t.Fatalf("nothing sent within %d ticks of the members' return", limit)
+			}
+			n.Step(Message{Type: MsgHeartbeat, From: "5", To: "1", Coordinator: "5", Term: term, Seq: 1})
+			n.Ready()
+			if st := n.Status(); st.Coordinator != "5" || st.Term != term {
+				t.Fatalf("after the return: %+v, want coordinator 5 in %s", st, term)
+			}
+		})
+	}
+}
+
+// A member of two that loses its one peer leads at once: there is no
+// pattern of many failures to suspect itself by.
+func TestSoloTwoMembersLeadAtOnce(t *testing.T) {
+	for _, alg := range threeAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			n := soloNode(t, alg, 2)
+			down(n, "2")
+			if took := leadsAfter(t, n, n.Config().SoloDelay); took > lonePromptly(n) {
+				t.Fatalf("led after %d ticks, want at most %d", took, lonePromptly(n))
+			}
+		})
+	}
+}
+
+// A member that loses its peers one by one, further apart than SoloDelay,
+// leads at once when the last one goes; closer together, it waits until
+// SoloDelay after the departure that left it one peer (not after the last).
+func TestSoloOneByOne(t *testing.T) {
+	for _, alg := range threeAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			n := soloNode(t, alg, 3)
+			delay := n.Config().SoloDelay
+			down(n, "2")
+			for i := 0; i < delay; i++ {
+				n.Tick()
+				n.Ready()
+			}
+			down(n, "3")
+			if took := leadsAfter(t, n, delay); took > lonePromptly(n) {
+				t.Fatalf("apart: led after %d ticks, want at most %d", took, lonePromptly(n))
+			}
+
+			n = soloNode(t, alg, 3)
+			gap := delay * 2 / 5
+			down(n, "2")
+			for i := 0; i < gap; i++ {
+				n.Tick()
+				n.Ready()
+			}
+			down(n, "3")
+			if took := leadsAfter(t, n, delay); took < delay-gap || took > delay-gap+lonePromptly(n) {
+				t.Fatalf("%d ticks apart: led after %d ticks, want SoloDelay - %d = %d (+%d)",
+					gap, took, gap, delay-gap, lonePromptly(n))
+			}
+		})
+	}
+}
+
+// Only voters count: a member whose other voter and a non-voter leave
+// together is a member of two voters that lost its peer.
+func TestSoloNonVotersDoNotCount(t *testing.T) {
+	for _, alg := range threeAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			n := soloNode(t, alg, 3, "2")
+			down(n, "2", "3")
+			if took := leadsAfter(t, n, n.Config().SoloDelay); took > lonePromptly(n) {
+				t.Fatalf("led after %d ticks, want at most %d", took, lonePromptly(n))
+			}
+		})
+	}
+}
+
+// The hold is for the member without the guard: with it, a member alone
+// follows the guard's own rule (a guard of one leads at once).
+func TestSoloGuardOfOne(t *testing.T) {
+	r, err := NewRoster(members(3, func(i int) int64 { return int64(i) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := NewNode(Config{ID: "1", Roster: r, Algorithm: Bully, Mode: View, QuorumSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Bootstrap("3", MakeTerm(1, Tag("3")))
+	down(n, "2", "3")
+	if took := leadsAfter(t, n, n.Config().SoloDelay); took > lonePromptly(n) {
+		t.Fatalf("led after %d ticks, want at most %d", took, lonePromptly(n))
+	}
+}
+
+// lonePromptly bounds how long a member that is alone and not held takes
+// to lead: well under SoloDelay.
+func lonePromptly(n *Node) int {
+	c := n.Config()
+	return c.AnswerTimeout + c.RoundTrip + lapTicks(n)
+}
+
+// With the guard the hold does not apply: a member left alone fails its
+// pre-votes (no majority), and once members are back it asks them again
+// after its idle timeout, not SoloDelay later.
+func TestSoloNoHoldWithGuard(t *testing.T) {
+	r, err := NewRoster(members(3, func(i int) int64 { return int64(i) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := NewNode(Config{ID: "1", Roster: r, Algorithm: Bully, Mode: View, QuorumSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Bootstrap("3", MakeTerm(1, Tag("3")))
+	down(n, "2", "3")
+	c := n.Config()
+	for i := 0; i < 2*c.LeaseTicks; i++ { // the pre-vote round runs out meanwhile
+		n.Tick()
+		n.Ready()
+	}
+	for _, id := range []string{"2", "3"} {
+		p, _ := r.Get(id)
+		n.PeerUp(p)
+	}
+	n.Ready()
+	limit := 2 * c.HeartbeatInterval * c.HeartbeatMisses
+	for i := 0; i < limit; i++ {
+		n.Tick()
+		for _, m := range n.Ready() {
+			if m.Type == MsgPreVote {
+				return
+			}
+		}
+	}
+	t.Fatalf("no pre-vote within %d ticks of the members' return", limit)
+}
