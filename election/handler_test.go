@@ -17,8 +17,8 @@ import (
 // (README.md, "Running a cluster across processes/hosts"), with the
 // members from the members function when one is given, else the elector's.
 func TestHandlerStatusShape(t *testing.T) {
-	tr := electiontest.NewNetwork().MustJoin(core.Peer{ID: "a", Rating: 3})
-	e, err := election.New(election.Config{Transport: tr, Rating: 3, Algorithm: core.Ring})
+	tr := electiontest.NewNetwork().MustJoin(election.Identity{Name: "a", Rating: 3, Algorithm: core.Ring})
+	e, err := election.New(election.Config{Transport: tr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ type peerConfig struct {
 // metrics on a registry of its own, and an elector on it. On error nothing
 // is left running.
 func startPeer(pc peerConfig) (*peer, error) {
-	name := pc.mem.NodeName
+	name := pc.mem.Name
 	if pc.sink != nil {
 		pc.mem.Memberlist = chainMemberlist(pc.mem.Memberlist, metrics.ConfigureMemberlist(name))
 	}
