@@ -51,3 +51,16 @@ func (t *table) payload(name string) (string, bool) {
 	}
 	return e.meta.Payload, true
 }
+
+// StatusMembers lists the members as election.NewHandler's /status shows
+// them: this node and every member its memberlist knows, with addresses,
+// including those that left or died recently (Members). Pass it to
+// election.NewHandler.
+func (n *Node) StatusMembers() []election.StatusMember {
+	ms := n.Members()
+	out := make([]election.StatusMember, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, election.StatusMember{Name: m.Name, Addr: m.Addr, Rating: m.Rating, Alive: m.Alive})
+	}
+	return out
+}
