@@ -12,7 +12,7 @@ import (
 
 // Three replicas on an in-memory network elect the highest-rated one; a
 // follower watches the leadership through Observe.
-func ExampleElector() {
+func ExampleElector_Observe() {
 	net := electiontest.NewNetwork()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	var wg sync.WaitGroup
