@@ -84,6 +84,7 @@ func TestClusterNodeEndpoints(t *testing.T) {
 		"/metrics":         `coordelect_is_coordinator{node="1"} 0`,
 		"/nodes/1/healthz": "ok",
 		"/nodes/1/readyz":  "ready: coordinator 3",
+		"/nodes/1/leader":  `"coordinator": "3"`,
 		"/healthz":         "ok",
 	} {
 		if body := get(t, tc.url+path); !strings.Contains(body, want) {

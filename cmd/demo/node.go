@@ -20,7 +20,7 @@ import (
 const nodeSynopsis = `usage: demo node -name NAME [flags]
 
 Runs one coordelect node in this process: a memberlist member and an elector,
-with /status (JSON), /metrics (Prometheus), /healthz (200 while it runs) and
+with /status and /leader (JSON), /metrics (Prometheus), /healthz (200 while it runs) and
 /readyz (200 once it knows a coordinator, else 503 and why) over HTTP. Start one
 per process or host and point them at each other with -join. SIGINT or
 SIGTERM resigns (a coordinator hands off) and leaves the cluster.`
