@@ -292,7 +292,9 @@ func (n *Node) Send(m core.Message) error {
 }
 
 // SetRating publishes this node's new rating in its metadata. The gossip
-// happens in the background; peers see EventPeerRating.
+// happens in the background; peers see EventPeerRating. With an elector
+// running on this node, call election.Elector.SetRating instead: it calls
+// this, and ranks the node by the new rating itself.
 func (n *Node) SetRating(rating int64) error {
 	return n.updateMeta(func(m *meta) { m.Rating = rating })
 }
