@@ -12,34 +12,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coordelect/coordelect/election"
-	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
 	"github.com/coordelect/coordelect/metrics"
 )
 
 // Config configures Start. It holds the local member's identity once
-// (Name, Rating, NonVoter, Algorithm, Payload); Start gives it to both the
-// membership layer and the elector. Only Name is required.
+// (the embedded election.Identity: Name, Rating, NonVoter, Algorithm,
+// Payload, read as cfg.Name and so on); Start gives it to the membership
+// layer, which publishes it, and the elector reads it from there. Only
+// Name is required.
 type Config struct {
-	// Name is this member's name, unique in the cluster: its memberlist
-	// node name and its election ID. Required; at most
-	// membership.MaxStringLen bytes.
-	Name string
-	// Rating is this member's rating: the live voter with the highest
-	// rating leads, ties broken by Name. Default 0. Change it at run time
-	// with Handle.Elector().SetRating.
-	Rating int64
-	// NonVoter makes this member follow the coordinator without ever
-	// standing. Default false.
-	NonVoter bool
-	// Algorithm is the election algorithm, the same on every member.
-	// Default core.Bully.
-	Algorithm core.Algorithm
-	// Payload is an opaque string this member publishes to the others,
-	// typically the address of its own service API: Handle.Leader returns
-	// the coordinator's. At most membership.MaxPayloadLen (256) bytes.
-	// Default "".
-	Payload string
+	// Identity is this member. Name is its memberlist node name and its
+	// election ID, unique in the cluster, at most membership.MaxStringLen
+	// bytes: required. Rating: the live voter with the highest rating
+	// leads, ties broken by Name; default 0; change it at run time with
+	// Handle.Elector().SetRating, which both layers see. NonVoter: follow
+	// the coordinator without ever standing. Algorithm: the same on every
+	// member; default core.Bully. Payload: an opaque string published to
+	// the others, typically the address of this member's service API
+	// (Handle.Leader returns the coordinator's); at most
+	// membership.MaxPayloadLen (256) bytes; change it with
+	// Handle.Node().SetPayload.
+	election.Identity
 
 	// BindAddr is the "IP:port" to listen on for gossip and election
 	// traffic (UDP and TCP); port 0 picks a free one (Handle.Addr).
@@ -69,37 +63,26 @@ type Config struct {
 	// to go out. Default 1 s.
 	LeaveTimeout time.Duration
 
-	// Membership, when set, is the starting point of the membership
-	// layer's configuration: profile, encryption, label, memberlist
-	// tuning. Default membership.DefaultConfig(). Start fills in NodeName,
-	// Rating, NonVoter, Payload, Algorithm and the election settings every
-	// member shares (from Election), Logger, and BindAddr, BindPort and
-	// Seeds when set above. Start refuses a field set here to another
-	// value than the one above.
-	Membership *membership.Config
+	// Membership, when set, says how the member listens, joins and
+	// gossips: memberlist profile, encryption, label, queues, memberlist
+	// tuning. Default membership.DefaultOptions(). BindAddr and Seeds
+	// above, when set, replace its BindAddr, BindPort and Seeds. It holds
+	// no identity, no election setting and no logger: those are set
+	// here once.
+	Membership *membership.Options
 	// Election, when set, is the starting point of the elector's
-	// configuration: timings, QuorumSize, preemption. Default
-	// election.DefaultConfig(). Start fills in Transport, Recorder,
-	// Rating, NonVoter, Algorithm, Logger and Callbacks; it refuses a
-	// field set here to another value than the one above, and any
-	// Transport, Recorder, Logger or callback set here.
+	// configuration: timings, QuorumSize, preemption; Start publishes the
+	// settings every member must share (membership.Config.SetElection).
+	// Default election.DefaultConfig(). Start fills in Transport,
+	// Recorder, Logger and Callbacks, and refuses any of them set here.
 	Election *election.Config
 }
 
 // DefaultLeaveTimeout is Config.LeaveTimeout's default.
 const DefaultLeaveTimeout = time.Second
 
-// conflicts collects the fields that Membership or Election set to
-// another value than the top-level Config.
+// conflicts collects the fields of Election that Start owns.
 type conflicts []error
-
-// check records field (set to got) when it differs from top (want).
-func (cs *conflicts) check(field, top string, set bool, got, want any) {
-	if set && got != want {
-		*cs = append(*cs, fmt.Errorf("coordelect: Config.%s = %v but Config.%s = %v: set it once, in Config.%s",
-			field, got, top, want, top))
-	}
-}
 
 func (cs *conflicts) refuse(field string, set bool, why string) {
 	if set {
@@ -111,13 +94,12 @@ func (cs *conflicts) refuse(field string, set bool, why string) {
 func (c *Config) build() (membership.Config, election.Config, error) {
 	mc, ec := membership.DefaultConfig(), election.DefaultConfig()
 	if c.Membership != nil {
-		mc = *c.Membership
+		mc.Options = *c.Membership
 	}
 	if c.Election != nil {
 		ec = *c.Election
 	}
 	var cs conflicts
-	c.checkMembership(&cs, &mc)
 	c.checkElection(&cs, &ec)
 	if c.Name == "" {
 		cs = append(cs, errors.New(`coordelect: Config.Name = "": required`))
@@ -134,10 +116,9 @@ func (c *Config) build() (membership.Config, election.Config, error) {
 	if len(cs) > 0 {
 		return mc, ec, errors.Join(cs...)
 	}
-	ec.Rating, ec.NonVoter, ec.Algorithm = c.Rating, c.NonVoter, c.Algorithm
 	ec.Logger, ec.Callbacks = c.Logger, c.Callbacks
-	mc.NodeName, mc.Payload, mc.Logger = c.Name, c.Payload, c.Logger
-	mc.SetElection(ec) // Rating, NonVoter, Algorithm and the shared settings
+	mc.Identity, mc.Logger = c.Identity, c.Logger
+	mc.SetElection(ec) // the settings every member shares
 	if c.Seeds != nil {
 		mc.Seeds = c.Seeds
 	}
@@ -147,37 +128,13 @@ func (c *Config) build() (membership.Config, election.Config, error) {
 	return mc, ec, mc.Validate() // election.New validates ec
 }
 
-// checkMembership refuses identity fields and shared election settings
-// that Membership sets to other values than c and Election.
-func (c *Config) checkMembership(cs *conflicts, mc *membership.Config) {
-	cs.check("Membership.NodeName", "Name", mc.NodeName != "", mc.NodeName, c.Name)
-	cs.check("Membership.Rating", "Rating", mc.Rating != 0, mc.Rating, c.Rating)
-	cs.check("Membership.NonVoter", "NonVoter", mc.NonVoter, mc.NonVoter, c.NonVoter)
-	cs.check("Membership.Algorithm", "Algorithm", mc.Algorithm != "", mc.Algorithm, c.Algorithm.String())
-	cs.check("Membership.Payload", "Payload", mc.Payload != "", mc.Payload, c.Payload)
-	cs.refuse("Membership.Logger", mc.Logger != nil, "set Config.Logger")
-	shared := []struct {
-		field string
-		set   bool
-	}{
-		{"QuorumSize", mc.QuorumSize != 0}, {"HeartbeatInterval", mc.HeartbeatInterval != 0},
-		{"HeartbeatMisses", mc.HeartbeatMisses != 0}, {"QuorumLease", mc.QuorumLease != 0},
-	}
-	for _, s := range shared {
-		cs.refuse("Membership."+s.field, s.set, "Start copies it from Config.Election."+s.field)
-	}
-}
-
 // checkElection refuses what Election sets that Start owns.
 func (c *Config) checkElection(cs *conflicts, ec *election.Config) {
-	cs.check("Election.Rating", "Rating", ec.Rating != 0, ec.Rating, c.Rating)
-	cs.check("Election.NonVoter", "NonVoter", ec.NonVoter, ec.NonVoter, c.NonVoter)
-	cs.check("Election.Algorithm", "Algorithm", ec.Algorithm != core.Bully, ec.Algorithm, c.Algorithm)
 	cs.refuse("Election.Transport", ec.Transport != nil, "Start sets it to the membership Node")
 	cs.refuse("Election.Recorder", ec.Recorder != nil, "Start sets it from Config.Registerer")
 	cs.refuse("Election.Logger", ec.Logger != nil, "set Config.Logger")
 	cb := ec.Callbacks
-	cs.refuse("Election.Callbacks", cb.OnStartedLeading != nil || cb.OnStoppedLeading != nil || cb.OnNewLeader != nil,
+	cs.refuse("Election.Callbacks", cb.OnStartedLeading != nil || cb.OnStoppedLeading != nil || cb.OnNewLeader != nil || cb.Claim != nil,
 		"set Config.Callbacks")
 }
 

@@ -11,9 +11,11 @@
 // hand-off, leave, shutdown.
 //
 //	h, err := coordelect.Start(ctx, coordelect.Config{
-//		Name:     "replica-1",
-//		Rating:   3,
-//		Payload:  "10.0.0.1:8080", // where clients reach this replica
+//		Identity: election.Identity{
+//			Name:    "replica-1",
+//			Rating:  3,
+//			Payload: "10.0.0.1:8080", // where clients reach this replica
+//		},
 //		BindAddr: "10.0.0.1:7946",
 //		Seeds:    []string{"10.0.0.2:7946"},
 //		Callbacks: election.Callbacks{
@@ -27,9 +29,10 @@
 //
 // The lower layers stay usable on their own (see packages election,
 // membership and metrics); Start is the assembly docs/design.md
-// describes. The local member's identity (Name, Rating, NonVoter,
-// Algorithm, Payload) is set once, in Config; election.New refuses a
-// membership.Node that publishes another.
+// describes. The local member's identity (election.Identity: Name,
+// Rating, NonVoter, Algorithm, Payload) is set once, in Config: the
+// membership layer publishes it and the elector reads it from there
+// (election.Transport.Identity); no other configuration holds it.
 //
 // The algorithms, the terms that fence a leader's writes and the failure
 // model are described in docs/design.md and docs/algorithms.md.

@@ -17,9 +17,7 @@ func ExampleStart() {
 	ctx := context.Background()
 	leading := make(chan uint64, 1)
 	h, err := coordelect.Start(ctx, coordelect.Config{
-		Name:     "replica-1",
-		Rating:   1,
-		Payload:  "http://127.0.0.1:8080",
+		Identity: election.Identity{Name: "replica-1", Rating: 1, Payload: "http://127.0.0.1:8080"},
 		BindAddr: "127.0.0.1:0", // port 0: picked by the system; h.Addr() tells
 		Callbacks: election.Callbacks{OnStartedLeading: func(ctx context.Context, term uint64) {
 			leading <- term // do the leader's work under ctx, every write fenced by term
@@ -48,7 +46,7 @@ func ExampleStart() {
 // subscription without touching the others.
 func ExampleHandle_Subscribe() {
 	ctx := context.Background()
-	h, err := coordelect.Start(ctx, coordelect.Config{Name: "a", BindAddr: "127.0.0.1:0"})
+	h, err := coordelect.Start(ctx, coordelect.Config{Identity: election.Identity{Name: "a"}, BindAddr: "127.0.0.1:0"})
 	if err != nil {
 		panic(err)
 	}
@@ -73,7 +71,8 @@ func ExampleHandle_Subscribe() {
 // prefix of your choice.
 func ExampleHandle_Handler() {
 	ctx := context.Background()
-	h, err := coordelect.Start(ctx, coordelect.Config{Name: "1", Payload: "10.0.0.1:8080", BindAddr: "127.0.0.1:0"})
+	h, err := coordelect.Start(ctx, coordelect.Config{
+		Identity: election.Identity{Name: "1", Payload: "10.0.0.1:8080"}, BindAddr: "127.0.0.1:0"})
 	if err != nil {
 		panic(err)
 	}

@@ -87,16 +87,7 @@ func (h *Handle) TransferTo(ctx context.Context, name string) error {
 // /leader, the coordinator, its term and payload (503 while none is
 // known). Mount it with http.StripPrefix under a prefix of your choice.
 func (h *Handle) Handler() http.Handler {
-	return election.NewHandler(h.el, h.members)
-}
-
-func (h *Handle) members() []election.StatusMember {
-	ms := h.node.Members()
-	out := make([]election.StatusMember, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, election.StatusMember{Name: m.Name, Addr: m.Addr, Rating: m.Rating, Alive: m.Alive})
-	}
-	return out
+	return election.NewHandler(h.el, h.node.StatusMembers)
 }
 
 // Done is closed when the elector has stopped: after Close, when Start's

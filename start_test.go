@@ -15,6 +15,7 @@ import (
 
 	"github.com/coordelect/coordelect"
 	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
 )
 
@@ -24,11 +25,11 @@ const waitTimeout = 15 * time.Second
 
 // replica is the configuration of one test replica on loopback.
 func replica(name string, rating int64, seeds ...string) coordelect.Config {
-	mc := membership.DefaultConfig()
-	mc.Profile = membership.ProfileLocal
+	mo := membership.DefaultOptions()
+	mo.Profile = membership.ProfileLocal
 	return coordelect.Config{
-		Name: name, Rating: rating, Payload: "http://" + name + ".example:8080",
-		BindAddr: "127.0.0.1:0", Seeds: seeds, Membership: &mc,
+		Identity: election.Identity{Name: name, Rating: rating, Payload: "http://" + name + ".example:8080"},
+		BindAddr: "127.0.0.1:0", Seeds: seeds, Membership: &mo,
 		Registerer: prometheus.NewRegistry(),
 	}
 }
@@ -182,44 +183,36 @@ func checkLeaderHandler(t *testing.T, h http.Handler, coordinator, payload strin
 	}
 }
 
-// TestStartRefusesTwoIdentities: a field that describes the local member,
-// set in Membership or Election to another value than at the top level,
-// is refused, naming both; so are the parts Start owns.
-func TestStartRefusesTwoIdentities(t *testing.T) {
+// TestStartConfigErrors: Start refuses a bad Config naming the field and
+// the value, and the parts of Election that it owns. (Membership holds no
+// identity: a second one cannot be written.)
+func TestStartConfigErrors(t *testing.T) {
 	tests := map[string]struct {
 		change func(*coordelect.Config)
 		want   string
 	}{
-		"elector rating": {func(c *coordelect.Config) { c.Election = &election.Config{Rating: 9} },
-			"Config.Election.Rating = 9 but Config.Rating = 3"},
-		"elector non-voter": {func(c *coordelect.Config) { c.Election = &election.Config{NonVoter: true} },
-			"Config.Election.NonVoter = true but Config.NonVoter = false"},
-		"membership rating": {func(c *coordelect.Config) { c.Membership.Rating = 4 },
-			"Config.Membership.Rating = 4 but Config.Rating = 3"},
-		"membership name": {func(c *coordelect.Config) { c.Membership.NodeName = "b" },
-			"Config.Membership.NodeName = b but Config.Name = a"},
-		"membership algorithm": {func(c *coordelect.Config) { c.Membership.Algorithm = "ring" },
-			"Config.Membership.Algorithm = ring but Config.Algorithm = bully"},
-		"membership payload": {func(c *coordelect.Config) { c.Membership.Payload = "x" },
-			`Config.Membership.Payload = x but Config.Payload = http://a.example:8080`},
-		"membership quorum": {func(c *coordelect.Config) { c.Membership.QuorumSize = 3 },
-			"Config.Membership.QuorumSize is set: Start copies it from Config.Election.QuorumSize"},
 		"transport": {func(c *coordelect.Config) { c.Election = &election.Config{Transport: &membership.Node{}} },
 			"Config.Election.Transport is set"},
 		"callbacks": {func(c *coordelect.Config) {
 			c.Election = &election.Config{Callbacks: election.Callbacks{OnStoppedLeading: func(uint64) {}}}
 		},
 			"Config.Election.Callbacks is set"},
-		"no name":       {func(c *coordelect.Config) { c.Name, c.Membership.NodeName = "", "" }, `Config.Name = "": required`},
+		"claim": {func(c *coordelect.Config) {
+			c.Election = &election.Config{Callbacks: election.Callbacks{Claim: func(context.Context, uint64) error { return nil }}}
+		},
+			"Config.Election.Callbacks is set"},
+		"no name":       {func(c *coordelect.Config) { c.Name = "" }, `Config.Name = "": required`},
+		"algorithm":     {func(c *coordelect.Config) { c.Algorithm = 7 }, `Config.Algorithm = algorithm(7): want bully, ring or peterson`},
 		"bind":          {func(c *coordelect.Config) { c.BindAddr = "localhost:1" }, `Config.BindAddr = "localhost:1"`},
 		"payload size":  {func(c *coordelect.Config) { c.Payload = strings.Repeat("x", membership.MaxPayloadLen+1) }, "Config.Payload = <257 bytes>"},
 		"elector value": {func(c *coordelect.Config) { c.Election = &election.Config{HeartbeatMisses: -1} }, "Config.HeartbeatMisses = -1"},
+		"options value": {func(c *coordelect.Config) { c.Membership.Profile = "fast" }, `Config.Profile = "fast"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			cfg := replica("a", 3)
-			mc := *cfg.Membership
-			cfg.Membership = &mc
+			mo := *cfg.Membership
+			cfg.Membership = &mo
 			tc.change(&cfg)
 			h, err := coordelect.Start(context.Background(), cfg)
 			if err == nil {
@@ -231,15 +224,34 @@ func TestStartRefusesTwoIdentities(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOneIdentity: the identity set once in Config is what the membership
+// layer publishes and what the elector runs with, and a rating changed at
+// run time through the Elector changes it in both.
+func TestOneIdentity(t *testing.T) {
 	cfg := replica("a", 3)
-	cfg.Election = &election.Config{Rating: 3}
-	cfg.Membership.Rating = 3
+	cfg.NonVoter, cfg.Algorithm = true, core.Ring
 	h, err := coordelect.Start(context.Background(), cfg)
 	if err != nil {
-		t.Fatalf("equal values refused: %v", err)
+		t.Fatal(err)
 	}
-	if err := h.Close(context.Background()); err != nil {
-		t.Error(err)
+	defer h.Close(context.Background())
+	if got := h.Node().Identity(); got != cfg.Identity {
+		t.Errorf("the membership layer publishes %+v, want %+v", got, cfg.Identity)
+	}
+	st := h.Elector().Status()
+	if st.ID != "a" || st.Rating != 3 || !st.NonVoter || st.Algorithm != core.Ring {
+		t.Errorf("the elector runs as %+v, want a, 3, non-voter, ring", st)
+	}
+	if err := h.Elector().SetRating(9); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.Node().Identity().Rating; r != 9 {
+		t.Errorf("after Elector().SetRating(9) the membership layer publishes %d", r)
+	}
+	if r := h.Elector().Status().Rating; r != 9 {
+		t.Errorf("after Elector().SetRating(9) the elector reports %d", r)
 	}
 }
 
@@ -253,7 +265,7 @@ func TestCloseTogether(t *testing.T) {
 	ctx := context.Background()
 	var hs []*coordelect.Handle
 	for i, name := range []string{"a", "b"} {
-		cfg := coordelect.Config{Name: name, Rating: int64(i), BindAddr: "127.0.0.1:0", LeaveTimeout: time.Millisecond}
+		cfg := coordelect.Config{Identity: election.Identity{Name: name, Rating: int64(i)}, BindAddr: "127.0.0.1:0", LeaveTimeout: time.Millisecond}
 		if i > 0 {
 			cfg.Seeds = []string{hs[0].Addr()}
 		}

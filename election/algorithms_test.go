@@ -6,7 +6,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 )
 
@@ -20,7 +19,7 @@ func TestEveryAlgorithm(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := newCluster(t, voters(5), func(cfg *election.Config) { cfg.Algorithm = alg })
+				c := newCluster(t, running(alg, voters(5)), nil)
 				first, _ := c.waitAgreed(time.Second, "e", 0)
 				if st := c.members["a"].e.Status(); st.Algorithm != alg {
 					t.Errorf("status algorithm %v, want %v", st.Algorithm, alg)
@@ -51,7 +50,7 @@ func TestHeartbeatFailover(t *testing.T) {
 	for _, alg := range algorithms {
 		t.Run(alg.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c := newCluster(t, voters(5), func(cfg *election.Config) { cfg.Algorithm = alg })
+				c := newCluster(t, running(alg, voters(5)), nil)
 				first, _ := c.waitAgreed(time.Second, "e", 0)
 				c.crash("e")
 				down := time.AfterFunc(5*time.Second, func() { c.net.AnnounceDown("e") })

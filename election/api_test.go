@@ -24,7 +24,7 @@ import (
 func newSolo(t *testing.T, tune func(*election.Config)) (*election.Elector, *electiontest.Network) {
 	t.Helper()
 	net := electiontest.NewNetwork()
-	cfg := election.Config{Transport: net.MustJoin(core.Peer{ID: "solo", Rating: 1}), Rating: 1}
+	cfg := election.Config{Transport: net.MustJoin(election.Identity{Name: "solo", Rating: 1})}
 	if tune != nil {
 		tune(&cfg)
 	}

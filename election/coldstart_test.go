@@ -128,7 +128,7 @@ func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mu
 
 func startCold(name string, rating int64, tr *membership.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {
 	mcfg := membership.DefaultConfig()
-	mcfg.NodeName, mcfg.Rating = name, rating
+	mcfg.Name, mcfg.Rating = name, rating
 	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
 	mcfg.Seeds, mcfg.RejoinInterval = seeds, time.Second
 	mem, err := membership.New(mcfg)
@@ -136,7 +136,7 @@ func startCold(name string, rating int64, tr *membership.FaultTransport, seeds [
 		return nil, err
 	}
 	cfg := election.DefaultConfig()
-	cfg.Transport, cfg.Rating = mem, rating
+	cfg.Transport = mem
 	cfg.Callbacks, cfg.Recorder = tally.callbacks(name), wonRecorder{t: tally}
 	if mut != nil {
 		mut(&cfg)

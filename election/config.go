@@ -14,20 +14,16 @@ import (
 // Config configures an Elector. Zero durations and counts take their
 // defaults (see DefaultConfig); every duration must then be a whole, positive
 // number of Ticks, because the core counts ticks and has no clock.
+//
+// Config does not describe the local member: its name, rating, non-voter
+// flag and algorithm (Identity) come from the Transport, which publishes
+// them to the others, so that the two cannot disagree.
 type Config struct {
-	// Transport carries election messages and reports membership. Required.
-	// The Elector does not close it: the embedder owns its lifetime.
+	// Transport carries election messages and reports membership, and
+	// gives this node's Identity. Required. The Elector does not close it:
+	// the embedder owns its lifetime.
 	Transport Transport
 
-	// Algorithm is the election algorithm. Default core.Bully.
-	Algorithm core.Algorithm
-	// Rating is this node's est(S): the live voter with the highest rating
-	// wins, ties broken by ID. Default 0 (then the ID decides). Change it at
-	// run time with Elector.SetRating.
-	Rating int64
-	// NonVoter makes this node follow the coordinator without ever standing.
-	// The transport must publish the flag to the other members. Default false.
-	NonVoter bool
 	// Preemption says when a higher-rated voter displaces a working
 	// coordinator. Default core.PreemptAlways (the bully rule).
 	Preemption core.Preemption
@@ -211,34 +207,36 @@ func (c *Config) setDefaults() {
 // Transport is required.
 func (c Config) Validate() error {
 	c.setDefaults()
-	_, err := c.coreConfig()
+	_, _, err := c.coreConfig()
 	return err
 }
 
 // coreConfig converts c (defaults set) into the core's configuration, in
-// ticks, for the node the Transport names.
-func (c *Config) coreConfig() (core.Config, error) {
+// ticks, for the node the Transport describes (self).
+func (c *Config) coreConfig() (cc core.Config, self Identity, err error) {
 	v := validator{tick: c.Tick}
-	id := "unnamed" // lets the other fields be checked without a Transport
+	self.Name = "unnamed" // lets the other fields be checked without a Transport
 	switch {
 	case c.Transport == nil:
 		v.bad("Transport", "nil", "must be set")
-	case c.Transport.LocalID() == "":
-		v.bad("Transport.LocalID()", `""`, "must name this node")
+	case c.Transport.Identity().Name == "":
+		v.bad("Transport.Identity().Name", `""`, "must name this node")
 	default:
-		id = c.Transport.LocalID()
-		c.checkIdentity(&v)
+		self = c.Transport.Identity()
+		if _, err := core.ParseAlgorithm(self.Algorithm.String()); err != nil {
+			v.bad("Transport.Identity().Algorithm", self.Algorithm, "want bully, ring or peterson")
+		}
 	}
 	if c.Tick <= 0 {
 		v.bad("Tick", c.Tick, "must be positive")
-		return core.Config{}, errors.Join(v.errs...)
+		return core.Config{}, self, errors.Join(v.errs...)
 	}
 	c.checkCounts(&v)
 	c.checkRelations(&v)
-	cc := core.Config{
-		ID:                 id,
-		Roster:             core.MustRoster([]core.Peer{{ID: id, Rating: c.Rating, NonVoter: c.NonVoter}}),
-		Algorithm:          c.Algorithm,
+	cc = core.Config{
+		ID:                 self.Name,
+		Roster:             core.MustRoster([]core.Peer{self.Peer()}),
+		Algorithm:          self.Algorithm,
 		Mode:               core.View,
 		AnswerTimeout:      v.ticks("AnswerTimeout", c.AnswerTimeout),
 		CoordinatorTimeout: v.ticks("CoordinatorTimeout", c.CoordinatorTimeout),
@@ -266,7 +264,7 @@ func (c *Config) coreConfig() (core.Config, error) {
 			v.errs = append(v.errs, fmt.Errorf("election: %w", err))
 		}
 	}
-	return cc, errors.Join(v.errs...)
+	return cc, self, errors.Join(v.errs...)
 }
 
 // checkCounts checks the fields that are not converted into ticks.

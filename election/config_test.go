@@ -9,9 +9,12 @@ import (
 )
 
 // stubTransport is the least a Config needs to validate.
-type stubTransport struct{ id string }
+type stubTransport struct{ self Identity }
 
-func (s stubTransport) LocalID() string              { return s.id }
+// stub returns a stubTransport for the member named name.
+func stub(name string) stubTransport { return stubTransport{Identity{Name: name}} }
+
+func (s stubTransport) Identity() Identity           { return s.self }
 func (s stubTransport) Send(core.Message) error      { return nil }
 func (s stubTransport) Events() <-chan Event         { return nil }
 func (s stubTransport) SetRating(rating int64) error { return nil }
@@ -25,10 +28,10 @@ func TestDefaultConfig(t *testing.T) {
 	if got != want {
 		t.Errorf("DefaultConfig() timings = %v, want %v", got, want)
 	}
-	if c.Transport != nil || c.Algorithm != core.Bully || c.Preemption != core.PreemptAlways || c.QuorumSize != 0 {
+	if c.Transport != nil || c.Preemption != core.PreemptAlways || c.QuorumSize != 0 {
 		t.Errorf("DefaultConfig() = %+v", c)
 	}
-	c.Transport = stubTransport{"a"}
+	c.Transport = stub("a")
 	if err := c.Validate(); err != nil {
 		t.Errorf("default config with a transport: %v", err)
 	}
@@ -42,7 +45,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"zero values take defaults", func(*Config) {}, ""},
 		{"no transport", func(c *Config) { c.Transport = nil }, `Config.Transport = nil: must be set`},
-		{"unnamed transport", func(c *Config) { c.Transport = stubTransport{} }, `Config.Transport.LocalID() = "": must name this node`},
+		{"unnamed transport", func(c *Config) { c.Transport = stubTransport{} }, `Config.Transport.Identity().Name = "": must name this node`},
 		{"negative tick", func(c *Config) { c.Tick = -time.Millisecond }, `Config.Tick = -1ms: must be positive`},
 		{"heartbeat not a whole number of ticks", func(c *Config) { c.HeartbeatInterval = 55 * time.Millisecond },
 			`Config.HeartbeatInterval = 55ms: must be a whole number of ticks (Tick = 10ms)`},
@@ -64,12 +67,13 @@ func TestConfigValidate(t *testing.T) {
 		{"negative solo delay", func(c *Config) { c.SoloDelay = -time.Second }, `Config.SoloDelay = -1s: must be positive`},
 		{"solo delay not a whole number of ticks", func(c *Config) { c.SoloDelay = 10*time.Second + time.Millisecond },
 			`Config.SoloDelay = 10.001s: must be a whole number of ticks (Tick = 10ms)`},
-		{"unknown algorithm", func(c *Config) { c.Algorithm = 9 }, `Config.Algorithm = algorithm(9)`},
+		{"unknown algorithm", func(c *Config) { c.Transport = stubTransport{Identity{Name: "a", Algorithm: 9}} },
+			`Config.Transport.Identity().Algorithm = algorithm(9): want bully, ring or peterson`},
 		{"unknown preemption", func(c *Config) { c.Preemption = 7 }, `Config.Preemption = preemption(7)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Config{Transport: stubTransport{"a"}}
+			c := Config{Transport: stub("a")}
 			tt.edit(&c)
 			err := c.Validate()
 			switch {
@@ -87,9 +91,10 @@ func TestConfigValidate(t *testing.T) {
 
 // TestConfigTicks: the durations reach the core as tick counts.
 func TestConfigTicks(t *testing.T) {
-	c := Config{Transport: stubTransport{"n1"}, Tick: 5 * time.Millisecond, QuorumSize: 3, Rating: 4, NonVoter: true}
+	c := Config{Transport: stubTransport{Identity{Name: "n1", Rating: 4, NonVoter: true, Algorithm: core.Ring}},
+		Tick: 5 * time.Millisecond, QuorumSize: 3}
 	c.setDefaults()
-	cc, err := c.coreConfig()
+	cc, _, err := c.coreConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +105,7 @@ func TestConfigTicks(t *testing.T) {
 		t.Errorf("ticks = %v, want %v", got, want)
 	}
 	self, _ := cc.Roster.Get("n1")
-	if cc.ID != "n1" || cc.Mode != core.View || cc.QuorumSize != 3 || self != (core.Peer{ID: "n1", Rating: 4, NonVoter: true}) {
+	if cc.ID != "n1" || cc.Algorithm != core.Ring || cc.Mode != core.View || cc.QuorumSize != 3 || self != (core.Peer{ID: "n1", Rating: 4, NonVoter: true}) {
 		t.Errorf("core config = %+v, self %+v", cc, self)
 	}
 }
@@ -124,16 +129,16 @@ func TestExpectDefaults(t *testing.T) {
 		c            Config
 		voters, tick int
 	}{
-		{"no hints", Config{Transport: stubTransport{"a"}}, 0, 5},
-		{"quorum", Config{Transport: stubTransport{"a"}, QuorumSize: 5}, 5, 5},
-		{"seeds", Config{Transport: startupStub{stubTransport{"a"}, 2, 200 * time.Millisecond}}, 2, 20},
-		{"no seeds", Config{Transport: startupStub{stubTransport{"a"}, 0, 35 * time.Millisecond}}, 0, 5},
-		{"seeds and quorum", Config{Transport: startupStub{stubTransport{"a"}, 2, 0}, QuorumSize: 3}, 3, 5},
-		{"explicit", Config{Transport: startupStub{stubTransport{"a"}, 2, 0}, ExpectVoters: 7}, 7, 5},
+		{"no hints", Config{Transport: stub("a")}, 0, 5},
+		{"quorum", Config{Transport: stub("a"), QuorumSize: 5}, 5, 5},
+		{"seeds", Config{Transport: startupStub{stub("a"), 2, 200 * time.Millisecond}}, 2, 20},
+		{"no seeds", Config{Transport: startupStub{stub("a"), 0, 35 * time.Millisecond}}, 0, 5},
+		{"seeds and quorum", Config{Transport: startupStub{stub("a"), 2, 0}, QuorumSize: 3}, 3, 5},
+		{"explicit", Config{Transport: startupStub{stub("a"), 2, 0}, ExpectVoters: 7}, 7, 5},
 	} {
 		c := tc.c
 		c.setDefaults()
-		cc, err := c.coreConfig()
+		cc, _, err := c.coreConfig()
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -149,9 +154,9 @@ func TestSoloDelayInTicks(t *testing.T) {
 		set  time.Duration
 		want int
 	}{{0, 1000}, {2 * time.Second, 200}, {10 * time.Millisecond, 1}} {
-		c := Config{Transport: stubTransport{"a"}, SoloDelay: tc.set}
+		c := Config{Transport: stub("a"), SoloDelay: tc.set}
 		c.setDefaults()
-		cc, err := c.coreConfig()
+		cc, _, err := c.coreConfig()
 		if err != nil || cc.SoloDelay != tc.want {
 			t.Errorf("SoloDelay %v: core SoloDelay = %d (%v), want %d ticks", tc.set, cc.SoloDelay, err, tc.want)
 		}

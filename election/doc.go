@@ -13,8 +13,7 @@
 // logger. Nothing the loop calls may block it.
 //
 //	e, err := election.New(election.Config{
-//		Transport: tr,
-//		Rating:    7,
+//		Transport: tr, // gives this node's Identity: name, rating, algorithm
 //		Callbacks: election.Callbacks{
 //			OnStartedLeading: func(ctx context.Context, term uint64) {
 //				runLeaderWork(ctx, term) // returns when ctx is done

@@ -29,11 +29,12 @@ var (
 // logger and the metrics Recorder. An Elector runs once: after Run returns
 // it is closed. Two Electors in one process share nothing.
 type Elector struct {
-	cfg Config
-	id  string
-	tr  Transport
-	log hclog.Logger
-	rec Recorder
+	cfg  Config
+	id   string
+	self Identity // as the Transport gave it to New; Rating is not kept up to date
+	tr   Transport
+	log  hclog.Logger
+	rec  Recorder
 
 	// node and the fields below it are owned by the loop goroutine (or,
 	// before Run, by whoever holds mu).
@@ -91,7 +92,7 @@ type request struct {
 func New(cfg Config) (*Elector, error) {
 	explicit := cfg.ExpectVoters > 0
 	cfg.setDefaults()
-	cc, err := cfg.coreConfig()
+	cc, self, err := cfg.coreConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +103,7 @@ func New(cfg Config) (*Elector, error) {
 	e := &Elector{
 		cfg:          cfg,
 		id:           cc.ID,
+		self:         self,
 		tr:           cfg.Transport,
 		log:          namedLogger(cfg.Logger, cc.ID),
 		rec:          cfg.Recorder,

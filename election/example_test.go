@@ -7,20 +7,19 @@ import (
 	"time"
 
 	"github.com/coordelect/coordelect/election"
-	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/election/electiontest"
 )
 
 // Three replicas on an in-memory network elect the highest-rated one; a
 // follower watches the leadership through Observe.
-func ExampleElector() {
+func ExampleElector_Observe() {
 	net := electiontest.NewNetwork()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	var wg sync.WaitGroup
 	var electors []*election.Elector
 	for i, id := range []string{"alpha", "beta", "gamma"} {
-		tr := net.MustJoin(core.Peer{ID: id, Rating: int64(i)})
-		e, err := election.New(election.Config{Transport: tr, Rating: int64(i)})
+		tr := net.MustJoin(election.Identity{Name: id, Rating: int64(i)})
+		e, err := election.New(election.Config{Transport: tr})
 		if err != nil {
 			panic(err)
 		}
@@ -44,7 +43,7 @@ func ExampleElector() {
 func Example_fencing() {
 	store := &fencedStore{}
 	ctx, cancel := context.WithCancel(context.Background())
-	tr := electiontest.NewNetwork().MustJoin(core.Peer{ID: "solo"})
+	tr := electiontest.NewNetwork().MustJoin(election.Identity{Name: "solo"})
 	e, _ := election.New(election.Config{
 		Transport: tr,
 		Callbacks: election.Callbacks{OnStartedLeading: func(_ context.Context, term uint64) {

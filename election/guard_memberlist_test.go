@@ -17,7 +17,8 @@ import (
 func TestMemberlistGuardOldCoordinatorReachesOne(t *testing.T) {
 	for _, alg := range []core.Algorithm{core.Bully, core.Ring, core.Peterson} {
 		t.Run(alg.String(), func(t *testing.T) {
-			c := newRealCluster(t, func(cfg *election.Config) { cfg.QuorumSize, cfg.Algorithm = 5, alg })
+			c := newRealCluster(t, func(cfg *election.Config) { cfg.QuorumSize = 5 })
+			c.alg = alg
 			all := c.startN(5)
 			_, term := c.await(all, "n5", 0, 15*time.Second)
 			for _, other := range names("n", 1, 3) {

@@ -22,8 +22,25 @@ type StatusDocument struct {
 	Rating int64 `json:"rating"`
 	// Algorithm is the election algorithm's name.
 	Algorithm string `json:"algorithm"`
+	// Startup is the start-up hold (Status.Startup), which a readiness
+	// probe or an operator wants while no coordinator is known yet.
+	Startup StatusStartup `json:"startup"`
 	// Members lists this node and the members it knows.
 	Members []StatusMember `json:"members"`
+}
+
+// StatusStartup is the start-up hold in a StatusDocument (core.Startup).
+type StatusStartup struct {
+	// Holding reports that the node still holds its first election back
+	// (Config.ExpectVoters, Config.StartupDelay).
+	Holding bool `json:"holding"`
+	// Voters is the number of live voters it sees, itself included.
+	Voters int `json:"voters"`
+	// Expect is the number of voters it waits for (Config.ExpectVoters).
+	Expect int `json:"expect"`
+	// Short reports that Config.ExpectWindow passed with fewer than
+	// Expect voters visible, and the node elected with those it saw.
+	Short bool `json:"short"`
 }
 
 // StatusMember is one member in a StatusDocument.
@@ -58,9 +75,10 @@ type LeaderDocument struct {
 //	             (with coordinator "")
 //
 // Mount it under a prefix with http.StripPrefix. members, when not nil,
-// lists the members for /status (coordelect's Handle passes the
+// lists the members for /status (membership.Node.StatusMembers: the
 // membership layer's list, with addresses and the members that left
-// recently); nil lists the members e knows, without addresses.
+// recently; coordelect's Handle passes it); nil lists the members e
+// knows, without addresses.
 func NewHandler(e *Elector, members func() []StatusMember) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
@@ -84,6 +102,8 @@ func statusDocument(e *Elector, members func() []StatusMember) StatusDocument {
 	doc := StatusDocument{
 		Name: st.ID, State: st.State.String(), Coordinator: coord, Term: st.Term,
 		Rating: st.Rating, Algorithm: st.Algorithm.String(), Members: []StatusMember{},
+		Startup: StatusStartup{Holding: st.Startup.Holding, Voters: st.Startup.Voters,
+			Expect: st.Startup.Expect, Short: st.Startup.Short},
 	}
 	if members != nil {
 		doc.Members = append(doc.Members, members()...)

@@ -7,14 +7,13 @@ import (
 	"net/http/httptest"
 
 	"github.com/coordelect/coordelect/election"
-	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/election/electiontest"
 )
 
 // A service mounts the status handler under a prefix; /leader answers 503
 // until a coordinator is known, then names it and its term.
 func ExampleNewHandler() {
-	tr := electiontest.NewNetwork().MustJoin(core.Peer{ID: "1"})
+	tr := electiontest.NewNetwork().MustJoin(election.Identity{Name: "1"})
 	e, err := election.New(election.Config{Transport: tr})
 	if err != nil {
 		panic(err)

@@ -17,8 +17,8 @@ import (
 // (README.md, "Running a cluster across processes/hosts"), with the
 // members from the members function when one is given, else the elector's.
 func TestHandlerStatusShape(t *testing.T) {
-	tr := electiontest.NewNetwork().MustJoin(core.Peer{ID: "a", Rating: 3})
-	e, err := election.New(election.Config{Transport: tr, Rating: 3, Algorithm: core.Ring})
+	tr := electiontest.NewNetwork().MustJoin(election.Identity{Name: "a", Rating: 3, Algorithm: core.Ring})
+	e, err := election.New(election.Config{Transport: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +36,17 @@ func TestHandlerStatusShape(t *testing.T) {
 	}
 	keys := func(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
 	doc := get(election.NewHandler(e, nil))
-	if got, want := keys(doc), []string{"algorithm", "coordinator", "members", "name", "rating", "state", "term"}; !slices.Equal(got, want) {
+	if got, want := keys(doc), []string{"algorithm", "coordinator", "members", "name", "rating", "startup", "state", "term"}; !slices.Equal(got, want) {
 		t.Errorf("/status keys %q, want %q", got, want)
 	}
 	if doc["name"] != "a" || doc["state"] != "sleep" || doc["rating"] != 3.0 || doc["algorithm"] != "ring" {
 		t.Errorf("/status = %v", doc)
+	}
+	if got, want := keys(doc["startup"].(map[string]any)), []string{"expect", "holding", "short", "voters"}; !slices.Equal(got, want) {
+		t.Errorf("startup keys %q, want %q", got, want)
+	}
+	if su := doc["startup"].(map[string]any); su["holding"] != true || su["voters"] != 1.0 {
+		t.Errorf("startup before Run = %v, want holding with 1 voter", su)
 	}
 	members := doc["members"].([]any)
 	if len(members) != 1 {

@@ -33,6 +33,15 @@ type spec struct {
 	id       string
 	rating   int64
 	nonVoter bool
+	alg      core.Algorithm
+}
+
+// running returns specs with every member running alg.
+func running(alg core.Algorithm, specs []spec) []spec {
+	for i := range specs {
+		specs[i].alg = alg
+	}
+	return specs
 }
 
 // voters returns n voters "a", "b", ... rated 1, 2, ...: the last leads.
@@ -84,15 +93,15 @@ func newCluster(t *testing.T, specs []spec, tune func(*election.Config)) *cluste
 func (c *cluster) start(id string) *member {
 	c.t.Helper()
 	s := c.specs[id]
-	tr, err := c.net.Join(core.Peer{ID: s.id, Rating: s.rating, NonVoter: s.nonVoter})
+	tr, err := c.net.Join(election.Identity{Name: s.id, Rating: s.rating, NonVoter: s.nonVoter, Algorithm: s.alg})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	m := &member{id: id, tr: tr, runErr: make(chan error, 1), cb: &callbackLog{}, rec: newCountingRecorder()}
 	cfg := election.Config{
-		Transport: tr, Rating: s.rating, NonVoter: s.nonVoter,
-		Logger:   hclog.New(&hclog.LoggerOptions{Output: c.t.Output(), Level: hclog.Info}),
-		Recorder: m.rec, Callbacks: m.cb.callbacks(),
+		Transport: tr,
+		Logger:    hclog.New(&hclog.LoggerOptions{Output: c.t.Output(), Level: hclog.Info}),
+		Recorder:  m.rec, Callbacks: m.cb.callbacks(),
 	}
 	if c.tune != nil {
 		c.tune(&cfg)

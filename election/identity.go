@@ -1,45 +1,37 @@
 package election
 
-import "fmt"
+import (
+	"github.com/coordelect/coordelect/election/core"
+)
 
-// IdentityTransport is an optional capability of a Transport that
-// publishes this node's identity to the other members (membership.Node
-// does). New compares what it publishes with the Config and refuses a
-// mismatch, naming the field and both values: a node whose elector and
-// membership disagree on its rating or its non-voter flag would rank
-// itself differently from how the others rank it (a non-voter set on the
-// elector only would be handed the coordinator role by Resign, and ignore
-// it).
-//
-// LocalIdentity is called once, by New; it must not block.
-type IdentityTransport interface {
-	Transport
-	// LocalIdentity returns this node's published rating, non-voter flag
-	// and algorithm name (core.Algorithm.String()); algorithm "" means the
-	// transport publishes none, and is not compared.
-	LocalIdentity() (rating int64, nonVoter bool, algorithm string)
+// Identity describes the local member to the others. It is set once, where
+// the Transport is built (membership.Config, electiontest.Network.Join, or
+// coordelect.Config, which gives it to both layers), and New reads it from
+// the Transport (Transport.Identity): the elector has no copy of its own to
+// disagree with what the Transport publishes.
+type Identity struct {
+	// Name is this member's name, unique in the cluster: its memberlist
+	// node name and its election ID (core.Peer.ID). Required.
+	Name string
+	// Rating is this member's est(S): the live voter with the highest
+	// rating leads, ties broken by Name (see docs/algorithms.md). Default
+	// 0. Change it at run time with Elector.SetRating, which publishes it
+	// through the Transport.
+	Rating int64
+	// NonVoter makes this member follow the coordinator without ever
+	// standing. Default false.
+	NonVoter bool
+	// Algorithm is the election algorithm, the same on every member.
+	// Default core.Bully.
+	Algorithm core.Algorithm
+	// Payload is an opaque string this member publishes to the others,
+	// typically the address of its own service API (Elector.LeaderPayload
+	// returns the coordinator's), when the Transport carries payloads
+	// (PayloadTransport). Default "".
+	Payload string
 }
 
-// checkIdentity refuses a Config that disagrees with what its Transport
-// publishes about this node.
-func (c *Config) checkIdentity(v *validator) {
-	it, ok := c.Transport.(IdentityTransport)
-	if !ok {
-		return
-	}
-	rating, nonVoter, alg := it.LocalIdentity()
-	mismatch := func(field string, ours, theirs any) {
-		v.errs = append(v.errs, fmt.Errorf(
-			"election: Config.%s = %v but the Transport publishes %v for this node: set both from one value (coordelect.Config, or membership.Config.SetElection)",
-			field, ours, theirs))
-	}
-	if rating != c.Rating {
-		mismatch("Rating", c.Rating, rating)
-	}
-	if nonVoter != c.NonVoter {
-		mismatch("NonVoter", c.NonVoter, nonVoter)
-	}
-	if alg != "" && alg != c.Algorithm.String() {
-		mismatch("Algorithm", c.Algorithm, fmt.Sprintf("%q", alg))
-	}
+// Peer returns the member as the core ranks it.
+func (id Identity) Peer() core.Peer {
+	return core.Peer{ID: id.Name, Rating: id.Rating, NonVoter: id.NonVoter}
 }

@@ -129,7 +129,7 @@ func TestHandoffWaitsForLeaderWork(t *testing.T) {
 				var log []string
 				note := func(s string) { mu.Lock(); log = append(log, s); mu.Unlock() }
 				c := newCluster(t, voters(3), func(cfg *election.Config) {
-					id := cfg.Transport.LocalID()
+					id := cfg.Transport.Identity().Name
 					cfg.Callbacks.OnStartedLeading = func(ctx context.Context, term uint64) {
 						note("start " + id)
 						<-ctx.Done()
@@ -202,7 +202,7 @@ func TestClaimGatesLeadership(t *testing.T) {
 			writes = append(writes, "ok "+id)
 		}
 		c := newCluster(t, voters(3), func(cfg *election.Config) {
-			id := cfg.Transport.LocalID()
+			id := cfg.Transport.Identity().Name
 			cfg.Callbacks.Claim = func(ctx context.Context, term uint64) error {
 				mu.Lock()
 				defer mu.Unlock()
@@ -271,7 +271,7 @@ func TestCallbacksOncePerTerm(t *testing.T) {
 		seen := map[string]int{}
 		var stopped []uint64
 		c := newCluster(t, voters(3), func(cfg *election.Config) {
-			id := cfg.Transport.LocalID()
+			id := cfg.Transport.Identity().Name
 			cfg.Callbacks.OnNewLeader = func(l election.Leadership) {
 				mu.Lock()
 				seen[id+" "+l.String()]++

@@ -16,8 +16,8 @@ func (e *Elector) loop(ctx context.Context) error {
 	defer ticker.Stop()
 	e.origin = time.Now()
 	events := e.tr.Events()
-	e.log.Info("elector running", "algorithm", e.cfg.Algorithm, "rating", e.cfg.Rating,
-		"non_voter", e.cfg.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters)
+	e.log.Info("elector running", "algorithm", e.self.Algorithm, "rating", e.status.Rating,
+		"non_voter", e.self.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters)
 	for {
 		select {
 		case <-ticker.C:

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
 )
 
@@ -34,6 +35,7 @@ type realCluster struct {
 	seeds []string
 	key   []byte
 	label string
+	alg   core.Algorithm // every member's (Identity.Algorithm)
 	mut   func(*election.Config)
 	memb  func(*membership.Config) // tunes each node's membership, when set
 }
@@ -74,7 +76,7 @@ func (c *realCluster) startOn(name string, rating int64, nonVoter bool, port int
 		c.t.Fatal(err)
 	}
 	mcfg := membership.DefaultConfig()
-	mcfg.NodeName, mcfg.Rating, mcfg.NonVoter = name, rating, nonVoter
+	mcfg.Name, mcfg.Rating, mcfg.NonVoter, mcfg.Algorithm = name, rating, nonVoter, c.alg
 	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
 	mcfg.Seeds, mcfg.RejoinInterval, mcfg.SecretKey, mcfg.Label = c.seeds, time.Second, c.key, c.label
 	if c.memb != nil {
@@ -85,7 +87,7 @@ func (c *realCluster) startOn(name string, rating int64, nonVoter bool, port int
 		c.t.Fatal(err)
 	}
 	cfg := election.DefaultConfig()
-	cfg.Transport, cfg.Rating, cfg.NonVoter = mem, rating, nonVoter
+	cfg.Transport = mem
 	if c.mut != nil {
 		c.mut(&cfg)
 	}

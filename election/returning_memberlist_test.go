@@ -39,7 +39,8 @@ func TestMemberlistReturningFollowerKeepsTerm(t *testing.T) {
 }
 
 func returningFollowerMemberlist(t *testing.T, alg core.Algorithm, quorum int) {
-	c := newRealCluster(t, func(cfg *election.Config) { cfg.Algorithm, cfg.QuorumSize = alg, quorum })
+	c := newRealCluster(t, func(cfg *election.Config) { cfg.QuorumSize = quorum })
+	c.alg = alg
 	c.memb = func(mc *membership.Config) {
 		mc.Memberlist = func(ml *memberlist.Config) {
 			ml.ProbeInterval, ml.ProbeTimeout = 200*time.Millisecond, 100*time.Millisecond

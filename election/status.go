@@ -68,8 +68,8 @@ func (e *Elector) updateSnapshot() {
 		Coordinator: st.Coordinator,
 		Electing:    e.electing,
 		Rating:      st.Rating,
-		NonVoter:    e.cfg.NonVoter,
-		Algorithm:   e.cfg.Algorithm,
+		NonVoter:    e.self.NonVoter,
+		Algorithm:   e.self.Algorithm,
 		Startup:     e.startup,
 	}
 	if old := e.snap.Load(); old != nil && !e.membersDirty {

@@ -6,7 +6,6 @@ import (
 	"testing/synctest"
 
 	"github.com/coordelect/coordelect/election"
-	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/election/electiontest"
 )
 
@@ -19,7 +18,7 @@ func TestSubscriptionClose(t *testing.T) {
 		net := electiontest.NewNetwork()
 		var electors []*election.Elector
 		for i, id := range []string{"a", "b"} {
-			e, err := election.New(election.Config{Transport: net.MustJoin(core.Peer{ID: id, Rating: int64(i)}), Rating: int64(i)})
+			e, err := election.New(election.Config{Transport: net.MustJoin(election.Identity{Name: id, Rating: int64(i)})})
 			if err != nil {
 				t.Fatal(err)
 			}

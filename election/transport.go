@@ -37,13 +37,19 @@ type Event struct {
 // membership.Node implements it on hashicorp/memberlist; tests use an
 // in-memory one.
 //
+// The local member's Identity comes from the Transport, which publishes it:
+// Config has no copy of it.
+//
 // Concurrency contract: Send and SetRating may be called from the elector's
 // loop goroutine and must not block on the network (queue and return).
 // Events is read by that one goroutine only; the transport must never block
 // forever writing to it (it owns the buffering, and counts what it drops).
 type Transport interface {
-	// LocalID is this node's ID (its memberlist node name).
-	LocalID() string
+	// Identity is this node's identity as the transport publishes it to
+	// the other members: its Name is the election ID, its Rating,
+	// NonVoter and Algorithm are the ones the elector runs with. New reads
+	// it once; later rating changes go through SetRating.
+	Identity() Identity
 	// Send queues m for m.To. Heartbeats may go best effort (UDP);
 	// election traffic must go reliably, and, for algorithms that need it,
 	// in order per link. An error means m was not queued.

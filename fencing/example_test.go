@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/coordelect/coordelect/election"
-	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/election/electiontest"
 	"github.com/coordelect/coordelect/fencing"
 )
@@ -19,7 +18,7 @@ func Example() {
 	fence := &fencing.Memory{}
 	var ledger []string
 	ctx, cancel := context.WithCancel(context.Background())
-	tr := electiontest.NewNetwork().MustJoin(core.Peer{ID: "solo"})
+	tr := electiontest.NewNetwork().MustJoin(election.Identity{Name: "solo"})
 	e, err := election.New(election.Config{
 		Transport: tr,
 		Callbacks: election.Callbacks{

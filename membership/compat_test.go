@@ -17,9 +17,7 @@ import (
 // shared is the election configuration of the running cluster in the
 // compatibility tests.
 func shared(c *Config) {
-	ec := election.DefaultConfig()
-	ec.Algorithm, ec.Rating = core.Bully, c.Rating
-	c.SetElection(ec)
+	c.SetElection(election.DefaultConfig())
 }
 
 // A newcomer whose shared election settings differ from the running
@@ -31,19 +29,18 @@ func TestIncompatibleMemberRefused(t *testing.T) {
 	vs, term := voters(t, 3, shared)
 	for _, c := range []struct {
 		field, ours, theirs string
-		change              func(*election.Config)
+		change              func(*Config)
 	}{
-		{"Algorithm", "bully", "ring", func(ec *election.Config) { ec.Algorithm = core.Ring }},
-		{"QuorumSize", "0", "3", func(ec *election.Config) { ec.QuorumSize = 3 }},
-		{"HeartbeatInterval", "50ms", "100ms", func(ec *election.Config) { ec.HeartbeatInterval = 100 * time.Millisecond }},
-		{"HeartbeatMisses", "3", "5", func(ec *election.Config) { ec.HeartbeatMisses = 5 }},
+		{"Algorithm", "bully", "ring", func(c *Config) { c.Algorithm = core.Ring }},
+		{"QuorumSize", "0", "3", func(c *Config) { c.QuorumSize = 3 }},
+		{"HeartbeatInterval", "50ms", "100ms", func(c *Config) { c.HeartbeatInterval = 100 * time.Millisecond }},
+		{"HeartbeatMisses", "3", "5", func(c *Config) { c.HeartbeatMisses = 5 }},
 	} {
 		before := vs[0].Stats().RefusedIncompatible
 		cfg := testConfig("n9")
-		ec := election.DefaultConfig()
-		ec.Rating = 99
-		c.change(&ec)
-		cfg.SetElection(ec)
+		cfg.SetElection(election.DefaultConfig())
+		cfg.Rating = 99
+		c.change(&cfg)
 		cfg.Seeds = []string{vs[0].Addr()}
 		n, err := New(cfg)
 		if err == nil {

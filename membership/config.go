@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
 )
 
 // The memberlist profiles Config.Profile names.
@@ -29,10 +30,51 @@ var profiles = map[string]func() *memberlist.Config{
 }
 
 // Config configures a Node. Start from DefaultConfig.
+//
+// It holds the local member's identity once (Identity: Name, Rating,
+// NonVoter, Algorithm, Payload), which the Node publishes in its metadata
+// and the elector reads from the Node (Node.Identity); the settings every
+// member must share (SetElection); and how the member listens, joins and
+// gossips (Options). The fields of all three read as Config's own:
+// cfg.Name, cfg.QuorumSize, cfg.BindAddr.
 type Config struct {
-	// NodeName is this member's name, unique in the cluster; it is also the
-	// election ID (core.Peer.ID). At most MaxStringLen bytes. Required.
-	NodeName string
+	// Identity is this member: Name is its memberlist node name and its
+	// election ID, unique in the cluster, at most MaxStringLen bytes,
+	// required; Rating is its initial rating (change it with
+	// election.Elector.SetRating, or Node.SetRating without an elector);
+	// NonVoter marks a member that follows the coordinator but never
+	// stands; Algorithm, published as its name, must be the same on every
+	// member; Payload, at most MaxPayloadLen bytes, is an opaque string
+	// such as the address of the member's own service API, so that a
+	// replica can send a client to the coordinator
+	// (election.Elector.LeaderPayload; change it with Node.SetPayload).
+	election.Identity
+
+	// QuorumSize, HeartbeatInterval, HeartbeatMisses and QuorumLease are,
+	// with Identity.Algorithm, the election settings every member must
+	// share (SetElection copies them from an election.Config). They travel
+	// in the metadata with ProtocolVersion; a member whose values differ
+	// is refused at join, on both sides, with an *IncompatibleError naming
+	// the field and both values (New returns it). Default 0: then every
+	// member must leave them unset.
+	QuorumSize        int
+	HeartbeatInterval time.Duration
+	HeartbeatMisses   int
+	QuorumLease       time.Duration
+
+	// Logger is the parent logger: the node logs under its sub-logger
+	// "membership", memberlist under "membership.memberlist". Pass the
+	// service's logger, not log.Named("membership"). Default nil: discard.
+	Logger hclog.Logger
+
+	// Options say how the member listens, joins and gossips.
+	Options
+}
+
+// Options are the parts of a Config that do not describe the member nor
+// the election: addresses, seeds, memberlist profile, encryption, queues.
+// Start from DefaultOptions (coordelect.Config.Membership is one).
+type Options struct {
 	// BindAddr is the IP address to listen on (UDP and TCP). Default
 	// "0.0.0.0", which advertises the first private IP; tests use
 	// "127.0.0.1". Ignored when Transport is set.
@@ -57,39 +99,6 @@ type Config struct {
 	// member at once rather than after gossip rounds. Default none (a new
 	// cluster).
 	Seeds []string
-	// Rating is this node's initial rating (est(S), the value the bully
-	// algorithm compares; see docs/algorithms.md); see Node.SetRating.
-	// Default 0.
-	//
-	// Rating, NonVoter and Algorithm describe this member to the elector as
-	// well: election.New refuses an election.Config whose values differ
-	// from the ones this Node publishes (Node.LocalIdentity). Set them once,
-	// in coordelect.Config, or copy them with SetElection.
-	Rating int64
-	// NonVoter marks a member that follows the coordinator but never
-	// stands. Default false.
-	NonVoter bool
-	// Payload is an opaque string this member publishes to the others in
-	// its metadata, at most MaxPayloadLen bytes: typically the address of
-	// its own service API, so that a replica can send a client to the
-	// coordinator (election.Elector.Payload). Change it with
-	// Node.SetPayload. Default "".
-	Payload string
-	// Algorithm is the election algorithm name this node runs, published in
-	// its metadata. At most 32 bytes. Default "".
-	//
-	// Algorithm, QuorumSize, HeartbeatInterval, HeartbeatMisses and
-	// QuorumLease are the election settings every member must share
-	// (SetElection copies them from an election.Config). They travel in the
-	// metadata with ProtocolVersion; a member whose values differ is
-	// refused at join, on both sides, with an *IncompatibleError naming
-	// the field and both values (New returns it). Defaults "" and 0: then
-	// every member must leave them unset.
-	Algorithm         string
-	QuorumSize        int
-	HeartbeatInterval time.Duration
-	HeartbeatMisses   int
-	QuorumLease       time.Duration
 	// Profile selects memberlist's timing defaults: ProfileLAN (default),
 	// ProfileLocal or ProfileWAN.
 	Profile string
@@ -138,16 +147,18 @@ type Config struct {
 	// Delegate, Events, Merge, Conflict, Ping, Alive, Logger and LogOutput
 	// are set after it returns.
 	Memberlist func(*memberlist.Config)
-	// Logger is the parent logger: the node logs under its sub-logger
-	// "membership", memberlist under "membership.memberlist". Pass the
-	// service's logger, not log.Named("membership"). Default nil: discard.
-	Logger hclog.Logger
 }
 
 // DefaultConfig returns a configuration with every default filled in;
-// NodeName must still be set.
+// Name must still be set.
 func DefaultConfig() Config {
-	return Config{
+	return Config{Options: DefaultOptions()}
+}
+
+// DefaultOptions returns the default Options: listen on 0.0.0.0:7946 with
+// memberlist's LAN profile, re-join every 10 s.
+func DefaultOptions() Options {
+	return Options{
 		BindAddr:       "0.0.0.0",
 		BindPort:       7946,
 		Profile:        ProfileLAN,
@@ -158,13 +169,13 @@ func DefaultConfig() Config {
 	}
 }
 
-// SetElection copies from ec, with its defaults filled in, what the
-// membership publishes: the rating, the non-voter flag, and the settings
-// every member must share (see Algorithm). Then election.New accepts ec
-// with this Node as its Transport.
+// SetElection copies from ec, with its defaults filled in, the settings
+// every member must share (QuorumSize, HeartbeatInterval, HeartbeatMisses,
+// QuorumLease), so that members that run different ones refuse each other.
+// The identity (Algorithm included) is not in ec: the elector reads it
+// from the Node.
 func (c *Config) SetElection(ec election.Config) {
 	ec = ec.WithDefaults()
-	c.Rating, c.NonVoter, c.Algorithm = ec.Rating, ec.NonVoter, ec.Algorithm.String()
 	c.QuorumSize, c.HeartbeatInterval = ec.QuorumSize, ec.HeartbeatInterval
 	c.HeartbeatMisses, c.QuorumLease = ec.HeartbeatMisses, ec.QuorumLease
 }
@@ -188,13 +199,14 @@ func fieldError(field string, value any, format string, args ...any) error {
 }
 
 func (c *Config) validateName() error {
+	_, algErr := core.ParseAlgorithm(c.Algorithm.String())
 	switch {
-	case c.NodeName == "":
-		return fieldError("NodeName", c.NodeName, "required")
-	case len(c.NodeName) > MaxStringLen:
-		return fieldError("NodeName", c.NodeName, "longer than %d bytes", MaxStringLen)
-	case len(c.Algorithm) > maxAlgorithmLen:
-		return fieldError("Algorithm", c.Algorithm, "longer than %d bytes", maxAlgorithmLen)
+	case c.Name == "":
+		return fieldError("Name", c.Name, "required")
+	case len(c.Name) > MaxStringLen:
+		return fieldError("Name", c.Name, "longer than %d bytes", MaxStringLen)
+	case algErr != nil:
+		return fmt.Errorf("membership: Config.Algorithm = %v: want bully, ring or peterson", c.Algorithm)
 	case len(c.Payload) > MaxPayloadLen:
 		return fmt.Errorf("membership: Config.Payload = <%d bytes>: longer than MaxPayloadLen = %d bytes", len(c.Payload), MaxPayloadLen)
 	}
@@ -276,7 +288,7 @@ func (c *Config) validateSizes() error {
 // memberlistConfig builds memberlist's configuration around d.
 func (c *Config) memberlistConfig(d *delegate, logger hclog.Logger) *memberlist.Config {
 	mc := profiles[c.Profile]()
-	mc.Name = c.NodeName
+	mc.Name = c.Name
 	mc.BindAddr, mc.BindPort = c.BindAddr, c.BindPort
 	mc.AdvertiseAddr, mc.AdvertisePort = c.AdvertiseAddr, c.AdvertisePort
 	if c.AdvertisePort == 0 {

@@ -11,7 +11,7 @@ import (
 
 func TestConfigValidate(t *testing.T) {
 	ok := DefaultConfig()
-	ok.NodeName = "n1"
+	ok.Name = "n1"
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("default config with a name: %v", err)
 	}
@@ -20,8 +20,8 @@ func TestConfigValidate(t *testing.T) {
 		change func(*Config)
 		want   string
 	}{
-		{"no name", func(c *Config) { c.NodeName = "" }, `Config.NodeName = "": required`},
-		{"long name", func(c *Config) { c.NodeName = strings.Repeat("n", MaxStringLen+1) }, "Config.NodeName"},
+		{"no name", func(c *Config) { c.Name = "" }, `Config.Name = "": required`},
+		{"long name", func(c *Config) { c.Name = strings.Repeat("n", MaxStringLen+1) }, "Config.Name"},
 		{"bind host", func(c *Config) { c.BindAddr = "localhost" }, `Config.BindAddr = "localhost": not an IP address`},
 		{"bind port", func(c *Config) { c.BindPort = 70000 }, "Config.BindPort = 70000"},
 		{"advertise", func(c *Config) { c.AdvertiseAddr = "10.0.0" }, `Config.AdvertiseAddr = "10.0.0"`},
@@ -34,7 +34,7 @@ func TestConfigValidate(t *testing.T) {
 		{"profile", func(c *Config) { c.Profile = "LAN" }, `Config.Profile = "LAN": want "lan", "local" or "wan"`},
 		{"key length", func(c *Config) { c.SecretKey = make([]byte, 15) }, "Config.SecretKey = <15 bytes>"},
 		{"label", func(c *Config) { c.Label = strings.Repeat("l", 256) }, "Config.Label"},
-		{"algorithm", func(c *Config) { c.Algorithm = strings.Repeat("a", 33) }, "Config.Algorithm"},
+		{"algorithm", func(c *Config) { c.Algorithm = 9 }, "Config.Algorithm = algorithm(9): want bully, ring or peterson"},
 		{"rejoin", func(c *Config) { c.RejoinInterval = -time.Second }, `Config.RejoinInterval = "-1s"`},
 		{"reorder", func(c *Config) { c.ReorderTimeout = 0 }, `Config.ReorderTimeout = "0s": must be > 0`},
 		{"queue", func(c *Config) { c.QueueSize = 0 }, "Config.QueueSize = 0"},
@@ -57,7 +57,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigSecretKeyNotPrinted(t *testing.T) {
 	c := DefaultConfig()
-	c.NodeName = "n"
+	c.Name = "n"
 	c.SecretKey = []byte("do-not-print-me")
 	if err := c.Validate(); err == nil || strings.Contains(err.Error(), "print") {
 		t.Fatalf("err = %v", err)
@@ -75,7 +75,7 @@ func TestMemberlistConfigProfiles(t *testing.T) {
 		ProfileLAN: time.Second, ProfileLocal: time.Second, ProfileWAN: 5 * time.Second,
 	} {
 		c := DefaultConfig()
-		c.NodeName, c.Profile, c.BindPort = "n", profile, 0
+		c.Name, c.Profile, c.BindPort = "n", profile, 0
 		c.Memberlist = func(mc *memberlist.Config) { mc.GossipNodes = 9 }
 		mc := c.memberlistConfig(&delegate{}, hclog.NewNullLogger())
 		if mc.ProbeInterval != probe || mc.Name != "n" || mc.GossipNodes != 9 || mc.Logger == nil || mc.LogOutput != nil {

@@ -44,7 +44,7 @@ func startVoter(t *testing.T, cfg Config) *voter {
 	t.Helper()
 	n, err := New(cfg)
 	if err != nil {
-		t.Fatalf("New(%s): %v", cfg.NodeName, err)
+		t.Fatalf("New(%s): %v", cfg.Name, err)
 	}
 	return runVoter(t, n, cfg)
 }
@@ -52,7 +52,7 @@ func startVoter(t *testing.T, cfg Config) *voter {
 func runVoter(t *testing.T, n *Node, cfg Config) *voter {
 	t.Helper()
 	ec := election.DefaultConfig()
-	ec.Transport, ec.Rating, ec.NonVoter = n, cfg.Rating, cfg.NonVoter
+	ec.Transport = n
 	drops := &dropCounter{by: map[string]uint64{}}
 	ec.Recorder = drops
 	el, err := election.New(ec)

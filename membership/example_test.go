@@ -14,14 +14,14 @@ func Example() {
 	cfg := membership.DefaultConfig()
 	cfg.BindAddr, cfg.BindPort = "127.0.0.1", 0 // a free port; see Addr
 	cfg.Profile = membership.ProfileLocal
-	cfg.NodeName, cfg.Rating = "orders-1", 10
+	cfg.Name, cfg.Rating = "orders-1", 10
 	first, err := membership.New(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer first.Close()
 
-	cfg.NodeName, cfg.Rating, cfg.Seeds = "orders-2", 20, []string{first.Addr()}
+	cfg.Name, cfg.Rating, cfg.Seeds = "orders-2", 20, []string{first.Addr()}
 	second, err := membership.New(cfg)
 	if err != nil {
 		log.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coordelect/coordelect/election/core"
 )
 
 // validateError is the shape of every Validate error: the field, its
@@ -21,14 +23,18 @@ func FuzzConfigValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, bind string, bindPort int, adv string, advPort int, seeds, alg, profile string,
 		key []byte, label string, rejoin, reorder int64, queue, sendQueue int) {
 		c := DefaultConfig()
-		c.NodeName, c.BindAddr, c.BindPort, c.AdvertiseAddr, c.AdvertisePort = name, bind, bindPort, adv, advPort
+		c.Name, c.BindAddr, c.BindPort, c.AdvertiseAddr, c.AdvertisePort = name, bind, bindPort, adv, advPort
 		if seeds != "" {
 			c.Seeds = strings.Split(seeds, ",")
 		}
-		c.Algorithm, c.Profile, c.SecretKey, c.Label = alg, profile, key, label
+		a, err := core.ParseAlgorithm(alg)
+		if err != nil {
+			a = core.Algorithm(3 + len(alg)%200) // not an algorithm
+		}
+		c.Algorithm, c.Profile, c.SecretKey, c.Label = a, profile, key, label
 		c.RejoinInterval, c.ReorderTimeout = time.Duration(rejoin), time.Duration(reorder)
 		c.QueueSize, c.SendQueueSize = queue, sendQueue
-		err := c.Validate()
+		err = c.Validate()
 		if err == nil {
 			return
 		}

@@ -38,7 +38,7 @@ func fastTimings(mc *memberlist.Config) {
 // MEMBERSHIP_TEST_LOG=debug to see the nodes' logs.
 func testConfig(name string) Config {
 	c := DefaultConfig()
-	c.NodeName = name
+	c.Name = name
 	c.BindAddr, c.BindPort = "127.0.0.1", 0
 	c.Profile = ProfileLocal
 	c.RejoinInterval = 0
@@ -92,7 +92,7 @@ func start(t *testing.T, cfg Config) *member {
 	t.Helper()
 	n, err := New(cfg)
 	if err != nil {
-		t.Fatalf("New(%s): %v", cfg.NodeName, err)
+		t.Fatalf("New(%s): %v", cfg.Name, err)
 	}
 	m := &member{Node: n, done: make(chan struct{})}
 	go m.record()

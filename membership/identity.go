@@ -6,26 +6,24 @@ import (
 	"github.com/coordelect/coordelect/election"
 )
 
-var (
-	_ election.IdentityTransport = (*Node)(nil)
-	_ election.PayloadTransport  = (*Node)(nil)
-)
+var _ election.PayloadTransport = (*Node)(nil)
 
-// LocalIdentity returns what this node publishes about itself that its
-// elector must agree with: its current rating, its non-voter flag and its
-// algorithm name (Config.Algorithm; "" when it publishes none).
-// election.New calls it to refuse an election.Config that disagrees.
-func (n *Node) LocalIdentity() (rating int64, nonVoter bool, algorithm string) {
+// Identity returns this member as it publishes itself: Config.Identity,
+// with the rating and payload it publishes now (after SetRating and
+// SetPayload). election.New reads the elector's identity from it.
+func (n *Node) Identity() election.Identity {
+	id := n.cfg.Identity
 	n.metaMu.Lock()
 	defer n.metaMu.Unlock()
-	return n.meta.Rating, n.meta.NonVoter, n.meta.Algorithm
+	id.Rating, id.Payload = n.meta.Rating, n.meta.Payload
+	return id
 }
 
 // Payload returns the payload member name publishes (Config.Payload):
 // this node's own, or an admitted live member's. ok is false for a member
 // that is unknown, departed or refused.
 func (n *Node) Payload(name string) (payload string, ok bool) {
-	if name == n.cfg.NodeName {
+	if name == n.cfg.Name {
 		n.metaMu.Lock()
 		defer n.metaMu.Unlock()
 		return n.meta.Payload, true
@@ -52,4 +50,17 @@ func (t *table) payload(name string) (string, bool) {
 		return "", false
 	}
 	return e.meta.Payload, true
+}
+
+// StatusMembers lists the members as election.NewHandler's /status shows
+// them: this node and every member its memberlist knows, with addresses,
+// including those that left or died recently (Members). Pass it to
+// election.NewHandler.
+func (n *Node) StatusMembers() []election.StatusMember {
+	ms := n.Members()
+	out := make([]election.StatusMember, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, election.StatusMember{Name: m.Name, Addr: m.Addr, Rating: m.Rating, Alive: m.Alive})
+	}
+	return out
 }

@@ -13,7 +13,7 @@ import (
 // departed or unknown members have none.
 func TestPayloadGossiped(t *testing.T) {
 	checkLeaks(t)
-	ms := cluster(t, 2, func(c *Config) { c.Payload = "http://" + c.NodeName + ":8080" })
+	ms := cluster(t, 2, func(c *Config) { c.Payload = "http://" + c.Name + ":8080" })
 	if p, ok := ms[0].Payload("n2"); !ok || p != "http://n2:8080" {
 		t.Errorf("n1 sees n2's payload %q, %v", p, ok)
 	}
@@ -59,37 +59,38 @@ func TestPayloadTooLong(t *testing.T) {
 	}
 }
 
-// TestElectorIdentityMustAgree: election.New refuses a Node whose rating,
-// non-voter flag or algorithm differ from the elector's Config (the
-// non-voter set on the elector only that breaks Resign), and accepts one
-// configured with SetElection.
-func TestElectorIdentityMustAgree(t *testing.T) {
+// TestElectorTakesNodeIdentity: an elector on a Node runs with the
+// identity the Node publishes (its rating, non-voter flag and algorithm:
+// election.Config has none to disagree with), and one started after
+// Node.SetRating with the new rating.
+func TestElectorTakesNodeIdentity(t *testing.T) {
 	checkLeaks(t)
 	cfg := testConfig("n1")
-	ec := election.Config{Rating: 7, NonVoter: true, Algorithm: core.Ring}
-	cfg.SetElection(ec)
+	cfg.Rating, cfg.NonVoter, cfg.Algorithm = 7, true, core.Ring
+	cfg.SetElection(election.DefaultConfig())
 	m := start(t, cfg)
-	ec.Transport = m.Node
-	if _, err := election.New(ec); err != nil {
-		t.Fatalf("New with SetElection's values: %v", err)
+	want := election.Identity{Name: "n1", Rating: 7, NonVoter: true, Algorithm: core.Ring}
+	if got := m.Identity(); got != want {
+		t.Fatalf("Identity = %+v, want %+v", got, want)
 	}
-	for field, bad := range map[string]func(*election.Config){
-		"Rating = 8":        func(c *election.Config) { c.Rating = 8 },
-		"NonVoter = false":  func(c *election.Config) { c.NonVoter = false },
-		"Algorithm = bully": func(c *election.Config) { c.Algorithm = core.Bully },
-	} {
-		c := ec
-		bad(&c)
-		if _, err := election.New(c); err == nil || !strings.Contains(err.Error(), field) {
-			t.Errorf("New with %s: %v, want an error naming it", field, err)
-		}
+	e, err := election.New(election.Config{Transport: m.Node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Status(); st.ID != "n1" || st.Rating != 7 || !st.NonVoter || st.Algorithm != core.Ring {
+		t.Errorf("elector status %+v, want n1 rated 7, non-voter, ring", st)
 	}
 	if err := m.SetRating(8); err != nil {
 		t.Fatal(err)
 	}
-	c := ec
-	c.Rating = 8
-	if _, err := election.New(c); err != nil {
-		t.Errorf("New after SetRating(8) with Rating 8: %v", err)
+	if got := m.Identity().Rating; got != 8 {
+		t.Errorf("Identity().Rating after SetRating(8) = %d", got)
+	}
+	e, err = election.New(election.Config{Transport: m.Node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Status(); st.Rating != 8 {
+		t.Errorf("elector started after SetRating(8) reports rating %d", st.Rating)
 	}
 }

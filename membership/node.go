@@ -66,7 +66,7 @@ var _ election.StartupTransport = (*Node)(nil)
 // first members of a cluster start before their seeds, and the re-joiner
 // tries again every RejoinInterval (call Join to see the error instead).
 // A seed that answers but refuses this node is returned: a *NameTakenError
-// when a live member already holds cfg.NodeName. The events for the
+// when a live member already holds cfg.Name. The events for the
 // members already present are queued for Events when New returns.
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
@@ -102,7 +102,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.goFunc(n.rejoinLoop)
-	n.log.Info("member started", "name", cfg.NodeName, "addr", n.addr, "boot", n.boot)
+	n.log.Info("member started", "name", cfg.Name, "addr", n.addr, "boot", n.boot)
 	return n, nil
 }
 
@@ -188,25 +188,25 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	logger = logger.Named("membership").With("node", cfg.NodeName)
+	logger = logger.Named("membership").With("node", cfg.Name)
 	boot, err := newBootID()
 	if err != nil {
 		return nil, nil, err
 	}
 	n := &Node{cfg: cfg, log: logger, boot: boot, rated: make(chan struct{}, 1),
 		stop: make(chan struct{}), failed: make(chan struct{})}
-	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm, Payload: cfg.Payload,
+	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm.String(), Payload: cfg.Payload,
 		Quorum: uint64(cfg.QuorumSize), Heartbeat: uint64(cfg.HeartbeatInterval),
 		Misses: uint64(cfg.HeartbeatMisses), Lease: uint64(cfg.QuorumLease)}
 	n.inbox = newInbox(cfg.QueueSize, &n.stats)
 	n.restarted = make(chan string, 16)
-	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.NodeName, n.meta, logger, &n.stats, n.fail),
+	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.Name, n.meta, logger, &n.stats, n.fail),
 		ack: binary.BigEndian.AppendUint64(nil, boot), rejoin: n.askJoin, keyMismatch: n.keyMismatch}
 	b := n.meta.encode()
 	n.del.meta.Store(&b)
 	mc := cfg.memberlistConfig(n.del, logger)
 	n.updateWait = mc.GossipInterval
-	n.table = newTable(cfg.NodeName, n.meta, mc.GossipToTheDeadTime, logger, &n.stats)
+	n.table = newTable(cfg.Name, n.meta, mc.GossipToTheDeadTime, logger, &n.stats)
 	n.out = &sender{table: n.table, selfBoot: boot, queueSize: cfg.SendQueueSize,
 		stats: &n.stats, log: logger, wg: &n.wg, links: make(map[string]*outLink)}
 	n.disp = &dispatcher{inbox: n.inbox, table: n.table, out: n.out,
@@ -254,8 +254,8 @@ func (n *Node) Seeds() int {
 // reaches others about that much later (election.StartupTransport).
 func (n *Node) Spread() time.Duration { return n.updateWait }
 
-// LocalID is this node's name, its election ID.
-func (n *Node) LocalID() string { return n.cfg.NodeName }
+// LocalID is this node's name, its election ID (Identity().Name).
+func (n *Node) LocalID() string { return n.cfg.Name }
 
 // Addr is the "host:port" other members reach this node at (the port
 // picked when Config.BindPort is 0); give it to others as a seed.
@@ -284,7 +284,7 @@ func (n *Node) Send(m core.Message) error {
 	if err := n.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
-	if m.From != n.cfg.NodeName {
+	if m.From != n.cfg.Name {
 		// The receiver would drop it: the boot ID would not be From's.
 		return fmt.Errorf("%w: From %q is not this node", ErrInvalid, m.From)
 	}
@@ -292,7 +292,9 @@ func (n *Node) Send(m core.Message) error {
 }
 
 // SetRating publishes this node's new rating in its metadata. The gossip
-// happens in the background; peers see EventPeerRating.
+// happens in the background; peers see EventPeerRating. With an elector
+// running on this node, call election.Elector.SetRating instead: it calls
+// this, and ranks the node by the new rating itself.
 func (n *Node) SetRating(rating int64) error {
 	return n.updateMeta(func(m *meta) { m.Rating = rating })
 }
@@ -366,7 +368,7 @@ func (n *Node) topVoter() string {
 	var best core.Rank
 	addr := ""
 	for _, m := range n.ml.Members() {
-		if m.Name == n.cfg.NodeName || m.State != memberlist.StateAlive {
+		if m.Name == n.cfg.Name || m.State != memberlist.StateAlive {
 			continue
 		}
 		md, err := decodeMeta(m.Meta)
@@ -549,6 +551,6 @@ func (n *Node) Close() error {
 	n.out.close()
 	n.inbox.close()
 	n.wg.Wait()
-	n.log.Info("member stopped", "name", n.cfg.NodeName)
+	n.log.Info("member stopped", "name", n.cfg.Name)
 	return err
 }

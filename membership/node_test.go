@@ -16,8 +16,8 @@ import (
 func TestJoinRatingsAndMembers(t *testing.T) {
 	checkLeaks(t)
 	ms := cluster(t, 3, func(c *Config) {
-		c.Algorithm = "bully"
-		c.NonVoter = c.NodeName == "n3"
+		c.Algorithm = core.Ring
+		c.NonVoter = c.Name == "n3"
 	})
 	n1, n2, n3 := ms[0], ms[1], ms[2]
 	if err := n2.SetRating(25); err != nil {
@@ -35,7 +35,7 @@ func TestJoinRatingsAndMembers(t *testing.T) {
 		{Name: "n2", Addr: n2.Addr(), Rating: 25, Voter: true, Alive: true},
 		{Name: "n3", Addr: n3.Addr(), Rating: 30, Voter: false, Alive: true},
 	} {
-		want.Algorithm, want.BootID = "bully", ms[i].BootID()
+		want.Algorithm, want.BootID = "ring", ms[i].BootID()
 		if got[i] != want {
 			t.Errorf("member %d = %+v, want %+v", i, got[i], want)
 		}
@@ -107,7 +107,7 @@ func TestSendErrors(t *testing.T) {
 func TestOrderUnderDelay(t *testing.T) {
 	checkLeaks(t)
 	fn := NewFaultNetwork(1, nil)
-	ms := cluster(t, 2, func(c *Config) { c.Transport = listen(t, fn, c.NodeName, 0) })
+	ms := cluster(t, 2, func(c *Config) { c.Transport = listen(t, fn, c.Name, 0) })
 	n1, n2 := ms[0], ms[1]
 	fn.SetDelay(0, 30*time.Millisecond)
 	const count = 100
@@ -260,7 +260,7 @@ func TestPartitionHealsByRejoin(t *testing.T) {
 	fn := NewFaultNetwork(2, nil)
 	var seedAddr string
 	ms := cluster(t, 2, func(c *Config) {
-		tr := listen(t, fn, c.NodeName, 0)
+		tr := listen(t, fn, c.Name, 0)
 		c.Transport, c.RejoinInterval = tr, 200*time.Millisecond
 		if seedAddr == "" {
 			seedAddr = tr.Addr()

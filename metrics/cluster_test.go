@@ -55,7 +55,7 @@ func newTestCluster(t *testing.T, n int, latency time.Duration, opts func(id str
 
 func (c *testCluster) start(id string, rating int64, opts []Option) {
 	c.t.Helper()
-	tr, err := c.net.Join(core.Peer{ID: id, Rating: rating})
+	tr, err := c.net.Join(election.Identity{Name: id, Rating: rating})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func (c *testCluster) start(id string, rating int64, opts []Option) {
 	if n.rec, err = New(n.reg, opts...); err != nil {
 		c.t.Fatal(err)
 	}
-	if n.e, err = election.New(election.Config{Transport: tr, Rating: rating, Recorder: n.rec}); err != nil {
+	if n.e, err = election.New(election.Config{Transport: tr, Recorder: n.rec}); err != nil {
 		c.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

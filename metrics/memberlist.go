@@ -24,7 +24,7 @@ func MemberlistLabels(node string) []gometrics.Label {
 // ConfigureMemberlist returns a function that adds MemberlistLabels(node)
 // to a memberlist configuration; it fits membership.Config.Memberlist:
 //
-//	cfg.Memberlist = metrics.ConfigureMemberlist(cfg.NodeName)
+//	cfg.Memberlist = metrics.ConfigureMemberlist(cfg.Name)
 //
 // (compose it with your own function if you already tune memberlist there).
 func ConfigureMemberlist(node string) func(*memberlist.Config) {

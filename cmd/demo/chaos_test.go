@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coordelect/coordelect/election"
 )
 
 // Chaos on real processes: five `demo node` processes on loopback; each
@@ -195,7 +197,7 @@ func pollClaims(urls []string) *claimLog {
 			tick := time.NewTicker(5 * time.Millisecond)
 			defer tick.Stop()
 			for {
-				var st nodeStatus
+				var st election.StatusDocument
 				if _, err := getJSON(u, &st); err == nil {
 					l.record(st)
 				}
@@ -210,7 +212,7 @@ func pollClaims(urls []string) *claimLog {
 	return l
 }
 
-func (l *claimLog) record(st nodeStatus) {
+func (l *claimLog) record(st election.StatusDocument) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.n++

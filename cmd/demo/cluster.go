@@ -241,7 +241,7 @@ func (c *localCluster) startSlot(s *slot, tr *membership.FaultTransport, initial
 
 func (c *localCluster) memberConfig(s *slot, tr *membership.FaultTransport) membership.Config {
 	m := membership.DefaultConfig()
-	m.NodeName = s.name
+	m.Name = s.name
 	m.Transport = tr
 	for _, o := range c.slots {
 		if o != s {
@@ -249,7 +249,7 @@ func (c *localCluster) memberConfig(s *slot, tr *membership.FaultTransport) memb
 		}
 	}
 	m.Rating = s.rating.Load()
-	m.Algorithm = c.opts.alg.String()
+	m.Algorithm = c.opts.alg
 	m.Profile = membership.ProfileLocal
 	m.Memberlist = demoTimings
 	m.RejoinInterval = time.Second // a healed partition merges within about a second
@@ -264,8 +264,6 @@ func (c *localCluster) memberConfig(s *slot, tr *membership.FaultTransport) memb
 // seeds), and hears the running coordinator anyway.
 func (c *localCluster) electorConfig(s *slot, initial bool) election.Config {
 	cfg := election.Config{
-		Algorithm:  c.opts.alg,
-		Rating:     s.rating.Load(),
 		QuorumSize: c.opts.quorum,
 		Logger:     c.nodeLog,
 	}

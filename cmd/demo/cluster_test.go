@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 )
 
@@ -31,7 +32,7 @@ func TestClusterCrashAndRestart(t *testing.T) {
 	waitFor(t, waitTimeout, "a log line for the change to 4", func() bool {
 		return strings.Contains(tc.stderr.String(), "coordinator agreed: coordinator=4 term="+v.Term+" nodes=4/5")
 	})
-	if code, _ := getJSON(tc.url+"/nodes/5/status", new(nodeStatus)); code != http.StatusServiceUnavailable {
+	if code, _ := getJSON(tc.url+"/nodes/5/status", new(election.StatusDocument)); code != http.StatusServiceUnavailable {
 		t.Errorf("status of a crashed node: %d, want 503", code)
 	}
 	term4 := termOf(t, v.Term)
@@ -65,7 +66,7 @@ func TestClusterNodeEndpoints(t *testing.T) {
 	if want := []string{"algorithm", "coordinator", "members", "name", "rating", "startup", "state", "term"}; !slices.Equal(keys, want) {
 		t.Errorf("status keys %v, want %v", keys, want)
 	}
-	var st nodeStatus
+	var st election.StatusDocument
 	if _, err := getJSON(tc.url+"/nodes/2/status", &st); err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +84,14 @@ func TestClusterNodeEndpoints(t *testing.T) {
 		"/metrics":         `coordelect_is_coordinator{node="1"} 0`,
 		"/nodes/1/healthz": "ok",
 		"/nodes/1/readyz":  "ready: coordinator 3",
+		"/nodes/1/leader":  `"coordinator": "3"`,
 		"/healthz":         "ok",
 	} {
 		if body := get(t, tc.url+path); !strings.Contains(body, want) {
 			t.Errorf("GET %s does not contain %q", path, want)
 		}
 	}
-	if code, _ := getJSON(tc.url+"/nodes/9/status", new(nodeStatus)); code != http.StatusNotFound {
+	if code, _ := getJSON(tc.url+"/nodes/9/status", new(election.StatusDocument)); code != http.StatusNotFound {
 		t.Errorf("status of an unknown node: %d, want 404", code)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coordelect/coordelect/election"
 )
 
 // proc is one `demo node` process.
@@ -111,8 +113,8 @@ func (p *proc) kill(t *testing.T) {
 }
 
 // status reads the process's /status.
-func (p *proc) status() (nodeStatus, error) {
-	var st nodeStatus
+func (p *proc) status() (election.StatusDocument, error) {
+	var st election.StatusDocument
 	code, err := getJSON(p.http+"/status", &st)
 	if err == nil && code != http.StatusOK {
 		err = fmt.Errorf("status %d", code)
@@ -175,7 +177,7 @@ func TestMultiProcessFailover(t *testing.T) {
 	procs[3].waitExit(t)
 	waitFor(t, waitTimeout, "n4 seen as gone after its leave", func() bool {
 		st, err := procs[0].status()
-		i := slices.IndexFunc(st.Members, func(m memberStatus) bool { return m.Name == "n4" })
+		i := slices.IndexFunc(st.Members, func(m election.StatusMember) bool { return m.Name == "n4" })
 		return err == nil && (i < 0 || !st.Members[i].Alive)
 	})
 

@@ -20,7 +20,7 @@ import (
 const nodeSynopsis = `usage: demo node -name NAME [flags]
 
 Runs one coordelect node in this process: a memberlist member and an elector,
-with /status (JSON), /metrics (Prometheus), /healthz (200 while it runs) and
+with /status and /leader (JSON), /metrics (Prometheus), /healthz (200 while it runs) and
 /readyz (200 once it knows a coordinator, else 503 and why) over HTTP. Start one
 per process or host and point them at each other with -join. SIGINT or
 SIGTERM resigns (a coordinator hands off) and leaves the cluster.`
@@ -52,7 +52,7 @@ func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 	fs.StringVar(&advertise, "advertise", "", "IP:PORT the others reach this node at, when not -bind (NAT, containers)")
 	fs.StringVar(&o.http, "http", "127.0.0.1:0", "HOST:PORT for /status, /metrics and /healthz; port 0 (the default) picks a free one, printed at start")
 	fs.StringVar(&join, "join", "", "HOST:PORT[,HOST:PORT...] of members to join (and re-join every 10 s)")
-	fs.Int64Var(&o.el.Rating, "rating", 0, "this node's rating: the live node with the highest rating leads (ties: the name)")
+	fs.Int64Var(&o.mem.Rating, "rating", 0, "this node's rating: the live node with the highest rating leads (ties: the name)")
 	fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson (the same on every node)")
 	fs.StringVar(&key, "key", "", "gossip encryption key, base64 of 16, 24 or 32 bytes (the same on every node)")
 	fs.IntVar(&o.el.QuorumSize, "quorum", 0, "quorum guard: the cluster size S (the same on every node); 0 turns it off")
@@ -63,7 +63,7 @@ func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 	if err := parseFlags(fs, args, stdout, nodeSynopsis); err != nil {
 		return nil, err
 	}
-	o.el.Algorithm, o.level = alg.a, level.l
+	o.mem.Algorithm, o.level = alg.a, level.l
 	if err := o.setMembership(name, bind, advertise, join, key); err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (o *nodeOptions) setMembership(name, bind, advertise, join, key string) err
 	case len(name) > membership.MaxStringLen:
 		return usagef("-name: %d bytes; want at most %d", len(name), membership.MaxStringLen)
 	}
-	o.mem.NodeName = name
+	o.mem.Name = name
 	var err error
 	if o.mem.BindAddr, o.mem.BindPort, err = checkHostPort("bind", bind, true, 0); err != nil {
 		return err
@@ -95,7 +95,7 @@ func (o *nodeOptions) setMembership(name, bind, advertise, join, key string) err
 		}
 	}
 	o.mem.SecretKey, err = decodeKey(key)
-	o.mem.SetElection(o.el) // rating, algorithm and the settings every member must share
+	o.mem.SetElection(o.el) // the settings every member must share
 	return err
 }
 

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/coordelect/coordelect/election"
 )
 
 // A node whose seeds cannot be reached is alive (/healthz 200) but not
@@ -42,7 +44,7 @@ func TestNodeReadyzAlone(t *testing.T) {
 	// Alone, the node makes itself coordinator once its -expect-window
 	// (another voter, by default with -join) has passed; /readyz is still 503.
 	waitFor(t, waitTimeout, "a leads itself", func() bool {
-		var st nodeStatus
+		var st election.StatusDocument
 		code, err := getJSON(base+"/status", &st)
 		return code == http.StatusOK && err == nil && st.Coordinator == "a"
 	})

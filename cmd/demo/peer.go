@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -23,6 +24,7 @@ type peer struct {
 	el     *election.Elector
 	reg    *prometheus.Registry
 	rec    *metrics.Recorder
+	api    http.Handler       // election.NewHandler: /status and /leader
 	cancel context.CancelFunc // ends Run's context: the graceful hand-off
 	done   chan struct{}      // closed when Run has returned
 	runErr error              // Run's result, set before done is closed
@@ -49,7 +51,7 @@ type peerConfig struct {
 // metrics on a registry of its own, and an elector on it. On error nothing
 // is left running.
 func startPeer(pc peerConfig) (*peer, error) {
-	name := pc.mem.NodeName
+	name := pc.mem.Name
 	if pc.sink != nil {
 		pc.mem.Memberlist = chainMemberlist(pc.mem.Memberlist, metrics.ConfigureMemberlist(name))
 	}
@@ -79,6 +81,7 @@ func startPeer(pc peerConfig) (*peer, error) {
 		_ = mem.Close()
 		return nil, err
 	}
+	p.api = election.NewHandler(p.el, mem.StatusMembers)
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	go func() {
@@ -176,61 +179,4 @@ func (p *peer) readiness() (ready bool, why string) {
 			coord, su.Voters, su.Expect)
 	}
 	return true, "ready: coordinator " + coord
-}
-
-// nodeStatus is the /status document of one node.
-type nodeStatus struct {
-	Name string `json:"name"`
-	// State is the node's state: sleep, cand, lost, coordinator, active or relay.
-	State string `json:"state"`
-	// Coordinator is the name of the coordinator the node reports, "" when none.
-	Coordinator string `json:"coordinator"`
-	// Term is the coordinator's term (epoch<<32 | winner's tag) when there
-	// is one, else the highest term seen.
-	Term      uint64 `json:"term"`
-	Rating    int64  `json:"rating"`
-	Algorithm string `json:"algorithm"`
-	// Startup is the start-up hold (-expect).
-	Startup startupStatus  `json:"startup"`
-	Members []memberStatus `json:"members"`
-}
-
-// startupStatus is the start-up hold in /status: Holding while the node
-// holds its first election back, Voters it sees, Expect it waits for
-// (-expect), and Short once the window passed with fewer.
-type startupStatus struct {
-	Holding bool `json:"holding"`
-	Voters  int  `json:"voters"`
-	Expect  int  `json:"expect"`
-	Short   bool `json:"short"`
-}
-
-// memberStatus is one member in /status: itself and every member its
-// memberlist knows, including those that left or died recently.
-type memberStatus struct {
-	Name   string `json:"name"`
-	Addr   string `json:"addr"`
-	Rating int64  `json:"rating"`
-	Alive  bool   `json:"alive"`
-}
-
-// status returns the node's /status document.
-func (p *peer) status() nodeStatus {
-	st := p.el.Status()
-	coord, _, _ := p.el.Leader()
-	out := nodeStatus{
-		Name:        p.name,
-		State:       st.State.String(),
-		Coordinator: coord,
-		Term:        st.Term,
-		Rating:      st.Rating,
-		Algorithm:   st.Algorithm.String(),
-		Startup: startupStatus{Holding: st.Startup.Holding, Voters: st.Startup.Voters,
-			Expect: st.Startup.Expect, Short: st.Startup.Short},
-		Members: []memberStatus{},
-	}
-	for _, m := range p.mem.Members() {
-		out.Members = append(out.Members, memberStatus{Name: m.Name, Addr: m.Addr, Rating: m.Rating, Alive: m.Alive})
-	}
-	return out
 }

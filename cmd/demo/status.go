@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -18,18 +19,22 @@ type peerLookup func(r *http.Request) (*peer, error)
 // handlePeer registers a node's endpoints under prefix ("" or
 // "/nodes/{name}"):
 //
-//	GET prefix/status   the node's nodeStatus as JSON
+//	GET prefix/status   the node's election.StatusDocument as JSON
+//	GET prefix/leader   its election.LeaderDocument (503 while none is known)
 //	GET prefix/metrics  the node's Prometheus registry
 //	GET prefix/healthz  200 "ok" while the node's elector runs, else 503
 //	GET prefix/readyz   200 "ready: coordinator NAME" while the node knows a
 //	                    coordinator found with others, else 503 and why
 //	                    (peer.readiness): wait for it before using the node
 func handlePeer(mux *http.ServeMux, prefix string, lookup peerLookup) {
-	mux.HandleFunc("GET "+prefix+"/status", func(w http.ResponseWriter, r *http.Request) {
-		if p := findPeer(w, r, lookup); p != nil {
-			writeJSON(w, http.StatusOK, p.status())
-		}
-	})
+	for _, doc := range []string{"/status", "/leader"} {
+		// election.NewHandler, as a service embedding coordelect serves it.
+		mux.HandleFunc("GET "+prefix+doc, func(w http.ResponseWriter, r *http.Request) {
+			if p := findPeer(w, r, lookup); p != nil {
+				http.StripPrefix(strings.TrimSuffix(r.URL.Path, doc), p.api).ServeHTTP(w, r)
+			}
+		})
+	}
 	mux.HandleFunc("GET "+prefix+"/metrics", func(w http.ResponseWriter, r *http.Request) {
 		if p := findPeer(w, r, lookup); p != nil {
 			promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)

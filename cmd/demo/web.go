@@ -110,6 +110,7 @@ func pageURL(a net.Addr) string {
 //	POST /api/partition             {"minority": [names]} or no body for the default split
 //	POST /api/heal                  end the partition
 //	GET  /nodes/{name}/status       the node's status, as `demo node` serves /status
+//	GET  /nodes/{name}/leader       the coordinator it reports (election.NewHandler)
 //	GET  /nodes/{name}/metrics      the node's Prometheus metrics
 //	GET  /nodes/{name}/healthz      200 while the node runs, 503 while it is down
 //	GET  /nodes/{name}/readyz       200 while it knows a coordinator, else 503 and why

@@ -20,6 +20,7 @@ const (
 	PreemptNever
 )
 
+// String returns the policy's name.
 func (p Preemption) String() string {
 	switch p {
 	case PreemptAlways:

@@ -34,6 +34,7 @@ const NumMsgTypes = int(numMsgTypes)
 var msgNames = [...]string{"", "election", "answer", "coordinator", "ack", "resign", "heartbeat", "heartbeat_ack",
 	"prevote", "prevote_ack", "preempt"}
 
+// String returns the message type's name, as the metrics label it.
 func (t MsgType) String() string {
 	if t > 0 && t < numMsgTypes {
 		return msgNames[t]

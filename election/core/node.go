@@ -40,6 +40,7 @@ const (
 
 var dropNames = [...]string{"stale_term", "misaddressed", "unexpected", "order", "bad_term", "foreign_tag"}
 
+// String returns the reason's name, as the metrics label it.
 func (r DropReason) String() string {
 	if r < NumDropReasons {
 		return dropNames[r]

@@ -25,6 +25,8 @@ const (
 
 var stateNames = [...]string{"sleep", "cand", "lost", "coordinator", "active", "relay"}
 
+// String returns the state's name, as logs and metrics show it: sleep,
+// cand, lost, coordinator, active or relay.
 func (s State) String() string {
 	if s < numStates {
 		return stateNames[s]
@@ -54,6 +56,8 @@ const (
 
 var algorithmNames = [...]string{"bully", "ring", "peterson"}
 
+// String returns the algorithm's name: bully, ring or peterson
+// (ParseAlgorithm reads it back); algorithm(N) for an unknown value.
 func (a Algorithm) String() string {
 	if a < numAlgorithms {
 		return algorithmNames[a]
@@ -84,6 +88,7 @@ const (
 	View
 )
 
+// String returns the mode's name.
 func (m Mode) String() string {
 	if m == View {
 		return "view"

@@ -121,19 +121,23 @@ func (n *Network) Stats() Stats {
 	return n.stats
 }
 
-// Join adds a node and returns its Transport. The node learns every member
+// Join adds a node with the given identity and returns its Transport (its
+// Elector reads the identity from it). The node learns every member
 // already present, and every member learns it (EventPeerUp). A node that
-// crashed or left may join again under the same ID (a restart).
-func (n *Network) Join(p core.Peer) (*Transport, error) {
+// crashed or left may join again under the same Name (a restart).
+// Identity.Payload is not carried: the Transport is no
+// election.PayloadTransport.
+func (n *Network) Join(id election.Identity) (*Transport, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if p.ID == "" {
-		return nil, fmt.Errorf("electiontest: Join: empty ID")
+	if id.Name == "" {
+		return nil, fmt.Errorf(`electiontest: Join: Identity.Name = "": required`)
 	}
-	if _, ok := n.nodes[p.ID]; ok {
-		return nil, fmt.Errorf("electiontest: Join: %q is already a member", p.ID)
+	if _, ok := n.nodes[id.Name]; ok {
+		return nil, fmt.Errorf("electiontest: Join: Identity.Name = %q: already a member", id.Name)
 	}
-	t := &Transport{net: n, self: p, events: make(chan election.Event, n.buffer)}
+	p := id.Peer()
+	t := &Transport{net: n, id: id, self: p, events: make(chan election.Event, n.buffer)}
 	for _, id := range n.sortedIDs() {
 		other := n.nodes[id]
 		n.enqueue(t, election.Event{Kind: election.EventPeerUp, Peer: other.self})
@@ -145,8 +149,8 @@ func (n *Network) Join(p core.Peer) (*Transport, error) {
 }
 
 // MustJoin is Join for tests and examples; it panics on error.
-func (n *Network) MustJoin(p core.Peer) *Transport {
-	t, err := n.Join(p)
+func (n *Network) MustJoin(id election.Identity) *Transport {
+	t, err := n.Join(id)
 	if err != nil {
 		panic(err)
 	}
@@ -294,7 +298,8 @@ type pending struct {
 // election.Transport.
 type Transport struct {
 	net    *Network
-	self   core.Peer
+	id     election.Identity // as joined
+	self   core.Peer         // id's current ranking (guarded by net.mu)
 	events chan election.Event
 	// guarded by net.mu
 	closed  bool
@@ -304,8 +309,17 @@ type Transport struct {
 
 var _ election.Transport = (*Transport)(nil)
 
-// LocalID is the node's ID.
-func (t *Transport) LocalID() string { return t.self.ID }
+// LocalID is the node's ID (Identity().Name).
+func (t *Transport) LocalID() string { return t.id.Name }
+
+// Identity returns the node's identity, with its current rating.
+func (t *Transport) Identity() election.Identity {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	id := t.id
+	id.Rating = t.self.Rating
+	return id
+}
 
 // Send routes m to m.To. A message that the network loses (crashed
 // receiver, partition, drop predicate) is not an error, as with UDP; an ID

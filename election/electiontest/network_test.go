@@ -40,15 +40,15 @@ func msg(from, to string, ph uint32) core.Message {
 
 func TestJoinAnnouncesMembers(t *testing.T) {
 	n := NewNetwork()
-	a := n.MustJoin(core.Peer{ID: "a", Rating: 1})
-	b := n.MustJoin(core.Peer{ID: "b", Rating: 2, NonVoter: true})
+	a := n.MustJoin(election.Identity{Name: "a", Rating: 1})
+	b := n.MustJoin(election.Identity{Name: "b", Rating: 2, NonVoter: true})
 	if evs := drain(a); len(evs) != 1 || evs[0].Kind != election.EventPeerUp || evs[0].Peer != (core.Peer{ID: "b", Rating: 2, NonVoter: true}) {
 		t.Errorf("a saw %+v, want b up", evs)
 	}
 	if evs := drain(b); len(evs) != 1 || evs[0].Peer.ID != "a" {
 		t.Errorf("b saw %+v, want a up", evs)
 	}
-	if _, err := n.Join(core.Peer{ID: "a"}); err == nil {
+	if _, err := n.Join(election.Identity{Name: "a"}); err == nil {
 		t.Error("joining twice under one ID succeeded")
 	}
 	if err := a.SetRating(7); err != nil {
@@ -62,7 +62,7 @@ func TestJoinAnnouncesMembers(t *testing.T) {
 // TestFaults: partitions, the drop predicate, crashes and unknown peers.
 func TestFaults(t *testing.T) {
 	n := NewNetwork()
-	a, b := n.MustJoin(core.Peer{ID: "a"}), n.MustJoin(core.Peer{ID: "b"})
+	a, b := n.MustJoin(election.Identity{Name: "a"}), n.MustJoin(election.Identity{Name: "b"})
 	drain(a)
 	drain(b)
 
@@ -107,7 +107,7 @@ func TestFaults(t *testing.T) {
 func TestLatencyKeepsOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := NewNetwork()
-		a, b := n.MustJoin(core.Peer{ID: "a"}), n.MustJoin(core.Peer{ID: "b"})
+		a, b := n.MustJoin(election.Identity{Name: "a"}), n.MustJoin(election.Identity{Name: "b"})
 		drain(a)
 		drain(b)
 		n.SetLatency(10 * time.Millisecond)
@@ -136,7 +136,7 @@ func TestLatencyKeepsOrder(t *testing.T) {
 // may join again (a restart).
 func TestLeave(t *testing.T) {
 	n := NewNetwork()
-	a, b := n.MustJoin(core.Peer{ID: "a"}), n.MustJoin(core.Peer{ID: "b"})
+	a, b := n.MustJoin(election.Identity{Name: "a"}), n.MustJoin(election.Identity{Name: "b"})
 	drain(a)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestLeave(t *testing.T) {
 	if evs := drain(a); len(evs) != 1 || evs[0].Kind != election.EventPeerDown {
 		t.Errorf("a saw %+v, want b down", evs)
 	}
-	if _, err := n.Join(core.Peer{ID: "b"}); err != nil {
+	if _, err := n.Join(election.Identity{Name: "b"}); err != nil {
 		t.Errorf("rejoin: %v", err)
 	}
 	if got := n.Members(); len(got) != 2 {
@@ -158,7 +158,7 @@ func TestLeave(t *testing.T) {
 func TestFullBufferDrops(t *testing.T) {
 	n := NewNetwork()
 	n.SetBuffer(1)
-	a, b := n.MustJoin(core.Peer{ID: "a"}), n.MustJoin(core.Peer{ID: "b"})
+	a, b := n.MustJoin(election.Identity{Name: "a"}), n.MustJoin(election.Identity{Name: "b"})
 	drain(a)
 	drain(b)
 	for i := range 3 {

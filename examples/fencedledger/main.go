@@ -59,7 +59,8 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, events, level stri
 	fs.StringVar(&join, "join", "", "HOST:PORT[,HOST:PORT...] of replicas to join")
 	fs.IntVar(&cfg.Quorum, "quorum", 0, "quorum guard: the cluster size (the same on every replica); 0 turns it off")
 	fs.StringVar(&cfg.DB, "db", "ledger.db", "the SQLite database file every replica shares")
-	fs.Int64Var(&cfg.Rating, "rating", 0, "this replica's rating: the live replica with the highest rating leads")
+	cfg.Membership = membership.DefaultConfig()
+	fs.Int64Var(&cfg.Membership.Rating, "rating", 0, "this replica's rating: the live replica with the highest rating leads")
 	fs.DurationVar(&cfg.Interval, "interval", 10*time.Millisecond, "time between two ledger writes of the leader")
 	fs.StringVar(&events, "events", "", "file to append the event log to (JSON lines); empty: none")
 	fs.StringVar(&profile, "profile", membership.ProfileLocal, "memberlist timings: lan, local (one host) or wan")
@@ -75,15 +76,14 @@ func parseFlags(args []string, stderr io.Writer) (cfg Config, events, level stri
 	if err != nil {
 		return cfg, "", "", false, fmt.Errorf("-bind %q: %w", bind, err)
 	}
-	mc := membership.DefaultConfig()
-	mc.NodeName, mc.BindAddr, mc.Profile = name, host, profile
+	mc := &cfg.Membership
+	mc.Name, mc.BindAddr, mc.Profile = name, host, profile
 	if mc.BindPort, err = strconv.Atoi(port); err != nil {
 		return cfg, "", "", false, fmt.Errorf("-bind %q: port: %w", bind, err)
 	}
 	if join != "" {
 		mc.Seeds = strings.Split(join, ",")
 	}
-	cfg.Membership = mc
 	return cfg, events, level, false, nil
 }
 
@@ -113,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "replica %s: gossip %s, ledger %s\n", cfg.Membership.NodeName, s.Addr(), cfg.DB)
+	fmt.Fprintf(stdout, "replica %s: gossip %s, ledger %s\n", cfg.Membership.Name, s.Addr(), cfg.DB)
 	for {
 		select {
 		case <-raise:

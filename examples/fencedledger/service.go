@@ -18,12 +18,10 @@ import (
 
 // Config configures one replica of the fenced ledger.
 type Config struct {
-	// Membership is the member's configuration: NodeName, BindAddr,
+	// Membership is the member's configuration: its identity (Name,
+	// Rating: the live replica with the highest rating leads), BindAddr,
 	// BindPort, Seeds, Profile, ... (the election settings are copied in).
 	Membership membership.Config
-	// Rating is the replica's rating: the live replica with the highest
-	// rating leads.
-	Rating int64
 	// Quorum is the election's quorum guard, the cluster size; 0 turns it
 	// off (the fence alone then keeps a deposed leader out of the ledger).
 	Quorum int
@@ -63,7 +61,6 @@ func Start(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	ec := election.Config{
-		Rating:     cfg.Rating,
 		QuorumSize: cfg.Quorum,
 		Logger:     cfg.Logger,
 		Callbacks: election.Callbacks{
@@ -84,7 +81,7 @@ func Start(cfg Config) (*Service, error) {
 		_ = s.db.Close()
 		return nil, err
 	}
-	s.events.log(Event{Ev: "start", Name: mc.NodeName, PID: os.Getpid(), Rating: cfg.Rating, Quorum: cfg.Quorum})
+	s.events.log(Event{Ev: "start", Name: mc.Name, PID: os.Getpid(), Rating: mc.Rating, Quorum: cfg.Quorum})
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() {
@@ -178,7 +175,7 @@ func (s *Service) write(ctx context.Context, term uint64, seq int64) {
 // RaiseRating sets this replica's rating above every rating it knows of,
 // so that it takes the lead by a hand-off from the incumbent.
 func (s *Service) RaiseRating() (int64, error) {
-	top := s.cfg.Rating
+	top := s.mem.Identity().Rating
 	for _, m := range s.mem.Members() {
 		top = max(top, m.Rating)
 	}
@@ -186,7 +183,6 @@ func (s *Service) RaiseRating() (int64, error) {
 	if err := s.el.SetRating(r); err != nil {
 		return 0, err
 	}
-	s.cfg.Rating = r
 	s.events.log(Event{Ev: "rating", Rating: r})
 	return r, nil
 }

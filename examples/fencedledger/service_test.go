@@ -30,9 +30,9 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func startReplica(t *testing.T, name string, rating int64, quorum int, db string, seeds ...string) *Service {
 	t.Helper()
 	mc := membership.DefaultConfig()
-	mc.NodeName, mc.BindAddr, mc.BindPort = name, "127.0.0.1", 0
+	mc.Name, mc.Rating, mc.BindAddr, mc.BindPort = name, rating, "127.0.0.1", 0
 	mc.Profile, mc.Seeds = membership.ProfileLocal, seeds
-	s, err := Start(Config{Membership: mc, Rating: rating, Quorum: quorum, DB: db, Events: &syncBuffer{}})
+	s, err := Start(Config{Membership: mc, Quorum: quorum, DB: db, Events: &syncBuffer{}})
 	if err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}

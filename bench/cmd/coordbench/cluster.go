@@ -130,7 +130,7 @@ func (c *benchCluster) seeds(b *benchNode) []string {
 // first time). With elector false only the member runs (memory baseline).
 func (c *benchCluster) startNode(b *benchNode, elector bool) error {
 	mc := membership.DefaultConfig()
-	mc.NodeName, mc.Rating, mc.Algorithm = b.name, b.rating, c.opts.alg.String()
+	mc.Name, mc.Rating, mc.Algorithm = b.name, b.rating, c.opts.alg
 	mc.BindAddr, mc.BindPort = "127.0.0.1", b.port
 	mc.Profile = c.opts.profile
 	mc.Seeds = c.seeds(b)
@@ -152,8 +152,7 @@ func (c *benchCluster) startNode(b *benchNode, elector bool) error {
 // startElector runs an elector with the default configuration on b's member.
 func (c *benchCluster) startElector(b *benchNode) error {
 	el, err := election.New(election.Config{
-		Transport: b.mem, Algorithm: c.opts.alg, Rating: b.rating, Recorder: b.count,
-		QuorumSize: c.opts.quorum,
+		Transport: b.mem, Recorder: b.count, QuorumSize: c.opts.quorum,
 	})
 	if err != nil {
 		_ = b.mem.Close()
