@@ -25,6 +25,7 @@ func TestLiveBadFlags(t *testing.T) {
 		{"node -name a -join 127.0.0.1", "-join"}, {"node -name a -join 127.0.0.1:7946,127.0.0.1:0", "-join"},
 		{"node -name a -rating x", "-rating"}, {"node -name a -algorithm raft", "-algorithm"},
 		{"node -name a -quorum -1", "-quorum"}, {"node -name a -profile fast", "-profile"},
+		{"node -name a -solo-delay 0s", "-solo-delay"}, {"node -name a -solo-delay 15ms", "-solo-delay"},
 		{"node -name a -key abc", "-key"}, {"node -name a -http :x", "-http"},
 		{"node -name a -log-level loud", "-log-level"}, {"node -name a extra", "extra"},
 	} {

@@ -58,6 +58,7 @@ func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 	fs.IntVar(&o.el.QuorumSize, "quorum", 0, "quorum guard: the cluster size S (the same on every node); 0 turns it off")
 	fs.IntVar(&o.el.ExpectVoters, "expect", 0, "hold the first election until N voters (this node included) are visible, or -expect-window passes; 0: the -quorum size, else 2 with -join (another member), else none")
 	fs.DurationVar(&o.el.ExpectWindow, "expect-window", election.DefaultExpectWindow, "bound of the -expect wait; after it the node elects with the voters it sees")
+	fs.DurationVar(&o.el.SoloDelay, "solo-delay", election.DefaultSoloDelay, "without -quorum: how long a node that lost its last other voters at once waits before it leads alone (a partition shorter than this heals with the term unchanged)")
 	fs.StringVar(&o.mem.Profile, "profile", membership.ProfileLAN, "memberlist timings: lan, local (one host) or wan")
 	fs.Var(&level, "log-level", "log level: trace, debug, info, warn, error or off")
 	if err := parseFlags(fs, args, stdout, nodeSynopsis); err != nil {
@@ -117,6 +118,9 @@ func (o *nodeOptions) check() error {
 	}
 	if w := o.el.ExpectWindow; w <= 0 || w%election.DefaultTick != 0 {
 		return usagef("-expect-window %v: want a positive multiple of %v", w, election.DefaultTick)
+	}
+	if d := o.el.SoloDelay; d <= 0 || d%election.DefaultTick != 0 {
+		return usagef("-solo-delay %v: want a positive multiple of %v", d, election.DefaultTick)
 	}
 	if err := o.mem.Validate(); err != nil {
 		return usagef("%v", err) // e.g. a -name longer than membership allows
