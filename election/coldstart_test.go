@@ -67,6 +67,14 @@ func (r wonRecorder) Elections(e election.ElectionEvent, n uint64) {
 // still does half a second later (a late preemption would show).
 func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config)) (*coldTally, time.Duration) {
 	t.Helper()
+	tally, _, took := coldStartCluster(t, n, seeds, spread, seed, mut)
+	return tally, took
+}
+
+// coldStartCluster is coldStart, and returns the running cluster too. It
+// waits up to 20 s for the agreement, or 2 s per member for more than 10.
+func coldStartCluster(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config)) (*coldTally, *realCluster, time.Duration) {
+	t.Helper()
 	c := newRealCluster(t, nil)
 	tally := &coldTally{seen: map[uint64]string{}}
 	trs := make([]*membership.FaultTransport, n)
@@ -112,10 +120,10 @@ func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mu
 		c.nodes[nd.name] = nd
 	}
 	all, top := names("n", 1, n), fmt.Sprintf("n%d", n)
-	_, term := c.await(all, top, 0, 20*time.Second)
+	_, term := c.await(all, top, 0, max(20*time.Second, time.Duration(n)*2*time.Second))
 	took := time.Since(begin)
 	if raceEnabled {
-		return tally, took // starved followers may miss heartbeats for a while
+		return tally, c, took // starved followers may miss heartbeats for a while
 	}
 	holdFor(t, 500*time.Millisecond, func() error {
 		if tm, ok := c.agree(all, top, 0); !ok || tm != term {
@@ -123,7 +131,7 @@ func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mu
 		}
 		return nil
 	})
-	return tally, took
+	return tally, c, took
 }
 
 func startCold(name string, rating int64, tr *membership.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {

@@ -128,12 +128,18 @@ func (c *realCluster) await(names []string, want string, minTerm uint64, within 
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(within)
+	report := time.NewTicker(10 * time.Second) // a large cluster says how it is doing
+	defer report.Stop()
 	for {
 		term, ok := c.agree(names, want, minTerm)
 		if ok {
 			return time.Since(start), term
 		}
 		select {
+		case <-report.C:
+			if len(names) > 20 {
+				c.t.Logf("after %v: %s", time.Since(start).Round(time.Second), c.summary(names))
+			}
 		case <-tick.C:
 		case <-deadline:
 			c.t.Fatalf("after %v: %s do not agree on %q above term %d: %s", within, names, want, minTerm, c.describe(names))
@@ -159,6 +165,9 @@ func (c *realCluster) agree(names []string, want string, minTerm uint64) (uint64
 }
 
 func (c *realCluster) describe(names []string) string {
+	if len(names) > 20 {
+		return c.summary(names)
+	}
 	out := ""
 	for _, name := range names {
 		id, tm, ok := c.nodes[name].el.Leader()

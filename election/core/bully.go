@@ -240,8 +240,13 @@ func (b *bully) onElection(m Message) {
 	n := b.n
 	from, ok := n.view.r.Get(m.From)
 	switch {
-	case n.self.NonVoter || n.yielded && n.coordinator == "":
-		n.drop(DropUnexpected) // not standing (a resign hand-off is under way)
+	case n.self.NonVoter || n.yielded && n.coordinator == "" || n.backingOff():
+		// Not standing: a resign hand-off is under way, or this node
+		// failed to hold a majority lease lately (abdicate). Answering
+		// would make the asker wait for an announcement from a node
+		// that, cut off from the majority, wins only to abdicate again
+		// (issue 13); silent, it is passed over as a crashed one is.
+		n.drop(DropUnexpected)
 		return
 	case !ok || from.Rank().Compare(n.rank()) > 0:
 		n.drop(DropOrder)

@@ -206,6 +206,17 @@ func (n *Node) startElection() {
 		n.setState(StateLost) // the term space is used up: never wrap
 		return
 	}
+	if n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.backingOff() && n.coordinator != n.self.ID {
+		// A Textbook bully member that failed to lead lately does not
+		// stand (it would win at once, nobody above it answering; View
+		// mode has the pre-vote for this); it tries again when its idle
+		// timer runs out after the back-off.
+		n.idle = 0
+		if n.state == StateSleep || n.state == StateCandidate {
+			n.setState(StateLost)
+		}
+		return
+	}
 	n.yielded = false
 	n.idle = 0
 	if n.coordinator != "" && n.coordinator != n.self.ID {
@@ -367,6 +378,16 @@ func (n *Node) observeTerm(t Term) {
 	}
 	n.term = t
 	if n.coordinator != "" {
+		if n.coordinator == n.self.ID && n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.cfg.QuorumSize > 0 && n.leaseEnd == 0 {
+			// Deposed before any majority confirmed it: a failed
+			// leadership, as one that abdicates (issue 13). In Textbook
+			// mode (no pre-vote) a bully member
+			// cut off from the majority that is deposed this way before its
+			// abdication deadline would otherwise stand again at once, win
+			// (nobody above it answers) and depose the majority's
+			// coordinator in turn, over and over.
+			n.backOff()
+		}
 		n.unfollow()
 		if n.state == StateCoordinator || n.state == StateCandidate && !n.electing {
 			n.setState(StateLost)

@@ -130,11 +130,12 @@ func (n *Node) onReleased(m Message) {
 }
 
 // maybePreempt: this voter outranks the coordinator by the preemption
-// policy (the bully rule, docs/algorithms.md, bully step 5). In Textbook mode it
-// starts an election, as the text says. In View mode it asks the
-// coordinator to hand the role over (MsgPreempt), so that the old
-// coordinator has stopped before the new one starts; with the guard only
-// after a preemption check has shown that it reaches a majority.
+// policy (the bully rule, docs/algorithms.md, bully step 5). In Textbook mode
+// without the guard it starts an election, as the text says. Otherwise it
+// asks the coordinator to hand the role over (MsgPreempt), so that the old
+// coordinator has stopped before the new one starts; with the guard (and
+// in the rings) only after a preemption check has shown that it reaches a
+// majority.
 func (n *Node) maybePreempt() {
 	if n.self.NonVoter || n.yielded || n.electing || n.pv.active || n.handingOff || n.backingOff() ||
 		n.coordinator == "" || n.coordinator == n.self.ID || n.now < n.preemptAfter {
@@ -146,15 +147,16 @@ func (n *Node) maybePreempt() {
 	}
 	rings := n.cfg.Algorithm != Bully
 	switch {
-	case n.cfg.Mode != View && !rings:
-		n.startElection()
 	case n.cfg.QuorumSize > 0 || rings:
-		// The rings check in every mode, with the guard or without: a
-		// member that reaches only a minority would otherwise take the
-		// role, lose the others' heartbeats and be replaced, over and
-		// over (issue 13 item 7). The check passed, a ring member asks
-		// the coordinator to hand over, in Textbook mode too.
+		// The rings check in every mode, with the guard or without, and
+		// bully with the guard in both modes: a member that reaches only
+		// a minority would otherwise take the role, lose the others'
+		// heartbeats (or, with the guard, never gather its lease) and be
+		// replaced, over and over (issue 13 item 7). The check passed, the
+		// member asks the coordinator to hand over, in Textbook mode too.
 		n.beginPreVote(preVotePreempt, "")
+	case n.cfg.Mode != View:
+		n.startElection()
 	default:
 		n.sendPreempt()
 	}

@@ -12,6 +12,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	if t > n.term {
 		n.term = t
 	}
+	again := n.coordinator == n.self.ID && !n.confirmed && n.leaseEnd == 0 // see below
 	wasElecting := n.electing
 	n.alg.reset()
 	n.electing = false
@@ -28,12 +29,22 @@ func (n *Node) becomeCoordinator(t Term) {
 		n.counters.LeaderChanges++
 		return
 	}
+	// A coordinator that wins again while no majority has confirmed it
+	// (Textbook bully: a lower member's ELECTION makes it elect itself
+	// anew) keeps the tick it first declared at, so that it still abdicates
+	// 2 * LeaseTicks + LeaseMargin after that (tickCoordinator): otherwise
+	// each such ELECTION restarts that wait, and a top member cut off from
+	// the majority wins again and again and never backs off (issue 13).
 	n.confirmed = false
 	clear(n.acks)
 	if n.acks == nil {
 		n.acks = make(map[string]uint64)
 	}
-	n.leaseEnd, n.hbSeq, n.rounds, n.declared = 0, 0, n.rounds[:0], n.now
+	declared := n.now
+	if again {
+		declared = n.declared
+	}
+	n.leaseEnd, n.hbSeq, n.rounds, n.declared = 0, 0, n.rounds[:0], declared
 	n.setState(StateCandidate)
 }
 

@@ -201,7 +201,7 @@ func connectedMajorityElects(t *testing.T, alg Algorithm, mode Mode, quorum int)
 	switch {
 	case alg == Bully && quorum == 0:
 		t.Skip("pending: bully without the guard does not elect here either (4 vouches for 5)")
-	case alg == Bully && mode == Textbook:
+	case alg == Bully && mode == Textbook && quorum == 0:
 		t.Skip("pending: bully in Textbook mode does not elect here within 2 leases (not this change's area)")
 	}
 	cfg := viewCfg(alg)
@@ -218,6 +218,13 @@ func connectedMajorityElects(t *testing.T, alg Algorithm, mode Mode, quorum int)
 	}
 	lease := w.nodes["1"].cfg.LeaseTicks
 	bound := 2 * lease
+	if alg == Bully && mode == Textbook {
+		// Textbook bully has no pre-vote and no release reaches 1..3:
+		// they elect only after their detectors give up on 5 (K
+		// intervals) and 4 has waited T for 5, which, backing off,
+		// stays silent: 51 ticks, 3.4 leases (issue 13).
+		bound = 4 * lease
+	}
 	if alg != Bully {
 		// The rings' lap after the pre-vote: 31 ticks in View mode with the
 		// guard, one round trip over two leases (docs/reliability.md).
