@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
 )
 
@@ -67,13 +68,13 @@ func (r wonRecorder) Elections(e election.ElectionEvent, n uint64) {
 // still does half a second later (a late preemption would show).
 func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config)) (*coldTally, time.Duration) {
 	t.Helper()
-	tally, _, took := coldStartCluster(t, n, seeds, spread, seed, mut)
+	tally, _, took := coldStartCluster(t, core.Bully, n, seeds, spread, seed, mut)
 	return tally, took
 }
 
 // coldStartCluster is coldStart, and returns the running cluster too. It
 // waits up to 20 s for the agreement, or 2 s per member for more than 10.
-func coldStartCluster(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config)) (*coldTally, *realCluster, time.Duration) {
+func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config)) (*coldTally, *realCluster, time.Duration) {
 	t.Helper()
 	c := newRealCluster(t, nil)
 	tally := &coldTally{seen: map[uint64]string{}}
@@ -109,7 +110,7 @@ func coldStartCluster(t *testing.T, n, seeds int, spread time.Duration, seed uin
 					c.net.Unblock(trs[j].Name(), trs[i].Name())
 				}
 			}
-			nodes[i], errs[i] = startCold(fmt.Sprintf("n%d", i+1), int64(i+1), trs[i], seedAddrs, tally, mut)
+			nodes[i], errs[i] = startCold(fmt.Sprintf("n%d", i+1), int64(i+1), alg, trs[i], seedAddrs, tally, mut)
 		})
 	}
 	wg.Wait()
@@ -134,9 +135,9 @@ func coldStartCluster(t *testing.T, n, seeds int, spread time.Duration, seed uin
 	return tally, c, took
 }
 
-func startCold(name string, rating int64, tr *membership.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {
+func startCold(name string, rating int64, alg core.Algorithm, tr *membership.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {
 	mcfg := membership.DefaultConfig()
-	mcfg.Name, mcfg.Rating = name, rating
+	mcfg.Name, mcfg.Rating, mcfg.Algorithm = name, rating, alg
 	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
 	mcfg.Seeds, mcfg.RejoinInterval = seeds, time.Second
 	mem, err := membership.New(mcfg)
@@ -200,7 +201,7 @@ func TestMemberlistExpectVoters(t *testing.T) {
 	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, 20*time.Second }
 	var seeds []string
 	start := func(i int) {
-		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), listen(t, c, i), seeds, tally, expect)
+		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +247,7 @@ func TestMemberlistExpectWindow(t *testing.T) {
 	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, time.Second }
 	var seeds []string
 	for i := 1; i <= 3; i++ {
-		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), listen(t, c, i), seeds, tally, expect)
+		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 )
 
@@ -47,7 +46,8 @@ func TestMemberlistRingsDoubleCrash(t *testing.T) {
 	for _, alg := range []core.Algorithm{core.Ring, core.Peterson} {
 		for _, tc := range cases {
 			t.Run(fmt.Sprintf("%s/crash=%v", alg, tc.crash), func(t *testing.T) {
-				c := newRealCluster(t, func(cfg *election.Config) { cfg.Algorithm = alg })
+				c := newRealCluster(t, nil)
+				c.alg = alg
 				all := c.startN(5)
 				_, term := c.await(all, "n5", 0, 20*time.Second)
 				var survivors []string

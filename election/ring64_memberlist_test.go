@@ -46,8 +46,7 @@ func TestMemberlistRing64(t *testing.T) {
 	const n = 64
 	for _, alg := range []core.Algorithm{core.Ring, core.Peterson} {
 		t.Run(alg.String(), func(t *testing.T) {
-			_, c, took := coldStartCluster(t, n, 3, 50*time.Millisecond, 1, func(cfg *election.Config) {
-				cfg.Algorithm = alg
+			_, c, took := coldStartCluster(t, alg, n, 3, 50*time.Millisecond, 1, func(cfg *election.Config) {
 				slowTimings(cfg)
 			})
 			top, next := fmt.Sprintf("n%d", n), fmt.Sprintf("n%d", n-1)
