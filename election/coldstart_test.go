@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/membership/membershiptest"
 )
 
 // coldTally counts, over a whole cluster, what a cold start did: the terms
@@ -69,7 +70,7 @@ func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mu
 	t.Helper()
 	c := newRealCluster(t, nil)
 	tally := &coldTally{seen: map[uint64]string{}}
-	trs := make([]*membership.FaultTransport, n)
+	trs := make([]*membershiptest.FaultTransport, n)
 	var seedAddrs []string
 	for i := range trs {
 		tr, err := c.net.Listen(fmt.Sprintf("n%d", i+1), "127.0.0.1", 0)
@@ -126,7 +127,7 @@ func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mu
 	return tally, took
 }
 
-func startCold(name string, rating int64, tr *membership.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {
+func startCold(name string, rating int64, tr *membershiptest.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {
 	mcfg := membership.DefaultConfig()
 	mcfg.NodeName, mcfg.Rating = name, rating
 	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
@@ -286,7 +287,7 @@ func holdFor(t *testing.T, d time.Duration, check func() error) {
 }
 
 // listen opens member ni's transport on a free loopback port.
-func listen(t *testing.T, c *realCluster, i int) *membership.FaultTransport {
+func listen(t *testing.T, c *realCluster, i int) *membershiptest.FaultTransport {
 	t.Helper()
 	tr, err := c.net.Listen(fmt.Sprintf("n%d", i), "127.0.0.1", 0)
 	if err != nil {

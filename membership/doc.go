@@ -51,6 +51,7 @@
 //
 // # Tests
 //
-// FaultNetwork gives each member of a test cluster a real transport whose
-// traffic can be blocked, partitioned, lost or delayed.
+// Package membershiptest's FaultNetwork gives each member of a test cluster
+// a real transport (Config.Transport) whose traffic can be blocked,
+// partitioned, lost or delayed.
 package membership
