@@ -295,3 +295,18 @@ func listen(t *testing.T, c *realCluster, i int) *membershiptest.FaultTransport 
 	}
 	return tr
 }
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("no %s within 10 s", what)
+		}
+	}
+}

@@ -125,7 +125,7 @@ func (d *dispatcher) membership(evs []election.Event, now time.Time) {
 // incarnation of an admitted member and was meant for this incarnation of
 // this node, and delivers it (in order, for reliable messages).
 func (d *dispatcher) receive(b []byte, now time.Time) {
-	h, m, err := DecodeFrame(b)
+	h, m, err := decodeFrame(b)
 	if err != nil {
 		d.stats.drop(decodeDropReason(err))
 		d.log.Debug("dropping frame", "error", err)

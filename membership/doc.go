@@ -39,8 +39,8 @@
 //
 // # Wire format
 //
-// Frames are versioned and strictly decoded; see Encode, DecodeFrame and
-// the layout in codec.go.
+// Frames are versioned and strictly decoded; the layout is in codec.go.
+// What does not decode is dropped and counted (Stats.Dropped).
 //
 // # Partitions and shutdown
 //
