@@ -51,7 +51,7 @@ type wonRecorder struct {
 	t *coldTally
 }
 
-func (r wonRecorder) Elections(e election.ElectionEvent, n uint64) {
+func (r wonRecorder) Elections(e election.Result, n uint64) {
 	switch e {
 	case election.ElectionWon:
 		r.t.won.Add(int64(n))
