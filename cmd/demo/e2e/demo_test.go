@@ -37,6 +37,15 @@ var (
 	buildOut  []byte
 )
 
+// TestMain removes the demo binary that buildDemo built, if any.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if demoBin != "" {
+		_ = os.RemoveAll(filepath.Dir(demoBin))
+	}
+	os.Exit(code)
+}
+
 // buildDemo builds the demo from the repository this module sits in (with
 // the race detector when this test binary has it) once per test binary.
 func buildDemo(t *testing.T) string {
