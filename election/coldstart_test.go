@@ -12,6 +12,7 @@ import (
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/membership/membershiptest"
 )
 
 // coldTally counts, over a whole cluster, what a cold start did: the terms
@@ -51,7 +52,7 @@ type wonRecorder struct {
 	t *coldTally
 }
 
-func (r wonRecorder) Elections(e election.ElectionEvent, n uint64) {
+func (r wonRecorder) Elections(e election.Result, n uint64) {
 	switch e {
 	case election.ElectionWon:
 		r.t.won.Add(int64(n))
@@ -78,7 +79,7 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 	t.Helper()
 	c := newRealCluster(t, nil)
 	tally := &coldTally{seen: map[uint64]string{}}
-	trs := make([]*membership.FaultTransport, n)
+	trs := make([]*membershiptest.FaultTransport, n)
 	var seedAddrs []string
 	for i := range trs {
 		tr, err := c.net.Listen(fmt.Sprintf("n%d", i+1), "127.0.0.1", 0)
@@ -135,7 +136,7 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 	return tally, c, took
 }
 
-func startCold(name string, rating int64, alg core.Algorithm, tr *membership.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {
+func startCold(name string, rating int64, alg core.Algorithm, tr *membershiptest.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {
 	mcfg := membership.DefaultConfig()
 	mcfg.Name, mcfg.Rating, mcfg.Algorithm = name, rating, alg
 	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
@@ -295,11 +296,26 @@ func holdFor(t *testing.T, d time.Duration, check func() error) {
 }
 
 // listen opens member ni's transport on a free loopback port.
-func listen(t *testing.T, c *realCluster, i int) *membership.FaultTransport {
+func listen(t *testing.T, c *realCluster, i int) *membershiptest.FaultTransport {
 	t.Helper()
 	tr, err := c.net.Listen(fmt.Sprintf("n%d", i), "127.0.0.1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("no %s within 10 s", what)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/membership/membershiptest"
 )
 
 // These tests run the Elector over real memberlist nodes on 127.0.0.1 (a
@@ -30,7 +31,7 @@ type realNode struct {
 
 type realCluster struct {
 	t     *testing.T
-	net   *membership.FaultNetwork
+	net   *membershiptest.FaultNetwork
 	nodes map[string]*realNode
 	seeds []string
 	key   []byte
@@ -41,7 +42,7 @@ type realCluster struct {
 }
 
 func newRealCluster(t *testing.T, mut func(*election.Config)) *realCluster {
-	c := &realCluster{t: t, net: membership.NewFaultNetwork(1, nil), nodes: map[string]*realNode{}, mut: mut}
+	c := &realCluster{t: t, net: membershiptest.NewFaultNetwork(1, nil), nodes: map[string]*realNode{}, mut: mut}
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
 		for _, n := range c.nodes {

@@ -30,8 +30,8 @@ type Recorder interface {
 	// core.DropReason names ("stale_term", "misaddressed", "unexpected",
 	// "order") and DropSendFailed.
 	MessagesDropped(reason string, n uint64)
-	// Elections counts election events of this node.
-	Elections(e ElectionEvent, n uint64)
+	// Elections counts what happened to this node's elections.
+	Elections(r Result, n uint64)
 	// ElectionDuration observes, in seconds, how long this node was without
 	// an agreed coordinator: from the moment it detected the need for an
 	// election (failure detected, hand-off received, preemption) until it
@@ -47,34 +47,35 @@ type Recorder interface {
 // DropSendFailed is the drop reason for messages the Transport refused.
 const DropSendFailed = "send_failed"
 
-// ElectionEvent is what happened to an election, for Recorder.Elections.
-type ElectionEvent uint8
+// Result is what happened to an election, for Recorder.Elections: the
+// result label of coordelect_elections_total.
+type Result uint8
 
-// The election events.
+// The results.
 const (
-	ElectionStarted   ElectionEvent = iota // this node started (or joined) an election
-	ElectionWon                            // an election ended with this node as coordinator
-	ElectionLost                           // an election ended with another coordinator
-	ElectionRestarted                      // an election timed out and began again
-	numElectionEvents
+	ElectionStarted   Result = iota // this node started (or joined) an election
+	ElectionWon                     // an election ended with this node as coordinator
+	ElectionLost                    // an election ended with another coordinator
+	ElectionRestarted               // an election timed out and began again
+	numResults
 )
 
-var electionEventNames = [...]string{"started", "won", "lost", "restarted"}
+var resultNames = [...]string{"started", "won", "lost", "restarted"}
 
-// String returns the event's name, the value of the result label.
-func (e ElectionEvent) String() string {
-	if e < numElectionEvents {
-		return electionEventNames[e]
+// String returns the result's name, the value of the result label.
+func (r Result) String() string {
+	if r < numResults {
+		return resultNames[r]
 	}
-	return "election_event(" + strconv.Itoa(int(e)) + ")"
+	return "result(" + strconv.Itoa(int(r)) + ")"
 }
 
-// ElectionEvents lists every election event, in order; recorders use it to
-// initialise their series.
-func ElectionEvents() []ElectionEvent {
-	out := make([]ElectionEvent, numElectionEvents)
+// Results lists every result, in order; recorders use it to initialise
+// their series.
+func Results() []Result {
+	out := make([]Result, numResults)
 	for i := range out {
-		out[i] = ElectionEvent(i)
+		out[i] = Result(i)
 	}
 	return out
 }
@@ -107,7 +108,7 @@ func (NopRecorder) MessagesReceived(core.MsgType, uint64) {}
 func (NopRecorder) MessagesDropped(string, uint64) {}
 
 // Elections does nothing.
-func (NopRecorder) Elections(ElectionEvent, uint64) {}
+func (NopRecorder) Elections(Result, uint64) {}
 
 // ElectionDuration does nothing.
 func (NopRecorder) ElectionDuration(float64) {}

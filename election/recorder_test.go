@@ -18,7 +18,7 @@ type recorded struct {
 	leaderChanges   uint64
 	sent, received  map[core.MsgType]uint64
 	dropped         map[string]uint64
-	elections       map[election.ElectionEvent]uint64
+	elections       map[election.Result]uint64
 	durations       []float64
 	heartbeatMisses uint64
 	alive, known    int
@@ -38,7 +38,7 @@ var _ election.Recorder = (*countingRecorder)(nil)
 func newCountingRecorder() *countingRecorder {
 	return &countingRecorder{r: recorded{
 		sent: map[core.MsgType]uint64{}, received: map[core.MsgType]uint64{},
-		dropped: map[string]uint64{}, elections: map[election.ElectionEvent]uint64{},
+		dropped: map[string]uint64{}, elections: map[election.Result]uint64{},
 	}}
 }
 
@@ -66,7 +66,7 @@ func (c *countingRecorder) MessagesReceived(t core.MsgType, n uint64) {
 func (c *countingRecorder) MessagesDropped(reason string, n uint64) {
 	c.locked(func(r *recorded) { r.dropped[reason] += n })
 }
-func (c *countingRecorder) Elections(e election.ElectionEvent, n uint64) {
+func (c *countingRecorder) Elections(e election.Result, n uint64) {
 	c.locked(func(r *recorded) { r.elections[e] += n })
 }
 func (c *countingRecorder) ElectionDuration(s float64) {

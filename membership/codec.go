@@ -32,8 +32,8 @@ import (
 //
 // A string is a uvarint length then that many bytes; a varint is zig-zag
 // (binary.AppendVarint). Varints must be minimal (no 0x80 0x00 padding), so
-// every frame has exactly one encoding: Decode accepts only what Encode
-// produces, and re-encoding a decoded frame gives back the same bytes. The
+// every frame has exactly one encoding: decodeFrame accepts only what
+// appendFrame produces, and re-encoding a decoded frame gives back the same bytes. The
 // decoder checks every length against the bytes left and the caps below,
 // and rejects trailing bytes.
 const (
@@ -56,26 +56,27 @@ const (
 	maxBodySize   = MaxFrameSize - maxHeaderSize
 )
 
-// Decode and Encode errors. Every error they return wraps exactly one of
-// these, so errors.Is sorts drops by reason.
+// The codec's errors. Every error appendFrame and decodeFrame return wraps
+// exactly one of these, so errors.Is sorts drops by reason; Node.Send
+// returns ErrInvalid and ErrTooLarge.
 var (
-	// ErrVersion: the frame's magic byte is right but its version is not one
+	// errVersion: the frame's magic byte is right but its version is not one
 	// this build reads.
-	ErrVersion = errors.New("membership: unsupported frame version")
-	// ErrMalformed: not a frame (bad magic), truncated, an unknown message
+	errVersion = errors.New("membership: unsupported frame version")
+	// errMalformed: not a frame (bad magic), truncated, an unknown message
 	// type, a length over a cap, a non-minimal varint, unknown flag bits or
 	// trailing bytes.
-	ErrMalformed = errors.New("membership: malformed frame")
+	errMalformed = errors.New("membership: malformed frame")
 	// ErrTooLarge: the frame is over MaxFrameSize.
 	ErrTooLarge = errors.New("membership: frame too large")
-	// ErrInvalid: Encode was given a message it cannot represent (or Send
-	// one that is not from this node).
+	// ErrInvalid: Send was given a message the codec cannot represent, or
+	// one that is not from this node.
 	ErrInvalid = errors.New("membership: invalid message")
 )
 
-// Header is the per-link part of a frame, which the Node fills in: the
+// frameHeader is the per-link part of a frame, which the Node fills in: the
 // sender's per-destination sequence number and the boot IDs of both ends.
-type Header struct {
+type frameHeader struct {
 	// Seq orders reliable messages on one link, from 1; 0 means unordered.
 	Seq uint64
 	// FromBoot and ToBoot are the boot IDs of the sender and of the
@@ -83,19 +84,11 @@ type Header struct {
 	FromBoot, ToBoot uint64
 }
 
-// Encode returns the wire form of m with a zero Header.
-func Encode(m core.Message) ([]byte, error) { return AppendEncode(nil, m) }
-
-// AppendEncode appends the wire form of m, with a zero Header, to dst.
-func AppendEncode(dst []byte, m core.Message) ([]byte, error) {
-	return AppendFrame(dst, Header{}, m)
-}
-
-// AppendFrame appends the wire form of h and m to dst. It fails with
+// appendFrame appends the wire form of h and m to dst. It fails with
 // ErrInvalid for an unknown type, a string over MaxStringLen, a List over
 // MaxListLen, and with ErrTooLarge when the frame would exceed
 // MaxFrameSize; dst is then returned unchanged.
-func AppendFrame(dst []byte, h Header, m core.Message) ([]byte, error) {
+func appendFrame(dst []byte, h frameHeader, m core.Message) ([]byte, error) {
 	b, err := appendMessage(appendHeader(dst, h), m)
 	if err != nil {
 		return dst, err
@@ -104,7 +97,7 @@ func AppendFrame(dst []byte, h Header, m core.Message) ([]byte, error) {
 }
 
 // appendHeader appends the link header.
-func appendHeader(dst []byte, h Header) []byte {
+func appendHeader(dst []byte, h frameHeader) []byte {
 	b := append(dst, frameMagic, frameVersion)
 	b = binary.AppendUvarint(b, h.Seq)
 	b = binary.BigEndian.AppendUint64(b, h.FromBoot)
@@ -170,32 +163,26 @@ func boolFlag(v bool, bit byte) byte {
 	return 0
 }
 
-// Decode parses a frame and returns its message, ignoring the header.
-func Decode(b []byte) (core.Message, error) {
-	_, m, err := DecodeFrame(b)
-	return m, err
-}
-
-// DecodeFrame parses a frame. It never panics and never retains b: the
-// message's strings and List are fresh copies. Errors wrap ErrVersion,
-// ErrTooLarge or ErrMalformed.
-func DecodeFrame(b []byte) (Header, core.Message, error) {
-	var h Header
+// decodeFrame parses a frame. It never panics and never retains b: the
+// message's strings and List are fresh copies. Errors wrap errVersion,
+// ErrTooLarge or errMalformed.
+func decodeFrame(b []byte) (frameHeader, core.Message, error) {
+	var h frameHeader
 	var m core.Message
 	if len(b) > MaxFrameSize {
 		return h, m, fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, len(b), MaxFrameSize)
 	}
 	if len(b) < 2 || b[0] != frameMagic {
-		return h, m, fmt.Errorf("%w: bad magic", ErrMalformed)
+		return h, m, fmt.Errorf("%w: bad magic", errMalformed)
 	}
 	if b[1] != frameVersion {
-		return h, m, fmt.Errorf("%w: version %d (this build reads %d)", ErrVersion, b[1], frameVersion)
+		return h, m, fmt.Errorf("%w: version %d (this build reads %d)", errVersion, b[1], frameVersion)
 	}
 	r := reader{b: b, off: 2}
 	h.Seq = r.uvarint()
 	h.FromBoot, h.ToBoot = r.u64(), r.u64()
 	if n := len(b) - r.off; r.err == nil && n > maxBodySize {
-		return Header{}, m, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
+		return frameHeader{}, m, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
 	}
 	m.Type = core.MsgType(r.byte())
 	if r.err == nil && (m.Type == 0 || int(m.Type) >= core.NumMsgTypes) {
@@ -208,7 +195,7 @@ func DecodeFrame(b []byte) (Header, core.Message, error) {
 		r.fail("%d trailing bytes", len(b)-r.off)
 	}
 	if r.err != nil {
-		return Header{}, core.Message{}, r.err
+		return frameHeader{}, core.Message{}, r.err
 	}
 	return h, m, nil
 }
@@ -259,7 +246,7 @@ type reader struct {
 
 func (r *reader) fail(format string, args ...any) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: at byte %d: %s", ErrMalformed, r.off, fmt.Sprintf(format, args...))
+		r.err = fmt.Errorf("%w: at byte %d: %s", errMalformed, r.off, fmt.Sprintf(format, args...))
 	}
 }
 

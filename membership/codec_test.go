@@ -33,21 +33,21 @@ func sampleMessage() core.Message {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
-	h := Header{Seq: 300, FromBoot: 0xdeadbeefcafe, ToBoot: ^uint64(0)}
+	h := frameHeader{Seq: 300, FromBoot: 0xdeadbeefcafe, ToBoot: ^uint64(0)}
 	msgs := []core.Message{
 		sampleMessage(),
 		{Type: core.MsgHeartbeat, From: "1", To: "2"},
 		{Type: core.MsgHeartbeatAck, Rating: -1 << 63, Term: ^core.Term(0), Phase: 1<<32 - 1},
 	}
 	for _, m := range msgs {
-		b, err := AppendFrame([]byte("prefix"), h, m)
+		b, err := appendFrame([]byte("prefix"), h, m)
 		if err != nil {
 			t.Fatalf("encode %v: %v", m.Type, err)
 		}
 		if !bytes.HasPrefix(b, []byte("prefix")) {
 			t.Fatalf("AppendFrame lost dst")
 		}
-		gh, gm, err := DecodeFrame(b[len("prefix"):])
+		gh, gm, err := decodeFrame(b[len("prefix"):])
 		if err != nil {
 			t.Fatalf("decode %v: %v", m.Type, err)
 		}
@@ -58,11 +58,11 @@ func TestCodecRoundTrip(t *testing.T) {
 }
 
 func TestDecodeCopiesInput(t *testing.T) {
-	b, err := Encode(sampleMessage())
+	b, err := encode(sampleMessage())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Decode(b)
+	m, err := decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestEncodeRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dst := []byte{1, 2}
-			got, err := AppendEncode(dst, tt.m)
+			got, err := appendFrame(dst, frameHeader{}, tt.m)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
@@ -113,7 +113,7 @@ func frame(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 func uv(v uint64) []byte { return binary.AppendUvarint(nil, v) }
 
 func TestDecodeRejects(t *testing.T) {
-	good, _ := Encode(core.Message{Type: core.MsgAck, From: "a", To: "b"})
+	good, _ := encode(core.Message{Type: core.MsgAck, From: "a", To: "b"})
 	magic := []byte{frameMagic, frameVersion}
 	boots := make([]byte, 16)
 	hdr := frame(magic, uv(0), boots)         // seq 0, boots 0
@@ -125,34 +125,34 @@ func TestDecodeRejects(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"empty", nil, ErrMalformed},
-		{"one byte", []byte{frameMagic}, ErrMalformed},
-		{"bad magic", append([]byte{0x00}, good[1:]...), ErrMalformed},
-		{"version 0", append([]byte{frameMagic, 0}, good[2:]...), ErrVersion},
-		{"version 1", append([]byte{frameMagic, 1}, good[2:]...), ErrVersion},
-		{"version 3", append([]byte{frameMagic, 3}, good[2:]...), ErrVersion},
-		{"header only", hdr, ErrMalformed},
-		{"type 0", frame(hdr, []byte{0, 0}, uv(0), uv(0), tail), ErrMalformed},
-		{"unknown type", frame(hdr, []byte{byte(core.NumMsgTypes), 0}, uv(0), uv(0), tail), ErrMalformed},
-		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 4}, uv(0), uv(0), tail), ErrMalformed},
-		{"truncated", good[:len(good)-1], ErrMalformed},
-		{"trailing byte", append(append([]byte{}, good...), 0), ErrMalformed},
+		{"empty", nil, errMalformed},
+		{"one byte", []byte{frameMagic}, errMalformed},
+		{"bad magic", append([]byte{0x00}, good[1:]...), errMalformed},
+		{"version 0", append([]byte{frameMagic, 0}, good[2:]...), errVersion},
+		{"version 1", append([]byte{frameMagic, 1}, good[2:]...), errVersion},
+		{"version 3", append([]byte{frameMagic, 3}, good[2:]...), errVersion},
+		{"header only", hdr, errMalformed},
+		{"type 0", frame(hdr, []byte{0, 0}, uv(0), uv(0), tail), errMalformed},
+		{"unknown type", frame(hdr, []byte{byte(core.NumMsgTypes), 0}, uv(0), uv(0), tail), errMalformed},
+		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 4}, uv(0), uv(0), tail), errMalformed},
+		{"truncated", good[:len(good)-1], errMalformed},
+		{"trailing byte", append(append([]byte{}, good...), 0), errMalformed},
 		{"oversized frame", make([]byte, MaxFrameSize+1), ErrTooLarge},
 		{"oversized message", frame(hdr, make([]byte, maxBodySize+1)), ErrTooLarge},
-		{"non-minimal seq", frame(magic, []byte{0x80, 0x00}, boots, ack, uv(0), uv(0), tail), ErrMalformed},
-		{"varint overflow", frame(magic, bytes.Repeat([]byte{0xff}, 10), []byte{0x01}, boots, ack, tail, tail), ErrMalformed},
-		{"boots truncated", frame(magic, uv(0), boots[:9]), ErrMalformed},
-		{"string past end", frame(hdr, ack, uv(200), []byte("ab")), ErrMalformed},
-		{"string over cap", frame(hdr, ack, uv(MaxStringLen+1), make([]byte, MaxStringLen+1), uv(0), tail), ErrMalformed},
-		{"list count past end", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(1000)), ErrMalformed},
-		{"list over cap", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(MaxListLen+1), make([]byte, 3*(MaxListLen+1))), ErrMalformed},
-		{"bad peer flag", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(1), []byte{0, 0, 2}), ErrMalformed},
-		{"phase over 32 bits", frame(hdr, ack, uv(0), uv(0), ft, uv(1<<32), uv(0), uv(0)), ErrMalformed},
+		{"non-minimal seq", frame(magic, []byte{0x80, 0x00}, boots, ack, uv(0), uv(0), tail), errMalformed},
+		{"varint overflow", frame(magic, bytes.Repeat([]byte{0xff}, 10), []byte{0x01}, boots, ack, tail, tail), errMalformed},
+		{"boots truncated", frame(magic, uv(0), boots[:9]), errMalformed},
+		{"string past end", frame(hdr, ack, uv(200), []byte("ab")), errMalformed},
+		{"string over cap", frame(hdr, ack, uv(MaxStringLen+1), make([]byte, MaxStringLen+1), uv(0), tail), errMalformed},
+		{"list count past end", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(1000)), errMalformed},
+		{"list over cap", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(MaxListLen+1), make([]byte, 3*(MaxListLen+1))), errMalformed},
+		{"bad peer flag", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(1), []byte{0, 0, 2}), errMalformed},
+		{"phase over 32 bits", frame(hdr, ack, uv(0), uv(0), ft, uv(1<<32), uv(0), uv(0)), errMalformed},
 		{"valid control", frame(hdr, ack, uv(0), uv(0), tail), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, m, err := DecodeFrame(tt.b)
+			_, m, err := decodeFrame(tt.b)
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
@@ -165,12 +165,12 @@ func TestDecodeRejects(t *testing.T) {
 
 // TestDecodeRejectsEveryTruncation cuts a full frame at every length.
 func TestDecodeRejectsEveryTruncation(t *testing.T) {
-	b, err := AppendFrame(nil, Header{Seq: 1 << 20, FromBoot: 1, ToBoot: 2}, sampleMessage())
+	b, err := appendFrame(nil, frameHeader{Seq: 1 << 20, FromBoot: 1, ToBoot: 2}, sampleMessage())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for n := range len(b) {
-		if _, _, err := DecodeFrame(b[:n]); !errors.Is(err, ErrMalformed) {
+		if _, _, err := decodeFrame(b[:n]); !errors.Is(err, errMalformed) {
 			t.Fatalf("prefix of %d/%d bytes: err = %v, want ErrMalformed", n, len(b), err)
 		}
 	}
@@ -180,7 +180,7 @@ func TestHeartbeatFitsDatagram(t *testing.T) {
 	id := strings.Repeat("n", 64)
 	m := core.Message{Type: core.MsgHeartbeat, From: id, To: id, Coordinator: id,
 		Term: ^core.Term(0), Rating: -1 << 63, Confirmed: true}
-	b, err := AppendFrame(nil, Header{FromBoot: ^uint64(0), ToBoot: ^uint64(0)}, m)
+	b, err := appendFrame(nil, frameHeader{FromBoot: ^uint64(0), ToBoot: ^uint64(0)}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,21 +191,30 @@ func TestHeartbeatFitsDatagram(t *testing.T) {
 
 func BenchmarkAppendFrame(b *testing.B) {
 	m := sampleMessage()
-	h := Header{Seq: 1000, FromBoot: 1, ToBoot: 2}
+	h := frameHeader{Seq: 1000, FromBoot: 1, ToBoot: 2}
 	buf := make([]byte, 0, 256)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf, _ = AppendFrame(buf[:0], h, m)
+		buf, _ = appendFrame(buf[:0], h, m)
 	}
 }
 
 func BenchmarkDecodeFrame(b *testing.B) {
-	buf, _ := AppendFrame(nil, Header{Seq: 1000, FromBoot: 1, ToBoot: 2}, sampleMessage())
+	buf, _ := appendFrame(nil, frameHeader{Seq: 1000, FromBoot: 1, ToBoot: 2}, sampleMessage())
 	b.ReportAllocs()
 	b.SetBytes(int64(len(buf)))
 	for b.Loop() {
-		if _, _, err := DecodeFrame(buf); err != nil {
+		if _, _, err := decodeFrame(buf); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// encode is the wire form of m with a zero header.
+func encode(m core.Message) ([]byte, error) { return appendFrame(nil, frameHeader{}, m) }
+
+// decode is the message of frame b, its header ignored.
+func decode(b []byte) (core.Message, error) {
+	_, m, err := decodeFrame(b)
+	return m, err
 }

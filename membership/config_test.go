@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
+
+	"github.com/coordelect/coordelect/membership/membershiptest"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -27,7 +29,7 @@ func TestConfigValidate(t *testing.T) {
 		{"advertise", func(c *Config) { c.AdvertiseAddr = "10.0.0" }, `Config.AdvertiseAddr = "10.0.0"`},
 		{"advertise port", func(c *Config) { c.AdvertisePort = -1 }, "Config.AdvertisePort = -1"},
 		{"advertise with transport", func(c *Config) {
-			c.AdvertiseAddr, c.Transport = "10.0.0.1", &FaultTransport{}
+			c.AdvertiseAddr, c.Transport = "10.0.0.1", &membershiptest.FaultTransport{}
 		}, "Config.AdvertisePort = 0: required with AdvertiseAddr"},
 		{"seed no port", func(c *Config) { c.Seeds = []string{"10.0.0.1:7946", "10.0.0.2"} }, `Config.Seeds[1] = "10.0.0.2": want host:port`},
 		{"seed bad port", func(c *Config) { c.Seeds = []string{"db:x"} }, `Config.Seeds[0] = "db:x"`},

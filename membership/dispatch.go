@@ -83,10 +83,6 @@ func (d *dispatcher) handle(items []inboxItem, now time.Time) {
 	}
 }
 
-// membership queues the table's events. Before a PeerDown, the messages
-// still held back for order from that member are delivered (skipping the
-// gaps), so that none arrives after it; its sender stops. Sequence numbers
-// carry over if the member comes back with the same boot ID.
 // park holds a frame from a sender not (yet) admitted; see limbo.
 func (d *dispatcher) park(sender string, b []byte, now time.Time, reason DropReason) {
 	if !d.limbo.hold(sender, b, now.Add(d.hold), reason) {
@@ -94,6 +90,10 @@ func (d *dispatcher) park(sender string, b []byte, now time.Time, reason DropRea
 	}
 }
 
+// membership queues the table's events. Before a PeerDown, the messages
+// still held back for order from that member are delivered (skipping the
+// gaps), so that none arrives after it; its sender stops. Sequence numbers
+// carry over if the member comes back with the same boot ID.
 func (d *dispatcher) membership(evs []election.Event, now time.Time) {
 	for i, ev := range evs {
 		if ev.Kind == election.EventPeerDown {
@@ -125,7 +125,7 @@ func (d *dispatcher) membership(evs []election.Event, now time.Time) {
 // incarnation of an admitted member and was meant for this incarnation of
 // this node, and delivers it (in order, for reliable messages).
 func (d *dispatcher) receive(b []byte, now time.Time) {
-	h, m, err := DecodeFrame(b)
+	h, m, err := decodeFrame(b)
 	if err != nil {
 		d.stats.drop(decodeDropReason(err))
 		d.log.Debug("dropping frame", "error", err)

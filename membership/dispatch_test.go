@@ -33,9 +33,9 @@ func join(name string, boot uint64) inboxItem {
 	return inboxItem{kind: itemJoin, node: info(name, meta{Rating: 1, Boot: boot})}
 }
 
-func msgItem(t *testing.T, h Header, m core.Message) inboxItem {
+func msgItem(t *testing.T, h frameHeader, m core.Message) inboxItem {
 	t.Helper()
-	b, err := AppendFrame(nil, h, m)
+	b, err := appendFrame(nil, h, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,14 +59,14 @@ func TestDispatcherDropsByReason(t *testing.T) {
 	m := func(from string, phase uint32) core.Message {
 		return core.Message{Type: core.MsgElection, From: from, To: "self", Phase: phase}
 	}
-	ok := Header{Seq: 1, FromBoot: 7, ToBoot: selfBoot}
-	good, _ := AppendFrame(nil, ok, m("a", 1))
+	ok := frameHeader{Seq: 1, FromBoot: 7, ToBoot: selfBoot}
+	good, _ := appendFrame(nil, ok, m("a", 1))
 	badVersion := append([]byte{frameMagic, frameVersion + 1}, good[2:]...)
 	d.handle([]inboxItem{
 		join("a", 7),
 		msgItem(t, ok, m("stranger", 0)), // not a member
-		msgItem(t, Header{Seq: 1, FromBoot: 6, ToBoot: selfBoot}, m("a", 0)), // an earlier incarnation of a
-		msgItem(t, Header{Seq: 1, FromBoot: 7, ToBoot: 101}, m("a", 0)),      // for a later incarnation of self
+		msgItem(t, frameHeader{Seq: 1, FromBoot: 6, ToBoot: selfBoot}, m("a", 0)), // an earlier incarnation of a
+		msgItem(t, frameHeader{Seq: 1, FromBoot: 7, ToBoot: 101}, m("a", 0)),      // for a later incarnation of self
 		{kind: itemMessage, msg: good[:len(good)-1]},
 		{kind: itemMessage, msg: badVersion},
 		{kind: itemMessage, msg: append(append([]byte{}, good...), make([]byte, MaxFrameSize)...)},
@@ -88,10 +88,10 @@ func TestDispatcherOrdersAndResets(t *testing.T) {
 	d := newTestDispatcher(100)
 	t0 := time.Unix(0, 0)
 	m := func(seq uint64, boot uint64) inboxItem {
-		return msgItem(t, Header{Seq: seq, FromBoot: boot, ToBoot: selfBoot},
+		return msgItem(t, frameHeader{Seq: seq, FromBoot: boot, ToBoot: selfBoot},
 			core.Message{Type: core.MsgElection, From: "a", To: "self", Phase: uint32(seq)})
 	}
-	hb := msgItem(t, Header{FromBoot: 7, ToBoot: selfBoot}, core.Message{Type: core.MsgHeartbeat, From: "a", To: "self", Phase: 99})
+	hb := msgItem(t, frameHeader{FromBoot: 7, ToBoot: selfBoot}, core.Message{Type: core.MsgHeartbeat, From: "a", To: "self", Phase: 99})
 	d.handle([]inboxItem{join("a", 7), m(2, 7), m(4, 7), hb, m(1, 7)}, t0)
 	if got := pendingPhases(d); !equalU32(got, 99, 1, 2) {
 		t.Fatalf("delivered %v, want heartbeat 99 at once, then 1 2 in order", got)
@@ -113,7 +113,7 @@ func TestDispatcherOrdersAndResets(t *testing.T) {
 // delivered before their sender's PeerDown, never after.
 func TestDispatcherFlushesBeforeDown(t *testing.T) {
 	d := newTestDispatcher(100)
-	m := msgItem(t, Header{Seq: 3, FromBoot: 7, ToBoot: selfBoot},
+	m := msgItem(t, frameHeader{Seq: 3, FromBoot: 7, ToBoot: selfBoot},
 		core.Message{Type: core.MsgAck, From: "a", To: "self", Phase: 3})
 	d.handle([]inboxItem{join("a", 7), m, {kind: itemLeave, node: nodeInfo{Name: "a"}}}, time.Unix(0, 0))
 	if len(d.pending) != 3 || d.pending[1].Message.Phase != 3 || render(d.pending) != "up:a/1 down:a" {
@@ -140,7 +140,7 @@ func TestDispatcherBoundsMessagesNotMembership(t *testing.T) {
 	d := newTestDispatcher(2)
 	items := []inboxItem{join("a", 7)}
 	for seq := uint64(1); seq <= 4; seq++ {
-		items = append(items, msgItem(t, Header{Seq: seq, FromBoot: 7, ToBoot: selfBoot},
+		items = append(items, msgItem(t, frameHeader{Seq: seq, FromBoot: 7, ToBoot: selfBoot},
 			core.Message{Type: core.MsgAck, From: "a", To: "self"}))
 	}
 	items = append(items, inboxItem{kind: itemLeave, node: nodeInfo{Name: "a"}})
@@ -181,7 +181,7 @@ func TestDispatcherRun(t *testing.T) {
 	go func() { defer close(done); d.run(stop, nil) }()
 	d.inbox.push(join("a", 7))
 	for _, seq := range []uint64{3, 1} {
-		d.inbox.push(msgItem(t, Header{Seq: seq, FromBoot: 7, ToBoot: selfBoot},
+		d.inbox.push(msgItem(t, frameHeader{Seq: seq, FromBoot: 7, ToBoot: selfBoot},
 			core.Message{Type: core.MsgAck, From: "a", To: "self", Phase: uint32(seq)}))
 	}
 	var got []string
@@ -237,7 +237,7 @@ func TestDispatcherHoldsFramesFromSendersNotYetAdmitted(t *testing.T) {
 	d := newTestDispatcher(100)
 	now := time.Unix(0, 0)
 	m := func(seq uint64) inboxItem {
-		return msgItem(t, Header{Seq: seq, FromBoot: 7, ToBoot: selfBoot},
+		return msgItem(t, frameHeader{Seq: seq, FromBoot: 7, ToBoot: selfBoot},
 			core.Message{Type: core.MsgElection, From: "a", To: "self", Phase: uint32(seq)})
 	}
 	d.handle([]inboxItem{m(1)}, now)
@@ -263,7 +263,7 @@ func TestDispatcherLimboIsBounded(t *testing.T) {
 	now := time.Unix(0, 0)
 	var items []inboxItem
 	for i := 0; i < 2*limboTotal; i++ {
-		items = append(items, msgItem(t, Header{Seq: 1, FromBoot: 7, ToBoot: selfBoot},
+		items = append(items, msgItem(t, frameHeader{Seq: 1, FromBoot: 7, ToBoot: selfBoot},
 			core.Message{Type: core.MsgElection, From: fmt.Sprintf("x%d", i), To: "self"}))
 	}
 	d.handle(items, now)
@@ -285,16 +285,16 @@ func TestDispatcherLimboIsBounded(t *testing.T) {
 func TestDispatcherTakesRestartsNotYetGossiped(t *testing.T) {
 	d := newTestDispatcher(100)
 	now := time.Unix(0, 0)
-	m := func(h Header) inboxItem {
+	m := func(h frameHeader) inboxItem {
 		return msgItem(t, h, core.Message{Type: core.MsgElection, From: "a", To: "self", Phase: uint32(h.Seq)})
 	}
 	d.handle([]inboxItem{
 		join("a", 7),
-		m(Header{Seq: 1, FromBoot: 9, ToBoot: selfBoot}), // a restarted (boot 9 > 7)
-		m(Header{Seq: 2, FromBoot: 9, ToBoot: selfBoot}),
-		m(Header{Seq: 41, FromBoot: 9, ToBoot: 50}), // from a link numbered before our restart
-		m(Header{Seq: 42, FromBoot: 9, ToBoot: 50}),
-		m(Header{Seq: 3, FromBoot: 6, ToBoot: selfBoot}), // an earlier life of a: stale
+		m(frameHeader{Seq: 1, FromBoot: 9, ToBoot: selfBoot}), // a restarted (boot 9 > 7)
+		m(frameHeader{Seq: 2, FromBoot: 9, ToBoot: selfBoot}),
+		m(frameHeader{Seq: 41, FromBoot: 9, ToBoot: 50}), // from a link numbered before our restart
+		m(frameHeader{Seq: 42, FromBoot: 9, ToBoot: 50}),
+		m(frameHeader{Seq: 3, FromBoot: 6, ToBoot: selfBoot}), // an earlier life of a: stale
 	}, now)
 	if got := pendingPhases(d); len(got) != 4 || got[0] != 1 || got[1] != 2 || got[2] != 41 || got[3] != 42 {
 		t.Fatalf("delivered %v, want [1 2 41 42] at once", got)

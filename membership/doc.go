@@ -39,8 +39,8 @@
 //
 // # Wire format
 //
-// Frames are versioned and strictly decoded; see Encode, DecodeFrame and
-// the layout in codec.go.
+// Frames are versioned and strictly decoded; the layout is in codec.go.
+// What does not decode is dropped and counted (Stats.Dropped).
 //
 // # Partitions and shutdown
 //
@@ -51,6 +51,7 @@
 //
 // # Tests
 //
-// FaultNetwork gives each member of a test cluster a real transport whose
-// traffic can be blocked, partitioned, lost or delayed.
+// Package membershiptest's FaultNetwork gives each member of a test cluster
+// a real transport (Config.Transport) whose traffic can be blocked,
+// partitioned, lost or delayed.
 package membership

@@ -24,10 +24,10 @@ func TestForgedFramesDroppedAndCounted(t *testing.T) {
 	checkLeaks(t)
 	vs, term := voters(t, 3, nil)
 	n1, n2 := vs[0], vs[1]
-	raw := rawMember(t, n1.Addr())
+	raw := rawMember(t, n1.Addr(), nil)
 	to := rawPeer(t, raw, "n2")
 	frame := func(m core.Message) []byte {
-		b, err := AppendFrame(nil, Header{FromBoot: n1.BootID(), ToBoot: n2.BootID()}, m)
+		b, err := appendFrame(nil, frameHeader{FromBoot: n1.BootID(), ToBoot: n2.BootID()}, m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,11 +57,11 @@ func TestForgedForeignTagDropped(t *testing.T) {
 	checkLeaks(t)
 	vs, term := voters(t, 3, nil)
 	n1, n2 := vs[0], vs[1]
-	raw := rawMember(t, n1.Addr())
+	raw := rawMember(t, n1.Addr(), nil)
 	to := rawPeer(t, raw, "n2")
 	foreign := core.MakeTerm(core.Term(term).Epoch()+1, core.Tag("n2")) // n1 claims a term that names n2
 	frame := func(typ core.MsgType) []byte {
-		b, err := AppendFrame(nil, Header{FromBoot: n1.BootID(), ToBoot: n2.BootID()},
+		b, err := appendFrame(nil, frameHeader{FromBoot: n1.BootID(), ToBoot: n2.BootID()},
 			core.Message{Type: typ, From: "n1", To: "n2", Coordinator: "n1", Term: foreign, Rating: 10})
 		if err != nil {
 			t.Fatal(err)
@@ -113,7 +113,7 @@ func TestForgedMaxEpochTermDropped(t *testing.T) {
 	checkLeaks(t)
 	vs, term := voters(t, 3, nil)
 	n2, n3 := vs[1], vs[2]
-	b, err := AppendFrame(nil, Header{FromBoot: n3.BootID(), ToBoot: n2.BootID()},
+	b, err := appendFrame(nil, frameHeader{FromBoot: n3.BootID(), ToBoot: n2.BootID()},
 		core.Message{Type: core.MsgHeartbeat, From: "n3", To: "n2", Coordinator: "n3", Term: core.MakeTerm(math.MaxUint32, core.Tag("n3"))})
 	if err != nil {
 		t.Fatal(err)
@@ -143,13 +143,13 @@ func sendUDP(addr string, frame []byte) error {
 }
 
 // rawMember starts a plain memberlist member (no coordelect metadata: the
-// cluster refuses it as a peer, but memberlist carries its messages) and
-// joins seed.
-func rawMember(t *testing.T, seed string) *memberlist.Memberlist {
+// cluster refuses it as a peer, but memberlist carries its messages) with
+// key (nil: none) and joins seed.
+func rawMember(t *testing.T, seed string, key []byte) *memberlist.Memberlist {
 	t.Helper()
 	mc := memberlist.DefaultLocalConfig()
 	mc.Name, mc.BindAddr, mc.BindPort, mc.AdvertisePort = "raw", "127.0.0.1", 0, 0
-	mc.Logger = log.New(io.Discard, "", 0)
+	mc.SecretKey, mc.Logger = key, log.New(io.Discard, "", 0)
 	fastTimings(mc)
 	ml, err := memberlist.Create(mc)
 	if err != nil {

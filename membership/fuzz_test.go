@@ -17,28 +17,28 @@ import (
 // The checked-in corpus is in testdata/fuzz/FuzzDecode.
 func FuzzDecode(f *testing.F) {
 	for _, m := range []core.Message{sampleMessage(), {Type: core.MsgHeartbeat, From: "1", To: "2"}} {
-		b, err := AppendFrame(nil, Header{Seq: 5, FromBoot: 11, ToBoot: 12}, m)
+		b, err := appendFrame(nil, frameHeader{Seq: 5, FromBoot: 11, ToBoot: 12}, m)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, m, err := DecodeFrame(b)
+		h, m, err := decodeFrame(b)
 		if err != nil {
-			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrVersion) && !errors.Is(err, ErrTooLarge) {
+			if !errors.Is(err, errMalformed) && !errors.Is(err, errVersion) && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("error without a reason: %v", err)
 			}
 			return
 		}
-		again, err := AppendFrame(nil, h, m)
+		again, err := appendFrame(nil, h, m)
 		if err != nil {
 			t.Fatalf("decoded message does not encode: %v (%+v)", err, m)
 		}
 		if !bytes.Equal(again, b) {
 			t.Fatalf("not canonical:\n  in %x\n out %x", b, again)
 		}
-		h2, m2, err := DecodeFrame(again)
+		h2, m2, err := decodeFrame(again)
 		if err != nil || h2 != h || !reflect.DeepEqual(m2, m) {
 			t.Fatalf("round trip: %v\n got %+v %+v\nwant %+v %+v", err, h2, m2, h, m)
 		}
@@ -57,15 +57,15 @@ func FuzzRoundTrip(f *testing.F) {
 		for i := range int(listLen % 8) {
 			m.List = append(m.List, core.Peer{ID: id, Rating: rating + int64(i), NonVoter: i%2 == 1})
 		}
-		h := Header{Seq: seq, FromBoot: term, ToBoot: uint64(rating)}
-		b, err := AppendFrame(nil, h, m)
+		h := frameHeader{Seq: seq, FromBoot: term, ToBoot: uint64(rating)}
+		b, err := appendFrame(nil, h, m)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("encode error without a reason: %v", err)
 			}
 			return
 		}
-		gh, gm, err := DecodeFrame(b)
+		gh, gm, err := decodeFrame(b)
 		if err != nil || gh != h || !reflect.DeepEqual(gm, m) {
 			t.Fatalf("round trip: %v\n got %+v %+v\nwant %+v %+v", err, gh, gm, h, m)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/membership/membershiptest"
 )
 
 func TestJoinRatingsAndMembers(t *testing.T) {
@@ -106,7 +107,7 @@ func TestSendErrors(t *testing.T) {
 // receiver must still see the sender's order, with nothing skipped.
 func TestOrderUnderDelay(t *testing.T) {
 	checkLeaks(t)
-	fn := NewFaultNetwork(1, nil)
+	fn := membershiptest.NewFaultNetwork(1, nil)
 	ms := cluster(t, 2, func(c *Config) { c.Transport = listen(t, fn, c.Name, 0) })
 	n1, n2 := ms[0], ms[1]
 	fn.SetDelay(0, 30*time.Millisecond)
@@ -132,7 +133,7 @@ func TestOrderUnderDelay(t *testing.T) {
 	t.Logf("%d of %d messages arrived early and were held", s.Reordered, count)
 }
 
-func listen(t *testing.T, fn *FaultNetwork, name string, port int) *FaultTransport {
+func listen(t *testing.T, fn *membershiptest.FaultNetwork, name string, port int) *membershiptest.FaultTransport {
 	t.Helper()
 	tr, err := fn.Listen(name, "127.0.0.1", port)
 	if err != nil {
@@ -257,7 +258,7 @@ func TestTagCollisionRefused(t *testing.T) {
 // brings them back together after the partition heals.
 func TestPartitionHealsByRejoin(t *testing.T) {
 	checkLeaks(t)
-	fn := NewFaultNetwork(2, nil)
+	fn := membershiptest.NewFaultNetwork(2, nil)
 	var seedAddr string
 	ms := cluster(t, 2, func(c *Config) {
 		tr := listen(t, fn, c.Name, 0)

@@ -14,7 +14,7 @@ const maxHeld = 256
 // reliable messages to this node. memberlist's SendReliable opens a TCP
 // connection per message and the receiving side handles each on its own
 // goroutine, so two messages sent one after the other can arrive swapped.
-// The sender numbers them per destination from 1 (Header.Seq); inLink
+// The sender numbers them per destination from 1 (frameHeader.Seq); inLink
 // delivers them in that order.
 //
 // A message can also be lost (written, then the connection broke). When a

@@ -44,7 +44,7 @@ type sender struct {
 
 // outLink is the send side of one link: frames for one incarnation (boot
 // ID) of one peer, sent in FIFO order by one goroutine. Reliable frames are
-// numbered from 1 (Header.Seq) so that the receiver can restore the order
+// numbered from 1 (frameHeader.Seq) so that the receiver can restore the order
 // that memberlist's connection-per-message SendReliable loses.
 //
 // Sends are one at a time, so a peer that does not answer TCP holds its
@@ -182,7 +182,7 @@ func (s *sender) run(l *outLink) {
 // the whole message was not written, and a partial message is discarded
 // by the receiver, so a failed send leaves no gap.
 func (s *sender) transmit(l *outLink, it outItem) {
-	h := Header{FromBoot: s.selfBoot, ToBoot: l.to.boot}
+	h := frameHeader{FromBoot: s.selfBoot, ToBoot: l.to.boot}
 	if !it.bestEffort {
 		h.Seq = l.seq + 1
 	}

@@ -10,8 +10,8 @@ type DropReason uint8
 
 // The reasons.
 const (
-	// DropMalformed: the frame failed to decode (ErrMalformed): not a
-	// frame, truncated, or a field out of range.
+	// DropMalformed: the frame failed to decode: not a frame, truncated,
+	// or a field out of range.
 	DropMalformed DropReason = iota
 	// DropVersion: the frame has a version this build does not read.
 	DropVersion
@@ -52,10 +52,10 @@ func DropReasons() []DropReason {
 	return out
 }
 
-// decodeDropReason sorts a DecodeFrame error.
+// decodeDropReason sorts a decodeFrame error.
 func decodeDropReason(err error) DropReason {
 	switch {
-	case errors.Is(err, ErrVersion):
+	case errors.Is(err, errVersion):
 		return DropVersion
 	case errors.Is(err, ErrTooLarge):
 		return DropTooLarge

@@ -167,7 +167,7 @@ func (r *Recorder) initialise() {
 		r.sentBy[t] = r.sent.WithLabelValues(t.String())
 		r.receivedBy[t] = r.received.WithLabelValues(t.String())
 	}
-	for _, ev := range election.ElectionEvents() {
+	for _, ev := range election.Results() {
 		r.electionsBy = append(r.electionsBy, r.elections.WithLabelValues(ev.String()))
 	}
 	r.dropped.initialise()
@@ -268,7 +268,7 @@ func counterFor(vec *prometheus.CounterVec, cached *[core.NumMsgTypes]prometheus
 func (r *Recorder) MessagesDropped(reason string, n uint64) { r.dropped.add(reason, n) }
 
 // Elections adds n to coordelect_elections_total{result}.
-func (r *Recorder) Elections(e election.ElectionEvent, n uint64) {
+func (r *Recorder) Elections(e election.Result, n uint64) {
 	if int(e) < len(r.electionsBy) {
 		r.electionsBy[e].Add(float64(n))
 		return

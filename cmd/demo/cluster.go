@@ -19,6 +19,7 @@ import (
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/membership/membershiptest"
 	"github.com/coordelect/coordelect/metrics"
 )
 
@@ -98,13 +99,13 @@ func minQuorum(n int) int {
 }
 
 // localCluster is the demo's cluster: every node a real membership.Node
-// on 127.0.0.1, all over one membership.FaultNetwork so that the page can
+// on 127.0.0.1, all over one membershiptest.FaultNetwork so that the page can
 // partition them. Actions (crash, restart, ...) run one at a time.
 type localCluster struct {
 	opts    *clusterOptions
 	log     hclog.Logger // the demo's own lines
 	nodeLog hclog.Logger // the nodes' logs
-	net     *membership.FaultNetwork
+	net     *membershiptest.FaultNetwork
 	sink    *metrics.MemberlistSink // nil: no memberlist metrics
 	events  *hub
 	slots   []*slot
@@ -172,7 +173,7 @@ func demoTimings(mc *memberlist.Config) {
 // newLocalCluster prepares the cluster; start starts its nodes.
 func newLocalCluster(o *clusterOptions, logger, nodeLog hclog.Logger, sink *metrics.MemberlistSink) *localCluster {
 	c := &localCluster{opts: o, log: logger, nodeLog: nodeLog, sink: sink, events: newHub(), wake: make(chan struct{}, 1)}
-	c.net = membership.NewFaultNetwork(1, nodeLog)
+	c.net = membershiptest.NewFaultNetwork(1, nodeLog)
 	for i := range o.n {
 		s := &slot{name: strconv.Itoa(i + 1)}
 		s.rating.Store(int64(i + 1))
@@ -185,7 +186,7 @@ func newLocalCluster(o *clusterOptions, logger, nodeLog hclog.Logger, sink *metr
 // start starts every node at once: each joins all the others, so they
 // must all be up for the joins to finish.
 func (c *localCluster) start() error {
-	trs := make([]*membership.FaultTransport, len(c.slots))
+	trs := make([]*membershiptest.FaultTransport, len(c.slots))
 	for i, s := range c.slots {
 		tr, err := c.net.Listen(s.name, "127.0.0.1", 0)
 		if err != nil {
@@ -208,7 +209,7 @@ func (c *localCluster) start() error {
 	return nil
 }
 
-func closeAll(trs []*membership.FaultTransport) {
+func closeAll(trs []*membershiptest.FaultTransport) {
 	for _, tr := range trs {
 		if tr != nil {
 			_ = tr.Shutdown()
@@ -217,7 +218,7 @@ func closeAll(trs []*membership.FaultTransport) {
 }
 
 // startSlot starts s's node on tr; initial: at the cluster's start.
-func (c *localCluster) startSlot(s *slot, tr *membership.FaultTransport, initial bool) error {
+func (c *localCluster) startSlot(s *slot, tr *membershiptest.FaultTransport, initial bool) error {
 	p, err := startPeer(peerConfig{
 		mem: c.memberConfig(s, tr), el: c.electorConfig(s, initial),
 		sink: c.sink, labelNode: true, extra: s.tally,
@@ -239,7 +240,7 @@ func (c *localCluster) startSlot(s *slot, tr *membership.FaultTransport, initial
 	return nil
 }
 
-func (c *localCluster) memberConfig(s *slot, tr *membership.FaultTransport) membership.Config {
+func (c *localCluster) memberConfig(s *slot, tr *membershiptest.FaultTransport) membership.Config {
 	m := membership.DefaultConfig()
 	m.Name = s.name
 	m.Transport = tr

@@ -3,9 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -13,30 +11,17 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/internal/cli"
 )
 
-// errHelp reports that -h printed the usage: exit status 0.
-var errHelp = errors.New("help printed")
-
-// parseFlags parses args into fs. -h prints the flags to stdout and
-// returns errHelp; any other problem is a one-line usageError. No
-// positional arguments are accepted.
-func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, synopsis string) error {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprintln(stdout, synopsis)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return errHelp
-	case err != nil:
-		return usagef("%v", err)
-	case fs.NArg() > 0:
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
-}
+// The demo's command-line plumbing is the bench module's (internal/cli):
+// a bad flag or argument is a one-line usage error (exit status 2), -h
+// prints the synopsis and the flags and exits with status 0.
+var (
+	usagef     = cli.Usagef
+	parseFlags = cli.ParseFlags
+	errHelp    = cli.ErrHelp
+)
 
 // algorithmFlag is a -algorithm flag: bully, ring or peterson.
 type algorithmFlag struct{ a core.Algorithm }

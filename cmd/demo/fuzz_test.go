@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/coordelect/coordelect/internal/cli"
 )
 
 // FuzzFlags feeds arbitrary command lines (fields separated by NUL) to the
@@ -61,12 +63,12 @@ func simSetupError(args []string) error {
 // one-line usageError.
 func checkParseError(t *testing.T, cmd string, args []string, err error) {
 	t.Helper()
-	var ue usageError
+	var ue cli.UsageError
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 	case !errors.As(err, &ue):
 		t.Fatalf("%s %q: %T %v: want a usageError (exit status 2)", cmd, args, err, err)
-	case ue.msg == "" || strings.ContainsAny(ue.msg, "\n\r"):
-		t.Fatalf("%s %q: usage error %q: want one non-empty line", cmd, args, ue.msg)
+	case ue.Msg == "" || strings.ContainsAny(ue.Msg, "\n\r"):
+		t.Fatalf("%s %q: usage error %q: want one non-empty line", cmd, args, ue.Msg)
 	}
 }

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,19 +20,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/coordelect/coordelect/internal/cli"
 	"github.com/coordelect/coordelect/metrics"
 )
-
-// usageError is a bad flag or argument: one line, exit status 2.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-// usagef builds a usage error; it is always one line, even when it quotes
-// user input with line breaks in it.
-func usagef(format string, args ...any) error {
-	return usageError{oneLine(fmt.Sprintf(format, args...))}
-}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -86,17 +75,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, si
 		prefix = "demo"
 		err = usagef("unknown command %q (want node, sim, help, or no command for the live local cluster; see demo -h)", cmd)
 	}
-	var ue usageError
-	switch {
-	case err == nil, errors.Is(err, errHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: %s\n", prefix, oneLine(ue.msg))
-		return 2
-	default:
-		fmt.Fprintf(stderr, "%s: %s\n", prefix, oneLine(err.Error()))
-		return 1
-	}
+	return cli.Status(prefix, err, stderr)
 }
 
 // commandsHelp ends the usage of demo -h: the commands besides the default.
@@ -121,9 +100,3 @@ With -script it runs a scenario file instead (docs/scenarios.md), and with
 property, writing a replayable scenario for each violation.
 
 Flags:`
-
-// oneLine keeps an error on one line even when it quotes user input with
-// line breaks in it (a flag name, a file name).
-func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\r`).Replace(s)
-}

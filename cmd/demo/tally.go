@@ -56,7 +56,7 @@ func (f fanout) MessagesDropped(reason string, n uint64) {
 	}
 }
 
-func (f fanout) Elections(e election.ElectionEvent, n uint64) {
+func (f fanout) Elections(e election.Result, n uint64) {
 	for _, r := range f {
 		r.Elections(e, n)
 	}
@@ -115,7 +115,7 @@ func (t *tally) MessagesReceived(m core.MsgType, n uint64) {
 
 func (t *tally) MessagesDropped(_ string, n uint64) { t.dropped.Add(n) }
 
-func (t *tally) Elections(e election.ElectionEvent, _ uint64) {
+func (t *tally) Elections(e election.Result, _ uint64) {
 	switch e {
 	case election.ElectionStarted:
 		t.emit(nodeEvent{Kind: "election started"})

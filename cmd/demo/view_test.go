@@ -126,17 +126,3 @@ func TestViewNoQuorum(t *testing.T) {
 		}
 	}
 }
-
-// hueClash tells the old partition colour from the "active" purple it was
-// confused with, and the new ones apart from every state.
-func TestHueClash(t *testing.T) {
-	if !hueClash("rgb(142, 107, 242)", "rgb(155, 93, 229)") { // #8e6bf2, the old side 1, and active
-		t.Error("the old side colour and active purple not found alike")
-	}
-	if hueClash("rgb(14, 143, 143)", "rgb(74, 123, 247)") || hueClash("rgb(214, 51, 138)", "rgb(155, 93, 229)") {
-		t.Error("the new side colours found like a state's")
-	}
-	if hueClash("rgb(154, 165, 184)", "rgb(14, 143, 143)") {
-		t.Error("a grey clashes")
-	}
-}

@@ -93,10 +93,6 @@ func (r *Roster) ByRank(k int) Peer { return r.ring[r.byRank[k]] }
 // RankOf returns the rank position of ring position i.
 func (r *Roster) RankOf(i int) int { return int(r.rankPos[i]) }
 
-// with returns a copy of r in which p is replaced or, if new, inserted
-// before the first member with a greater ID. A roster grown from membership
-// events (the runtime starts with itself alone) is therefore in ID order on
-// every node, whatever order the events came in: the rings need one order.
 // tagClash returns the member other than id whose Tag equals id's, or "".
 func (r *Roster) tagClash(id string) string {
 	t := Tag(id)
@@ -108,19 +104,19 @@ func (r *Roster) tagClash(id string) string {
 	return ""
 }
 
-// with returns the roster with p added or updated; p's tag must not clash
-// (see tagClash).
+// with returns a copy of r in which p is replaced or, if new, inserted
+// before the first member with a greater ID; p's tag must not clash (see
+// tagClash). A roster grown from membership events (the runtime starts with
+// itself alone) is therefore in ID order on every node, whatever order the
+// events came in: the rings need one order.
 func (r *Roster) with(p Peer) *Roster {
 	ring := slices.Clone(r.ring)
 	if i, ok := r.index[p.ID]; ok {
 		ring[i] = p
 	} else {
-		at := len(ring)
-		for i, q := range ring {
-			if CompareID(p.ID, q.ID) < 0 {
-				at = i
-				break
-			}
+		at := slices.IndexFunc(ring, func(q Peer) bool { return CompareID(p.ID, q.ID) < 0 })
+		if at < 0 {
+			at = len(ring)
 		}
 		ring = slices.Insert(ring, at, p)
 	}

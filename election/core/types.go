@@ -1,9 +1,11 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 )
 
 // State is a participant's state in the sense of the source texts (docs/algorithms.md):
@@ -163,20 +165,14 @@ func CompareID(a, b string) int {
 	switch {
 	case na && nb:
 		if len(a) != len(b) {
-			return cmpInt(len(a), len(b))
+			return cmp.Compare(len(a), len(b))
 		}
 	case na:
 		return -1
 	case nb:
 		return 1
 	}
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return strings.Compare(a, b)
 }
 
 func isDecimal(s string) bool {
@@ -191,16 +187,6 @@ func isDecimal(s string) bool {
 	return true
 }
 
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // Rank is what an election maximises: the rating est(S) first, then the ID.
 type Rank struct {
 	Rating int64
@@ -209,11 +195,8 @@ type Rank struct {
 
 // Compare orders ranks by (rating, ID).
 func (r Rank) Compare(o Rank) int {
-	switch {
-	case r.Rating < o.Rating:
-		return -1
-	case r.Rating > o.Rating:
-		return 1
+	if c := cmp.Compare(r.Rating, o.Rating); c != 0 {
+		return c
 	}
 	return CompareID(r.ID, o.ID)
 }

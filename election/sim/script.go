@@ -2,9 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -68,14 +68,7 @@ func init() {
 	}
 }
 
-func commandNames() []string {
-	var out []string
-	for k := range commands {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func commandNames() []string { return slices.Sorted(maps.Keys(commands)) }
 
 func (sc *Script) trace(line string) { sc.out.WriteString(line + "\n") }
 

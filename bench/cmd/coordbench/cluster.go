@@ -64,7 +64,7 @@ func (c *benchCounter) MessagesSent(t core.MsgType, n uint64) {
 	}
 }
 
-func (c *benchCounter) Elections(e election.ElectionEvent, n uint64) {
+func (c *benchCounter) Elections(e election.Result, n uint64) {
 	if e == election.ElectionStarted {
 		c.started.Add(n)
 	}

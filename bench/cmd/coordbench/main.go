@@ -13,8 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/coordelect/coordelect/bench/internal/cli"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/internal/cli"
 	"github.com/coordelect/coordelect/membership"
 )
 

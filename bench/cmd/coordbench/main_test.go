@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/coordelect/coordelect/bench/internal/cli"
+	"github.com/coordelect/coordelect/internal/cli"
 )
 
 // runArgs runs coordbench with args and returns its exit status.

@@ -30,9 +30,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/coordelect/coordelect/bench/internal/benchstat"
-	"github.com/coordelect/coordelect/bench/internal/cli"
 	"github.com/coordelect/coordelect/bench/internal/failover"
 	"github.com/coordelect/coordelect/bench/internal/raftcluster"
+	"github.com/coordelect/coordelect/internal/cli"
 )
 
 // options is a validated command line.

@@ -1,4 +1,4 @@
-package membership
+package membershiptest
 
 import (
 	"io"

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func skipWithoutChromium(t *testing.T) {
 // few seconds, a new coordinator agreed by the 4 others.
 func TestBrowserCrashCoordinator(t *testing.T) {
 	skipWithoutChromium(t)
-	tc := startCluster(t)
+	tc := startDemo(t)
 	ctx, cancel := newBrowser(t)
 	defer cancel()
 	if err := chromedp.Do(ctx, chromedp.Navigate(tc.url), chromedp.WaitVisible(chromedp.CSS("#nodes tbody tr"))); err != nil {
@@ -118,7 +118,7 @@ func TestBrowserCrashCoordinator(t *testing.T) {
 // states do not use; after the heal the agreement is timed from the heal.
 func TestBrowserQuorumPartition(t *testing.T) {
 	skipWithoutChromium(t)
-	tc := startCluster(t, "-quorum", "5")
+	tc := startDemo(t, "-quorum", "5")
 	ctx, cancel := newBrowser(t)
 	defer cancel()
 
@@ -225,6 +225,20 @@ func hueClash(a, b string) bool {
 	return math.Min(d, 360-d) < 30
 }
 
+// hueClash tells the old partition colour from the "active" purple it was
+// confused with, and the new ones apart from every state.
+func TestHueClash(t *testing.T) {
+	if !hueClash("rgb(142, 107, 242)", "rgb(155, 93, 229)") { // #8e6bf2, the old side 1, and active
+		t.Error("the old side colour and active purple not found alike")
+	}
+	if hueClash("rgb(14, 143, 143)", "rgb(74, 123, 247)") || hueClash("rgb(214, 51, 138)", "rgb(155, 93, 229)") {
+		t.Error("the new side colours found like a state's")
+	}
+	if hueClash("rgb(154, 165, 184)", "rgb(14, 143, 143)") {
+		t.Error("a grey clashes")
+	}
+}
+
 // hueSat is the HSL hue (degrees) and saturation of "rgb(r, g, b)".
 func hueSat(css string) (hue, sat float64) {
 	var r, g, b float64
@@ -305,7 +319,7 @@ func saveScreenshot(ctx context.Context, t *testing.T) {
 	}
 	t.Logf("screenshot: %s (%d bytes)", path, len(png))
 	if *updateScreenshot {
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "img", "demo.png"), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(repoRoot(t), "docs", "img", "demo.png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,6 @@
-// Package cli is the command-line plumbing the bench module's commands
-// share: one-line usage errors (exit status 2), -h on stdout (status 0),
-// and a main that maps errors to exit statuses.
+// Package cli is the command-line plumbing that cmd/demo and the bench
+// module's commands share: one-line usage errors (exit status 2), -h on
+// stdout (status 0), and a main that maps errors to exit statuses.
 package cli
 
 import (

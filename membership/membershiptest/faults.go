@@ -1,4 +1,7 @@
-package membership
+// Package membershiptest has fault injection for clusters of real
+// memberlist members on loopback: tests use it, and so does the demo's
+// local cluster, whose page partitions and crashes members with it.
+package membershiptest
 
 import (
 	"bytes"
