@@ -134,7 +134,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"header only", hdr, ErrMalformed},
 		{"type 0", frame(hdr, []byte{0, 0}, uv(0), uv(0), tail), ErrMalformed},
 		{"unknown type", frame(hdr, []byte{byte(core.NumMsgTypes), 0}, uv(0), uv(0), tail), ErrMalformed},
-		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 4}, uv(0), uv(0), tail), ErrMalformed},
+		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 8}, uv(0), uv(0), tail), ErrMalformed},
 		{"truncated", good[:len(good)-1], ErrMalformed},
 		{"trailing byte", append(append([]byte{}, good...), 0), ErrMalformed},
 		{"oversized frame", make([]byte, MaxFrameSize+1), ErrTooLarge},
