@@ -45,6 +45,11 @@ type Config struct {
 	// HeartbeatMisses is K: a follower that hears nothing from its
 	// coordinator for K heartbeat intervals starts an election. Default 3.
 	HeartbeatMisses int
+	// HeartbeatWatchers (W) and HeartbeatBatch (B): beyond W + B + 1
+	// members the coordinator heartbeats only the W top-rated voters (and,
+	// with the quorum guard, every voter) each round, and B others in
+	// rotation (docs/design.md, "Heartbeat fan-out"). Defaults 4 and 5.
+	HeartbeatWatchers, HeartbeatBatch int
 	// RoundTrip is the longest expected round trip between two members.
 	// Default 20ms.
 	RoundTrip time.Duration
@@ -244,6 +249,8 @@ func (c *Config) coreConfig() (cc core.Config, self Identity, err error) {
 		HopTimeout:         v.ticks("HopTimeout", c.HopTimeout),
 		HeartbeatInterval:  v.ticks("HeartbeatInterval", c.HeartbeatInterval),
 		HeartbeatMisses:    c.HeartbeatMisses,
+		HeartbeatWatchers:  c.HeartbeatWatchers,
+		HeartbeatBatch:     c.HeartbeatBatch,
 		StartupTicks:       v.ticks("StartupDelay", c.StartupDelay),
 		ExpectVoters:       c.ExpectVoters,
 		ExpectTicks:        v.ticks("ExpectWindow", c.ExpectWindow),

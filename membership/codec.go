@@ -18,7 +18,8 @@ import (
 //	fromBoot 8 bytes big-endian boot ID of the sender
 //	toBoot   8 bytes big-endian boot ID of the receiver the sender addressed
 //	type     1 byte  core.MsgType, 1..core.NumMsgTypes-1
-//	flags    1 byte  bit 0: Confirmed, bit 1: Released; the other bits must be zero
+//	flags    1 byte  bit 0: Confirmed, bit 1: Released, bit 2: Every follows;
+//	                 the other bits must be zero
 //	from, to                 string
 //	term                     uvarint
 //	rating                   varint
@@ -27,6 +28,9 @@ import (
 //	value.id                 string
 //	phase                    uvarint, at most 2^32-1
 //	seq                      uvarint (heartbeat round; version 2 added it)
+//	every                    uvarint, 1..2^32-1, only when flag bit 2 is set
+//	                         (the heartbeat period; added within version 2:
+//	                         a frame without it is byte for byte what it was)
 //	list                     uvarint count, then per peer:
 //	                         id string, rating varint, flags byte (bit 0: NonVoter)
 //
@@ -49,6 +53,7 @@ const (
 
 	flagConfirmed = 1 << 0
 	flagReleased  = 1 << 1
+	flagEvery     = 1 << 2
 	flagNonVoter  = 1 << 0
 	// maxHeaderSize bounds the link header: magic, version, seq, boots.
 	// The message part may take the rest of MaxFrameSize.
@@ -111,7 +116,8 @@ func appendMessage(dst []byte, m core.Message) ([]byte, error) {
 		return dst, err
 	}
 	start := len(dst)
-	b := append(dst, byte(m.Type), boolFlag(m.Confirmed, flagConfirmed)|boolFlag(m.Released, flagReleased))
+	b := append(dst, byte(m.Type),
+		boolFlag(m.Confirmed, flagConfirmed)|boolFlag(m.Released, flagReleased)|boolFlag(m.Every != 0, flagEvery))
 	b = appendString(appendString(b, m.From), m.To)
 	b = binary.AppendUvarint(b, uint64(m.Term))
 	b = binary.AppendVarint(b, m.Rating)
@@ -120,6 +126,9 @@ func appendMessage(dst []byte, m core.Message) ([]byte, error) {
 	b = appendString(b, m.Value.ID)
 	b = binary.AppendUvarint(b, uint64(m.Phase))
 	b = binary.AppendUvarint(b, m.Seq)
+	if m.Every != 0 {
+		b = binary.AppendUvarint(b, uint64(m.Every))
+	}
 	b = binary.AppendUvarint(b, uint64(len(m.List)))
 	for _, p := range m.List {
 		b = appendString(b, p.ID)
@@ -188,9 +197,9 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 	if r.err == nil && (m.Type == 0 || int(m.Type) >= core.NumMsgTypes) {
 		r.fail("unknown message type %d", m.Type)
 	}
-	f := r.flags(flagConfirmed | flagReleased)
+	f := r.flags(flagConfirmed | flagReleased | flagEvery)
 	m.Confirmed, m.Released = f&flagConfirmed != 0, f&flagReleased != 0
-	r.body(&m)
+	r.body(&m, f&flagEvery != 0)
 	if r.err == nil && r.off != len(b) {
 		r.fail("%d trailing bytes", len(b)-r.off)
 	}
@@ -201,7 +210,7 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 }
 
 // body reads the message fields after the header.
-func (r *reader) body(m *core.Message) {
+func (r *reader) body(m *core.Message, every bool) {
 	m.From, m.To = r.str(), r.str()
 	m.Term = core.Term(r.uvarint())
 	m.Rating = r.varint()
@@ -214,6 +223,16 @@ func (r *reader) body(m *core.Message) {
 		m.Phase = uint32(p)
 	}
 	m.Seq = r.uvarint()
+	if every {
+		switch e := r.uvarint(); {
+		case e == 0: // the flag says it is there: 0 would have two encodings
+			r.fail("every 0 with its flag set")
+		case e > math.MaxUint32:
+			r.fail("every %d over 2^32-1", e)
+		default:
+			m.Every = uint32(e)
+		}
+	}
 	m.List = r.list()
 }
 

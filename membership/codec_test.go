@@ -134,7 +134,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"header only", hdr, errMalformed},
 		{"type 0", frame(hdr, []byte{0, 0}, uv(0), uv(0), tail), errMalformed},
 		{"unknown type", frame(hdr, []byte{byte(core.NumMsgTypes), 0}, uv(0), uv(0), tail), errMalformed},
-		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 4}, uv(0), uv(0), tail), errMalformed},
+		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 8}, uv(0), uv(0), tail), errMalformed},
 		{"truncated", good[:len(good)-1], errMalformed},
 		{"trailing byte", append(append([]byte{}, good...), 0), errMalformed},
 		{"oversized frame", make([]byte, MaxFrameSize+1), ErrTooLarge},

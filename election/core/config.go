@@ -93,6 +93,15 @@ type Config struct {
 	// included) within LeaseTicks, else it steps down; a follower reports a
 	// coordinator only while the coordinator says it holds that majority.
 	QuorumSize int
+	// HeartbeatWatchers is W: in View mode the coordinator heartbeats the
+	// W top-rated live voters besides itself every round (the members
+	// that act on its silence); HeartbeatBatch is B: it heartbeats about B
+	// of the others a round, in rotation, so each of them hears it once
+	// every ceil(others / B) rounds. Clusters of at most W + B + 1 members,
+	// and Textbook mode, heartbeat everyone every round (fanout.go,
+	// docs/design.md "Heartbeat fan-out"). Defaults 4 and 5.
+	HeartbeatWatchers int
+	HeartbeatBatch    int
 	// LeaseTicks is the quorum lease. Default HeartbeatInterval *
 	// HeartbeatMisses.
 	LeaseTicks int
@@ -155,6 +164,8 @@ func (c *Config) setDefaults() {
 	def(&c.LeaseTicks, c.HeartbeatInterval*c.HeartbeatMisses)
 	def(&c.LeaseMargin, 2)
 	def(&c.SoloDelay, 1000)
+	def(&c.HeartbeatWatchers, 4)
+	def(&c.HeartbeatBatch, 5)
 }
 
 // Validate reports the first field that is out of range, naming the field and
@@ -195,6 +206,12 @@ func (c *Config) validate() error {
 		if f.v < 1 {
 			bad(f.name, f.v, "must be at least 1 tick")
 		}
+	}
+	if c.HeartbeatWatchers < 1 {
+		bad("HeartbeatWatchers", c.HeartbeatWatchers, "must be at least 1 (the top survivor)")
+	}
+	if c.HeartbeatBatch < 1 {
+		bad("HeartbeatBatch", c.HeartbeatBatch, "must be at least 1 member a round")
 	}
 	if c.HandoffTicks < 0 {
 		bad("HandoffTicks", c.HandoffTicks, "must not be negative")

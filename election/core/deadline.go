@@ -107,7 +107,7 @@ func (n *Node) ticksToDeadline() int {
 // health cannot change before ticksToDeadline's own health deadline).
 func (n *Node) followerDeadline() int {
 	h := n.cfg.HeartbeatInterval
-	fire := h*n.cfg.HeartbeatMisses + n.grace + n.health*h
+	fire := n.period()*n.cfg.HeartbeatMisses + n.grace + n.health*h
 	return min(max(fire-n.silence, 1), farTicks)
 }
 
@@ -142,9 +142,9 @@ func (n *Node) skip(k int) {
 // skipFollower runs k ticks of tickFollower that do not fire the detector:
 // the silence grows, and with it the intervals counted as missed.
 func (n *Node) skipFollower(k int) {
-	h := n.cfg.HeartbeatInterval
+	h, e := n.cfg.HeartbeatInterval, n.period()
 	n.silence += k
-	if m := (n.silence - h/2 - n.grace - n.health*h) / h; m > n.misses {
+	if m := (n.silence - e/2 - n.grace - n.health*h) / e; m > n.misses {
 		n.misses = m
 	}
 }

@@ -158,22 +158,32 @@ func (n *Node) Health() int { return n.health }
 
 // tickFollower is the heartbeat failure detector (docs/design.md, "Failure
 // detection"): it gives up on the coordinator after K intervals of
-// silence, plus the lag the coordinator last reported (a starved
+// silence (K periods, for a member the coordinator heartbeats less often
+// than every round: fanout.go), plus the lag the coordinator last reported (a starved
 // coordinator says how late its loop ran, and is given that much more).
 // misses counts the intervals of silence beyond half an interval of
 // jitter; a member that has missed K-1 no longer vouches for the
 // coordinator. Ticks a late loop missed are not silence (Advance).
 func (n *Node) tickFollower() {
 	n.silence++
-	h := n.cfg.HeartbeatInterval
+	h, e := n.cfg.HeartbeatInterval, n.period()
 	patience := n.grace + n.health*h // a late coordinator, or a late self
-	if m := (n.silence - h/2 - patience) / h; m > n.misses {
+	if m := (n.silence - e/2 - patience) / e; m > n.misses {
 		n.misses = m
 	}
-	if n.silence >= h*n.cfg.HeartbeatMisses+patience {
+	if n.silence >= e*n.cfg.HeartbeatMisses+patience {
 		n.counters.HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
 		n.coordinatorFailed()
 	}
+}
+
+// period is the follower's heartbeat period in ticks: H, or the longer
+// one the coordinator told it (fanout.go).
+func (n *Node) period() int {
+	if n.every > 0 {
+		return n.every
+	}
+	return n.cfg.HeartbeatInterval
 }
 
 // coordinatorFailed: the source texts' "waited too long for a message from the

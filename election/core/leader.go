@@ -20,6 +20,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	n.coordinator = n.self.ID
 	n.hbTimer = 0
 	n.idle = 0
+	n.fan.reset()
 	if wasElecting {
 		n.counters.ElectionsWon++
 	}
@@ -82,6 +83,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	n.coordinator = c
 	n.confirmed = confirmed || n.cfg.QuorumSize == 0
 	n.silence, n.misses, n.idle, n.lastSeq, n.grace = 0, 0, 0, 0, 0
+	n.every = n.followerEvery(c) // until its first heartbeat says (fanout.go)
 	if wasElecting {
 		n.counters.ElectionsLost++
 	}
@@ -108,9 +110,14 @@ func (n *Node) unfollow() {
 func (n *Node) heartbeat() {
 	n.hbSeq++
 	n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.LeaseTicks), round{seq: n.hbSeq, at: n.now})
-	for i := 0; i < n.view.r.Len(); i++ {
-		if p := n.view.r.At(i); p.ID != n.self.ID && n.view.alive(p.ID) {
-			n.heartbeatTo(p.ID)
+	if n.fanningOut() {
+		n.heartbeatFanOut() // fanout.go
+	} else {
+		n.fan.period, n.fan.promised = 1, 1 // everyone hears every round
+		for i := 0; i < n.view.r.Len(); i++ {
+			if p := n.view.r.At(i); p.ID != n.self.ID && n.view.alive(p.ID) {
+				n.sendHeartbeat(p.ID, 0)
+			}
 		}
 	}
 	n.lag /= 2 // reported for a few rounds after the late tick
@@ -140,9 +147,13 @@ func trimRounds(rs []round, from int) []round {
 
 // heartbeatTo sends the current round to one member (a member that has
 // just come up gets it at once rather than at the next round).
-func (n *Node) heartbeatTo(id string) {
+func (n *Node) heartbeatTo(id string) { n.sendHeartbeat(id, n.heartbeatEvery(id)) }
+
+// sendHeartbeat sends the current round to id, telling it to expect the
+// next within every ticks (0: H).
+func (n *Node) sendHeartbeat(id string, every uint32) {
 	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.confirmed, Seq: n.hbSeq,
-		Phase: uint32(min(n.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses))})
+		Phase: uint32(min(n.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every})
 }
 
 func (n *Node) onHeartbeat(m Message) {
@@ -162,11 +173,16 @@ func (n *Node) onHeartbeat(m Message) {
 	if n.coordinator != m.From || n.term != m.Term {
 		n.follow(m.From, m.Term, m.Confirmed)
 	}
-	if m.Seq > n.lastSeq+1 && n.lastSeq > 0 {
-		// Heartbeats the coordinator sent that never arrived.
+	if m.Seq > n.lastSeq+1 && n.lastSeq > 0 && n.every == n.cfg.HeartbeatInterval {
+		// Heartbeats the coordinator sent that never arrived (a member
+		// that hears every round; the others hear one round in a period).
 		n.counters.HeartbeatMisses += m.Seq - n.lastSeq - 1
 	}
 	n.lastSeq = max(n.lastSeq, m.Seq)
+	n.every = n.cfg.HeartbeatInterval
+	if m.Every != 0 {
+		n.every = int(min(m.Every, maxEvery))
+	}
 	n.grace = min(int(m.Phase), n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)
 	n.silence, n.misses = 0, 0
 	if n.relayed == m.From {

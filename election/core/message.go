@@ -100,6 +100,11 @@ type Message struct {
 	// stepped down: its followers stop following it and are free of the
 	// promise their acknowledgements made (quorum guard).
 	Released bool
+	// Every: on a Heartbeat, the ticks within which the receiver should
+	// expect the coordinator's next heartbeat; 0 means HeartbeatInterval
+	// (every round). Members outside the coordinator's watchers hear it
+	// less often (fanout.go).
+	Every uint32
 }
 
 // Clone returns a copy that shares no memory with m.

@@ -120,12 +120,14 @@ type Node struct {
 	misses  int    // follower: heartbeat intervals missed in a row
 	grace   int    // follower: the lag the coordinator last reported, in ticks
 	lastSeq uint64 // follower: the last heartbeat round heard in this term
+	every   int    // follower: ticks within which the next heartbeat is due (Message.Every)
 	lag     int    // coordinator: how late its loop ran lately, in ticks
 	// health is the local health score (tickHealth); healthyFor counts
 	// the on-time ticks since it last changed.
 	health, healthyFor int
 	idle               int // ticks with neither a coordinator nor an election
 	hbTimer            int // coordinator: ticks since the last heartbeat round
+	fan                fanOut
 	// The quorum guard (docs/design.md, "Leases").
 	hbSeq       uint64            // coordinator: heartbeat rounds sent in this term
 	rounds      []round           // coordinator: recent rounds and their send ticks

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ type benchCluster struct {
 	taken [4]uint64
 	// sentAtTakeOut is the messages sent when it was taken out.
 	sentAtTakeOut sentCounts
+	// labels: each member's goroutines carry pprof labels role and node
+	// (coordbench idle -cpuprofile).
+	labels bool
 }
 
 // benchNode is one member across its restarts.
@@ -128,7 +132,22 @@ func (c *benchCluster) seeds(b *benchNode) []string {
 
 // startNode starts b's member and elector on b's port (a free one the
 // first time). With elector false only the member runs (memory baseline).
-func (c *benchCluster) startNode(b *benchNode, elector bool) error {
+func (c *benchCluster) startNode(b *benchNode, elector bool) (err error) {
+	if c.labels {
+		role := "follower"
+		if b == c.top() {
+			role = "coordinator"
+		}
+		// Goroutines started below inherit the labels.
+		pprof.Do(context.Background(), pprof.Labels("role", role, "node", b.name), func(context.Context) {
+			err = c.startNodeLabelled(b, elector)
+		})
+		return err
+	}
+	return c.startNodeLabelled(b, elector)
+}
+
+func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 	mc := membership.DefaultConfig()
 	mc.Name, mc.Rating, mc.Algorithm = b.name, b.rating, c.opts.alg
 	mc.BindAddr, mc.BindPort = "127.0.0.1", b.port

@@ -18,7 +18,7 @@ import (
 	"github.com/coordelect/coordelect/membership"
 )
 
-const benchSynopsis = `usage: coordbench failover|compare|soak|nodesoak|memory [flags]
+const benchSynopsis = `usage: coordbench failover|compare|soak|nodesoak|memory|idle [flags]
 
 Measures coordelect on real memberlist clusters, every member on its own
 127.0.0.1 port, with the library's default election configuration.
@@ -35,6 +35,8 @@ Progress goes to stderr; the result to stdout.
   nodesoak   an idle cluster of 'demo node' processes loaded from outside
              (busy processes, or a cgroup CPU quota on every node)
   memory     heap per member with and without electors, after GC
+  idle       an idle cluster in this process: the coordinator's and the
+             followers' sends per second, the process's CPU per member
 
 See 'coordbench failover -h' and so on.`
 
@@ -83,13 +85,14 @@ type benchOptions struct {
 	busy    int           // failover: busy processes per core beside the bench
 }
 
-// maxBenchSize bounds -n: a process of 2 cores runs a few hundred members.
-const maxBenchSize = 500
+// maxBenchSize bounds -n: a process of 2 cores runs 1,000 members
+// (docs/performance.md, "A 1,000-member cluster").
+const maxBenchSize = 1000
 
 // run dispatches coordbench's subcommands.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("want a subcommand: failover, compare, soak, nodesoak or memory")
+		return usagef("want a subcommand: failover, compare, soak, nodesoak, memory or idle")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -105,8 +108,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runNodeSoak(ctx, args[1:], stdout, stderr)
 	case "memory":
 		return runBenchMemory(ctx, args[1:], stdout, stderr)
+	case "idle":
+		return runBenchIdle(ctx, args[1:], stdout, stderr)
 	}
-	return usagef("unknown subcommand %q (want failover, compare, soak, nodesoak or memory)", args[0])
+	return usagef("unknown subcommand %q (want failover, compare, soak, nodesoak, memory or idle)", args[0])
 }
 
 // benchFlags returns a flag set with the flags every subcommand has.

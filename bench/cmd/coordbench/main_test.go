@@ -44,12 +44,12 @@ func checkLeaks(t *testing.T, more ...goleak.Option) {
 
 func TestBenchBadFlags(t *testing.T) {
 	for _, args := range []string{
-		"", "nosuch", "failover -n 1", "failover -n 501", "failover -rounds 0",
+		"", "nosuch", "failover -n 1", "failover -n 1001", "failover -rounds 0",
 		"failover -mode pause", "failover -algorithm raft", "failover -profile fast",
 		"failover -quiet -1s", "failover -timeout 0s", "failover extra",
 		"failover -quorum -1", "failover -n 3 -quorum 4", "failover -busy-per-core -1",
 		"soak", "soak -d 0s", "soak -d 1s -burners -1", "soak -d 1s -nosuchflag",
-		"memory -n 0", "memory -settle -1s",
+		"memory -n 0", "memory -settle -1s", "idle -n 1001", "idle -d 0s", "idle -settle -1s", "idle -timeout 0s",
 		"compare -n 1", "compare -rounds 0", "compare -hb 1ms", "compare -quiet -1s",
 		"nodesoak", "nodesoak -d 1s -load fire", "nodesoak -d 1s -n 1", "nodesoak -d 1s -quota 0",
 		"nodesoak -d 1s -busy-per-core 0", "nodesoak -d 1s -demo /nonexistent/demo",
@@ -64,7 +64,7 @@ func TestBenchBadFlags(t *testing.T) {
 }
 
 func TestBenchHelp(t *testing.T) {
-	for _, args := range []string{"-h", "failover -h", "soak -h", "memory -h", "compare -h", "nodesoak -h"} {
+	for _, args := range []string{"-h", "failover -h", "soak -h", "memory -h", "compare -h", "nodesoak -h", "idle -h"} {
 		var out, errb bytes.Buffer
 		if rc := runArgs(strings.Fields(args), &out, &errb); rc != 0 || !strings.Contains(out.String(), "usage: coordbench") {
 			t.Errorf("%q: rc=%d stdout %q stderr %q; want rc 0 and the usage", args, rc, out.String(), errb.String())
@@ -195,5 +195,24 @@ func TestNodeSoakTiny(t *testing.T) {
 	}
 	if r.MaxSilenceMs <= 0 || r.MaxSilenceNode == "3" {
 		t.Errorf("max silence %v ms at node %q: want a follower's silence measured", r.MaxSilenceMs, r.MaxSilenceNode)
+	}
+}
+
+// A tiny idle run: the coordinator heartbeats the others, the followers
+// send nothing (no quorum guard), and the window and CPU are reported.
+// Nothing is timed.
+func TestBenchIdleTiny(t *testing.T) {
+	checkLeaks(t)
+	var out, errb bytes.Buffer
+	if rc := runArgs(strings.Fields("idle -n 3 -d 500ms -settle 0s"), &out, &errb); rc != 0 {
+		t.Fatalf("rc=%d stderr=%s", rc, errb.String())
+	}
+	var r idleResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v in %q", err, out.String())
+	}
+	if r.N != 3 || r.Seconds < 0.5 || r.Profile != "lan" || r.CoordinatorHeartbeatPerSec <= 0 ||
+		r.CoordinatorSendsPerSec < r.CoordinatorHeartbeatPerSec || r.FollowerMaxSendsPerSec != 0 {
+		t.Errorf("result %+v, want n 3, at least 0.5 s, heartbeats from the coordinator only", r)
 	}
 }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/coordelect/coordelect/bench/internal/failover"
+	"github.com/coordelect/coordelect/election/core"
+)
+
+const benchIdleSynopsis = `usage: coordbench idle [flags]
+
+Starts -n members in this process (highest rating first, as failover does),
+waits until all follow the top-rated one, then leaves the cluster idle for
+-d and reports what it costs: the messages the coordinator's elector sent
+per second (heartbeats, by the fan-out of docs/design.md, and anything
+else), those of the busiest follower and of the average follower, and the
+CPU the whole process used (getrusage), per member. Memberlist's own
+gossip (probes, gossip rounds, push-pull) is not counted: it is the same
+with or without electors. With -cpuprofile FILE it also writes a CPU
+profile of the idle window in which every member's goroutines carry the
+label role=coordinator or role=follower (and node=NAME), so that
+'go tool pprof -tags FILE' splits the CPU between the coordinator and the
+followers. Prints one JSON object.`
+
+// idleResult is what idle prints.
+type idleResult struct {
+	N       int     `json:"n"`
+	Profile string  `json:"profile"`
+	Seconds float64 `json:"idle_s"`
+	// CoordinatorSendsPerSec: messages the coordinator's elector sent per
+	// second, and its heartbeats among them.
+	CoordinatorSendsPerSec     float64 `json:"coordinator_sends_per_s"`
+	CoordinatorHeartbeatPerSec float64 `json:"coordinator_heartbeats_per_s"`
+	// FollowerMaxSendsPerSec and FollowerMeanSendsPerSec: the same for the
+	// busiest follower and on average (acks, with the quorum guard).
+	FollowerMaxSendsPerSec  float64 `json:"follower_max_sends_per_s"`
+	FollowerMeanSendsPerSec float64 `json:"follower_mean_sends_per_s"`
+	// ProcessCPUPercent is the process's CPU over the window, in percent
+	// of one core; PerMemberCPUPercent divides it by n.
+	ProcessCPUPercent   float64 `json:"process_cpu_percent"`
+	PerMemberCPUPercent float64 `json:"per_member_cpu_percent"`
+	// Spurious counts elections started in the window; HeartbeatMisses
+	// the heartbeats followers counted as lost.
+	Spurious        uint64 `json:"spurious_elections"`
+	HeartbeatMisses uint64 `json:"heartbeat_misses"`
+	// StartSeconds is how long the cluster took to start and agree.
+	StartSeconds float64 `json:"start_s"`
+}
+
+func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, error) {
+	o := benchOptions{}
+	fs, profile := benchFlags("idle", &o, 100)
+	fs.DurationVar(&o.dur, "d", 20*time.Second, "how long the idle window lasts")
+	fs.DurationVar(&o.quiet, "settle", 5*time.Second, "how long to wait after agreement before the window")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of the wait for the cluster to agree at start")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the idle window to this file")
+	if err := parseFlags(fs, args, stdout, benchIdleSynopsis); err != nil {
+		return o, "", err
+	}
+	if err := checkBenchCommon(&o, *profile); err != nil {
+		return o, "", err
+	}
+	switch {
+	case o.dur <= 0:
+		return o, "", usagef("-d %v: want more than 0", o.dur)
+	case o.quiet < 0:
+		return o, "", usagef("-settle %v: want 0 or more", o.quiet)
+	case o.timeout <= 0:
+		return o, "", usagef("-timeout %v: want more than 0", o.timeout)
+	}
+	return o, *cpuprofile, nil
+}
+
+func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, cpuprofile, err := parseBenchIdle(args, stdout)
+	if err != nil {
+		return err
+	}
+	log := newBenchLogger(stderr, false)
+	c := newBenchCluster(o, log)
+	c.labels = true
+	t0 := time.Now()
+	if err := c.start(ctx); err != nil {
+		return err
+	}
+	defer c.stop()
+	res := idleResult{N: o.n, Profile: o.profile, StartSeconds: time.Since(t0).Seconds()}
+	if err := failover.Pause(ctx, o.quiet); err != nil {
+		return err
+	}
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	before := make([][core.NumMsgTypes]uint64, len(c.nodes))
+	for i, b := range c.nodes {
+		before[i] = b.count.load()
+	}
+	started, misses := c.electionsStarted(), c.heartbeatMisses()
+	cpu0, w0 := processCPU(), time.Now()
+	err = failover.Pause(ctx, o.dur)
+	cpu1, secs := processCPU(), time.Since(w0).Seconds()
+	if cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
+		return err
+	}
+	res.Seconds = secs
+	var sum float64
+	for i, b := range c.nodes {
+		now := b.count.load()
+		var all uint64
+		for t := range now {
+			all += now[t] - before[i][t]
+		}
+		rate := float64(all) / secs
+		if b == c.top() {
+			res.CoordinatorSendsPerSec = rate
+			res.CoordinatorHeartbeatPerSec = float64(now[core.MsgHeartbeat]-before[i][core.MsgHeartbeat]) / secs
+			continue
+		}
+		sum += rate
+		res.FollowerMaxSendsPerSec = max(res.FollowerMaxSendsPerSec, rate)
+	}
+	res.FollowerMeanSendsPerSec = sum / float64(len(c.nodes)-1)
+	res.ProcessCPUPercent = 100 * (cpu1 - cpu0).Seconds() / secs
+	res.PerMemberCPUPercent = res.ProcessCPUPercent / float64(o.n)
+	res.Spurious = c.electionsStarted() - started
+	res.HeartbeatMisses = c.heartbeatMisses() - misses
+	log.Info("idle window done", "seconds", fmt.Sprintf("%.1f", secs))
+	return printJSON(stdout, res)
+}
+
+// load reads the counter's sent messages by type.
+func (c *benchCounter) load() [core.NumMsgTypes]uint64 {
+	var out [core.NumMsgTypes]uint64
+	for t := range out {
+		out[t] = c.sent[t].Load()
+	}
+	return out
+}
+
+// processCPU returns the user and system time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,214 @@
+package core
+
+// Heartbeat fan-out (docs/design.md, "Heartbeat fan-out"). In View mode a
+// coordinator of a cluster larger than HeartbeatWatchers + HeartbeatBatch
+// + 1 does not heartbeat every member every round. Each round goes to
+//
+//   - the watchers: the HeartbeatWatchers top-rated live voters other than
+//     the coordinator. They are the members that act on a silence (the top
+//     survivor asks the silent coordinator, the voters just below it
+//     corroborate its suspicion in the pre-vote, the others wait for its
+//     announcement), so failover keeps its detection floor of K·H;
+//   - every live voter when the quorum guard is on: the lease needs a
+//     majority of acknowledgements every round, so with the guard the
+//     coordinator's cost is O(QuorumSize), not O(n);
+//   - a rotating slice of the other members, about HeartbeatBatch a round,
+//     so that each of them hears the coordinator once per period of
+//     ceil(rest / HeartbeatBatch) rounds.
+//
+// Every heartbeat says when its receiver should expect the next one
+// (Message.Every, in ticks; 0 means H) and the follower's detector waits
+// K·Every (plus the usual patience) before it gives up. A member that
+// stops being a watcher is sent the new period in the round it stops; one
+// that becomes a watcher is told H by its next heartbeat. When the period
+// grows (members joined) the coordinator first promises the new period
+// through a whole lap at the old one, then switches, so no member is
+// promised less than the gap it will see. A follower that learns a new
+// coordinator from anything but a heartbeat expects the period its own
+// view gives (followerEvery). Textbook mode has no view and heartbeats
+// every member every round, as do clusters small enough (n ≤ W + B + 1),
+// whose heartbeats are exactly what they were before the fan-out.
+
+// maxEvery caps a heartbeat period, in ticks (Message.Every is a uint32).
+const maxEvery = 1 << 31
+
+// fanOut is a coordinator's fan-out state.
+type fanOut struct {
+	watch []string // this round's watchers
+	prev  []string // last round's watchers
+	// cursor is the ring position the rotation resumes at.
+	cursor int
+	// period is the rotation's period in rounds (every rotating member is
+	// visited at least once per period); promised is the period promised
+	// to the members visited (at least period); since is the round the
+	// promise was raised in. period 0: no round sent yet in this term
+	// (followers expect the period their view gives); 1 after rounds that
+	// went to everyone.
+	period, promised int
+	since            uint64
+}
+
+// reset starts a new term's fan-out.
+func (f *fanOut) reset() {
+	f.watch, f.prev = f.watch[:0], f.prev[:0]
+	f.cursor, f.period, f.promised, f.since = 0, 0, 0, 0
+}
+
+// fanningOut reports whether the coordinator's rounds fan out: View mode
+// and more live members besides coord than W + B.
+func (n *Node) fanningOut() bool {
+	return n.cfg.Mode == View && n.liveCount()-1 > n.cfg.HeartbeatWatchers+n.cfg.HeartbeatBatch
+}
+
+// liveCount is the number of members the view holds alive, this node
+// included.
+func (n *Node) liveCount() int { return n.view.r.Len() - len(n.view.dead) }
+
+// fast reports whether p hears every round: a watcher (in ws) or, with
+// the quorum guard, a voter.
+func (n *Node) fast(p Peer, ws []string) bool {
+	if n.cfg.QuorumSize > 0 && !p.NonVoter {
+		return true
+	}
+	for _, w := range ws {
+		if w == p.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// watchers appends to ws the W top-rated live voters other than coord.
+func (n *Node) watchers(ws []string, coord string) []string {
+	r := n.view.r
+	for k := r.Len() - 1; k >= 0 && len(ws) < n.cfg.HeartbeatWatchers; k-- {
+		if p := r.ByRank(k); p.ID != coord && !p.NonVoter && n.view.alive(p.ID) {
+			ws = append(ws, p.ID)
+		}
+	}
+	return ws
+}
+
+// rest counts the live members other than coord that are not fast, given
+// the watchers ws.
+func (n *Node) rest(coord string, ws []string) int {
+	if n.cfg.QuorumSize == 0 {
+		k := n.liveCount() - len(ws)
+		if n.view.alive(coord) && n.view.r.Index(coord) >= 0 {
+			k-- // coord itself
+		}
+		return k
+	}
+	k := 0
+	for i := 0; i < n.view.r.Len(); i++ {
+		if p := n.view.r.At(i); p.ID != coord && p.NonVoter && n.view.alive(p.ID) {
+			k++
+		}
+	}
+	return k
+}
+
+// periodFor is the rotation period, in rounds, for rest members.
+func (n *Node) periodFor(rest int) int {
+	b := n.cfg.HeartbeatBatch
+	return max((rest+b-1)/b, 1)
+}
+
+// promise is the Every a rotating member is sent: the promised period
+// and one round of slack for the rotation's drift as the view changes.
+func (n *Node) promise() uint32 {
+	return uint32(min((n.fan.promised+1)*n.cfg.HeartbeatInterval, maxEvery))
+}
+
+// heartbeatFanOut sends one fanned-out round.
+func (n *Node) heartbeatFanOut() {
+	f := &n.fan
+	f.prev, f.watch = f.watch, f.prev[:0]
+	f.watch = n.watchers(f.watch, n.self.ID)
+	rest := n.rest(n.self.ID, f.watch)
+	target := n.periodFor(rest)
+	switch {
+	case f.period == 0: // the term's first round: followers expect the view's period
+		f.period, f.promised, f.since = target, target, n.hbSeq
+	case target <= f.period:
+		f.period, f.promised, f.since = target, target, n.hbSeq
+	case target > f.promised:
+		// Promise the longer period through a whole lap at the current
+		// one before switching to it.
+		f.promised, f.since = target, n.hbSeq
+	case n.hbSeq >= f.since+uint64(f.period):
+		// Everyone in the rotation has been promised at least target.
+		f.period = target
+	}
+	// Every round: the watchers, or every live voter with the guard.
+	if n.cfg.QuorumSize > 0 {
+		for i := 0; i < n.view.r.Len(); i++ {
+			if p := n.view.r.At(i); p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
+				n.sendHeartbeat(p.ID, 0)
+			}
+		}
+	} else {
+		for _, id := range f.watch {
+			n.sendHeartbeat(id, 0)
+		}
+	}
+	every := n.promise()
+	// Former watchers learn their new period at once.
+	for _, id := range f.prev {
+		if p, ok := n.view.r.Get(id); ok && id != n.self.ID && n.view.alive(id) && !n.fast(p, f.watch) {
+			n.sendHeartbeat(id, every)
+		}
+	}
+	// The rotation: enough members from the cursor on that a lap takes at
+	// most period rounds.
+	r := n.view.r
+	want, start := (rest+f.period-1)/f.period, f.cursor
+	for i, sent := 0, 0; i < r.Len() && sent < want; i++ {
+		pos := (start + i) % r.Len()
+		p := r.At(pos)
+		if p.ID == n.self.ID || !n.view.alive(p.ID) || n.fast(p, f.watch) || n.fast(p, f.prev) {
+			continue
+		}
+		n.sendHeartbeat(p.ID, every)
+		sent++
+		f.cursor = pos + 1
+	}
+	if f.cursor >= r.Len() {
+		f.cursor = 0
+	}
+}
+
+// heartbeatEvery is the Every to send id outside a round (it has just come
+// up): 0 when it hears every round.
+func (n *Node) heartbeatEvery(id string) uint32 {
+	p, ok := n.view.r.Get(id)
+	if !ok || !n.fanningOut() || n.fan.period == 0 || n.fast(p, n.fan.watch) {
+		return 0
+	}
+	return n.promise()
+}
+
+// followerEvery is the heartbeat period, in ticks, that this node expects
+// from coordinator c before c has told it (it follows c on an
+// announcement): H when the view is small enough or this node would be a
+// watcher of c, else the rotation period its view gives, with the slack
+// the coordinator promises.
+func (n *Node) followerEvery(c string) int {
+	h := n.cfg.HeartbeatInterval
+	if n.cfg.Mode != View {
+		return h
+	}
+	live := n.liveCount()
+	if n.view.alive(c) && n.view.r.Index(c) >= 0 {
+		live--
+	}
+	if live <= n.cfg.HeartbeatWatchers+n.cfg.HeartbeatBatch {
+		return h
+	}
+	var buf [8]string
+	ws := n.watchers(buf[:0], c)
+	if n.fast(n.self, ws) {
+		return h
+	}
+	return min((n.periodFor(n.rest(c, ws))+1)*h, maxEvery)
+}

@@ -1,0 +1,187 @@
+package core
+
+import (
+	"strconv"
+	"testing"
+)
+
+// fanWatch records, for a testNet, the heartbeats the coordinator sends:
+// how many per round, and the longest silence each member saw between two
+// of them, in ticks.
+type fanWatch struct {
+	w       *testNet
+	coord   string
+	perRnd  map[uint64]int
+	last    map[string]int // tick of the member's last heartbeat
+	longest map[string]int
+	promise map[string]int // the Every the member was last promised (ticks)
+	broken  []string       // members that waited longer than K times their promise
+}
+
+func newFanWatch(w *testNet, coord string) *fanWatch {
+	f := &fanWatch{w: w, coord: coord, perRnd: map[uint64]int{}, last: map[string]int{},
+		longest: map[string]int{}, promise: map[string]int{}}
+	w.observe = func(m Message) {
+		if m.Type != MsgHeartbeat || m.From != coord {
+			return
+		}
+		now := w.nodes[coord].Now()
+		f.perRnd[m.Seq]++
+		if at, ok := f.last[m.To]; ok {
+			gap := now - at
+			f.longest[m.To] = max(f.longest[m.To], gap)
+			if p := f.promise[m.To]; gap > p { // the follower waits K·promise
+				f.broken = append(f.broken, m.To+" waited "+strconv.Itoa(gap)+" > "+strconv.Itoa(p))
+			}
+		}
+		f.last[m.To] = now
+		p := int(m.Every)
+		if p == 0 {
+			p = w.nodes[coord].cfg.HeartbeatInterval
+		}
+		f.promise[m.To] = p
+	}
+	return f
+}
+
+// At n = 1,000 in View mode the coordinator heartbeats at most W + B
+// members a round, every member still hears it within the period it was
+// promised, and no follower's detector fires: no election, no miss. Before
+// the fan-out the coordinator sent 999 heartbeats a round.
+func TestHeartbeatFanOutBoundsTheCoordinator(t *testing.T) {
+	const n = 1000
+	w := newTestNet(t, Config{Algorithm: Bully, Mode: View}, members(n, func(i int) int64 { return int64(i + 1) }))
+	coord := strconv.Itoa(n)
+	w.bootstrap(coord)
+	f := newFanWatch(w, coord)
+	cfg := w.nodes[coord].cfg
+	const rounds = 500 // over two laps of the rotation (199 rounds)
+	for i := 0; i < rounds*cfg.HeartbeatInterval; i++ {
+		w.tick()
+	}
+	if len(f.perRnd) < rounds-1 {
+		t.Fatalf("%d heartbeat rounds, want about %d", len(f.perRnd), rounds)
+	}
+	for seq, k := range f.perRnd {
+		if k > cfg.HeartbeatWatchers+cfg.HeartbeatBatch {
+			t.Errorf("round %d: %d heartbeats, want at most W + B = %d", seq, k, cfg.HeartbeatWatchers+cfg.HeartbeatBatch)
+		}
+	}
+	if len(f.last) != n-1 {
+		t.Errorf("%d members heard the coordinator, want all %d", len(f.last), n-1)
+	}
+	for _, b := range f.broken {
+		t.Errorf("promise broken: %s", b)
+	}
+	for _, id := range []string{"999", "996"} { // watchers: every round
+		if f.longest[id] != cfg.HeartbeatInterval {
+			t.Errorf("watcher %s: longest gap %d ticks, want H = %d", id, f.longest[id], cfg.HeartbeatInterval)
+		}
+	}
+	if s := w.counter(func(c *Counters) uint64 { return c.ElectionsStarted }); s != 0 {
+		t.Errorf("%d elections started: a follower's detector fired", s)
+	}
+	if m := w.counter(func(c *Counters) uint64 { return c.HeartbeatMisses }); m != 0 {
+		t.Errorf("%d heartbeat misses counted on a lossless network", m)
+	}
+}
+
+// A cluster of 10 (everyone hears every round) grows to 1,000 at once: the
+// members promised H keep hearing the coordinator within their promise
+// while the rotation period grows from 1 round to 199, and the old
+// watchers, pushed out by higher-rated newcomers, are told their new
+// period at once. No detector fires.
+func TestHeartbeatFanOutGrows(t *testing.T) {
+	const n, small = 1000, 9
+	w := newTestNet(t, Config{Algorithm: Bully, Mode: View}, members(n, func(i int) int64 { return int64(i + 1) }))
+	coord := strconv.Itoa(n)
+	late := []string{}
+	for i := small + 1; i < n; i++ {
+		late = append(late, strconv.Itoa(i))
+	}
+	for _, id := range late {
+		w.down[id] = true
+	}
+	for _, id := range w.ids {
+		if !w.down[id] {
+			for _, d := range late {
+				w.nodes[id].PeerDown(d)
+			}
+		}
+	}
+	w.bootstrap(coord)
+	f := newFanWatch(w, coord)
+	h := w.nodes[coord].cfg.HeartbeatInterval
+	for i := 0; i < 20*h; i++ {
+		w.tick()
+	}
+	for _, id := range []string{"1", "5", "9"} {
+		if f.promise[id] != h {
+			t.Fatalf("small cluster: %s promised %d ticks, want H = %d", id, f.promise[id], h)
+		}
+	}
+	for _, id := range late {
+		w.down[id] = false
+		for _, o := range w.ids {
+			if o != id {
+				w.nodes[o].PeerUp(Peer{ID: id, Rating: w.roster.ByRank(w.roster.RankOf(w.roster.Index(id))).Rating})
+				w.flush(o)
+			}
+		}
+	}
+	w.deliver()
+	for i := 0; i < 500*h; i++ {
+		w.tick()
+	}
+	for _, b := range f.broken {
+		t.Errorf("promise broken: %s", b)
+	}
+	if p := f.promise["5"]; p <= 100*h {
+		t.Errorf("after growing to %d: member 5 promised %d ticks, want the rotation's period (about 200 H)", n, p)
+	}
+	if s := w.counter(func(c *Counters) uint64 { return c.ElectionsStarted }); s != 0 {
+		t.Errorf("%d elections started: a follower's detector fired", s)
+	}
+	if c, _, ok := w.agreed(); !ok || c != coord {
+		t.Errorf("agreement lost: %q %v", c, ok)
+	}
+}
+
+// With the quorum guard on, every voter hears every round (the lease needs
+// their acknowledgements) and non-voters rotate: the coordinator's cost is
+// O(voters). 21 voters and 979 non-voters: 20 + B heartbeats a round, and
+// the lease holds.
+func TestHeartbeatFanOutQuorumVoters(t *testing.T) {
+	const n, voters = 1000, 21
+	ms := members(n, func(i int) int64 { return int64(i + 1) })
+	for i := range ms[:n-voters] {
+		ms[i].NonVoter = true
+	}
+	w := newTestNet(t, Config{Algorithm: Bully, Mode: View, QuorumSize: voters}, ms)
+	coord := strconv.Itoa(n)
+	w.bootstrap(coord)
+	f := newFanWatch(w, coord)
+	cfg := w.nodes[coord].cfg
+	for i := 0; i < 300*cfg.HeartbeatInterval; i++ {
+		w.tick()
+	}
+	for seq, k := range f.perRnd {
+		if k > voters-1+cfg.HeartbeatBatch {
+			t.Errorf("round %d: %d heartbeats, want at most %d voters + B = %d", seq, k, voters-1, voters-1+cfg.HeartbeatBatch)
+		}
+	}
+	for i := n - voters; i < n-1; i++ {
+		if id := ms[i].ID; f.longest[id] != cfg.HeartbeatInterval {
+			t.Errorf("voter %s: longest gap %d, want H = %d", id, f.longest[id], cfg.HeartbeatInterval)
+		}
+	}
+	for _, b := range f.broken {
+		t.Errorf("promise broken: %s", b)
+	}
+	if st := w.nodes[coord].Status(); st.State != StateCoordinator || st.Coordinator != coord {
+		t.Errorf("coordinator lost its lease: %+v", st)
+	}
+	if s := w.counter(func(c *Counters) uint64 { return c.ElectionsStarted }); s != 0 {
+		t.Errorf("%d elections started", s)
+	}
+}
