@@ -63,6 +63,10 @@ type peterson struct {
 	last  uint32
 	woken bool // a relay has passed a hand-off's wake-up call on
 	timer int  // ticks without traffic of the election before it restarts
+	// heard: a message of the election reached this node. unheard: the
+	// last election timed out with none reaching it (its predecessors
+	// skip it), so the next one it starts it starts as a relay.
+	heard, unheard bool
 	// phases is the number of phases of the last election this node saw
 	// end, as announced (Node.Phases).
 	phases int
@@ -142,6 +146,7 @@ func (n *Node) Phases() int {
 
 func (p *peterson) reset() {
 	p.relay, p.d, p.e, p.phase, p.second, p.last, p.woken = false, Rank{}, Rank{}, 0, false, 0, false
+	p.heard = false
 	p.timer, p.sentTo, p.waiting = 0, "", false
 }
 
@@ -192,9 +197,15 @@ func (p *peterson) preVoted() {
 
 // begin starts the election of term t. A member backing off after it
 // abdicated does not stand: it wakes the others as a resigning
-// coordinator does.
+// coordinator does. Nor does a member whose last election timed out
+// without a single message of it reaching it (unheard): the members
+// before it skip it (a cut, a lost hop), so the member after it has two
+// predecessors, this one and the one that skipped it, and if this one
+// stood its value would be taken for the skipper's and the maximum lost:
+// every active ends a relay and nobody wins, election after election
+// (issue 13). As a relay it forwards whatever still reaches it.
 func (p *peterson) begin(t Term) {
-	if !p.n.backingOff() {
+	if !p.n.backingOff() && !p.unheard {
 		p.join(t, true)
 		return
 	}
@@ -216,6 +227,7 @@ func (p *peterson) join(t Term, stand bool) {
 	}
 	n.observeTerm(t) // an initiator leaves the coordinator of an older term
 	p.reset()
+	p.unheard = false
 	p.link.begin()
 	p.term = t
 	n.electing = true
@@ -331,6 +343,7 @@ func (p *peterson) wake(m Message) {
 
 // handle processes a message of this node's election.
 func (p *peterson) handle(m Message) {
+	p.heard = true
 	if p.relay {
 		p.forward(m)
 		return
@@ -475,6 +488,7 @@ func (p *peterson) tick() {
 		return
 	}
 	p.n.counters.ElectionsRestarted++
+	p.unheard = !p.heard
 	p.restart()
 }
 
