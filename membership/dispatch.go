@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -34,6 +35,13 @@ type dispatcher struct {
 	timer       *time.Timer        // fires at the earliest link or limbo deadline
 	limbo       limbo              // frames from senders not admitted yet
 	scratch     []core.Message
+
+	// rejoin asks for a join of a restarted member's address (Node.askJoin):
+	// news of a restart can reach this node by gossip before any exchange
+	// has told the restarted member about the cluster, and once this node
+	// holds it alive nothing else would (a seed restarted without seeds
+	// knows nobody). nil: none.
+	rejoin func(addr string)
 }
 
 // run loops until stop or failed is closed, then closes events.
@@ -72,6 +80,7 @@ func (d *dispatcher) handle(items []inboxItem, now time.Time) {
 		case itemMessage:
 			d.receive(it.msg, now)
 		case itemJoin, itemUpdate:
+			d.joinRestarted(it.node)
 			d.membership(d.table.alive(it.node, now), now)
 		case itemLeave:
 			d.membership(d.table.leave(it.node.Name, now), now)
@@ -82,6 +91,24 @@ func (d *dispatcher) handle(items []inboxItem, now time.Time) {
 		d.out.forget(name)
 	}
 }
+
+// joinRestarted asks for a join of a member that restarted, so that it
+// learns the cluster at once. In a large cluster only about
+// restartJoiners of the members that hear of it do (each a push-pull of
+// the whole member list).
+func (d *dispatcher) joinRestarted(info nodeInfo) {
+	if d.rejoin == nil {
+		return
+	}
+	restarted, members := d.table.restart(info)
+	if restarted && (members <= restartJoiners || rand.IntN(members) < restartJoiners) {
+		d.rejoin(info.address())
+	}
+}
+
+// restartJoiners is how many members, in expectation, join a restarted
+// member when they hear of its restart.
+const restartJoiners = 4
 
 // park holds a frame from a sender not (yet) admitted; see limbo.
 func (d *dispatcher) park(sender string, b []byte, now time.Time, reason DropReason) {

@@ -211,7 +211,8 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 		stats: &n.stats, log: logger, wg: &n.wg, links: make(map[string]*outLink)}
 	n.disp = &dispatcher{inbox: n.inbox, table: n.table, out: n.out,
 		events: make(chan election.Event, eventBuffer), stats: &n.stats, log: logger,
-		selfBoot: boot, hold: cfg.ReorderTimeout, maxMsgs: cfg.QueueSize, links: make(map[string]*inLink)}
+		selfBoot: boot, hold: cfg.ReorderTimeout, maxMsgs: cfg.QueueSize, links: make(map[string]*inLink),
+		rejoin: n.askJoin}
 	return n, mc, nil
 }
 

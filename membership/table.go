@@ -108,6 +108,21 @@ func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
 	return t.setMeta(e, info.Meta)
 }
 
+// restart reports whether the live member info describes a restart of a
+// member this table remembers: a boot ID greater than the one it had
+// before it departed or changed. It also returns how many members the
+// table lists (this node included). Call it before alive.
+func (t *table) restart(info nodeInfo) (restarted bool, members int) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	e := t.peers[info.Name]
+	if e == nil || e.meta.Boot == 0 {
+		return false, len(t.peers) + 1
+	}
+	m, err := decodeMeta(info.Meta)
+	return err == nil && m.Boot > e.meta.Boot, len(t.peers) + 1
+}
+
 // leave records a member that left or was declared dead.
 func (t *table) leave(name string, now time.Time) []election.Event {
 	t.mu.Lock()
