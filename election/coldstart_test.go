@@ -127,7 +127,7 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 	if raceEnabled {
 		return tally, c, took // starved followers may miss heartbeats for a while
 	}
-	holdFor(t, 500*time.Millisecond, func() error {
+	holdEvery(t, 5*time.Millisecond, 500*time.Millisecond, func() error {
 		if tm, ok := c.agree(all, top, 0); !ok || tm != term {
 			return fmt.Errorf("the agreement on %s in term %d did not last: %s", top, term, c.describe(all))
 		}
@@ -223,7 +223,7 @@ func TestMemberlistExpectVoters(t *testing.T) {
 		}
 		return true
 	})
-	holdFor(t, time.Second, func() error {
+	holdEvery(t, 5*time.Millisecond, time.Second, func() error {
 		if k := tally.began.Load(); k != 0 {
 			return fmt.Errorf("%d elections started with 4 of 5 expected voters visible: %s", k, c.describe(four))
 		}
@@ -274,24 +274,6 @@ func TestMemberlistExpectWindow(t *testing.T) {
 	}
 	if started, _ := tally.snapshot(); len(started) != 1 {
 		t.Errorf("leader work started %v, want once", started)
-	}
-}
-
-// holdFor checks every 5 ms, for d, that check returns nil.
-func holdFor(t *testing.T, d time.Duration, check func() error) {
-	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	end := time.After(d)
-	for {
-		if err := check(); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-tick.C:
-		case <-end:
-			return
-		}
 	}
 }
 

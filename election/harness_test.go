@@ -218,7 +218,13 @@ func eventually(t *testing.T, within time.Duration, cond func() bool, why func()
 // returns nil.
 func always(t *testing.T, d time.Duration, check func() error) {
 	t.Helper()
-	tick := time.NewTicker(time.Millisecond)
+	holdEvery(t, time.Millisecond, d, check)
+}
+
+// holdEvery checks every period, for d, that check returns nil.
+func holdEvery(t *testing.T, period, d time.Duration, check func() error) {
+	t.Helper()
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	end := time.After(d)
 	for {

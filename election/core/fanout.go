@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // Heartbeat fan-out (docs/design.md, "Heartbeat fan-out"). In View mode a
 // coordinator of a cluster larger than HeartbeatWatchers + HeartbeatBatch
 // + 1 does not heartbeat every member every round. Each round goes to
@@ -70,12 +72,7 @@ func (n *Node) fast(p Peer, ws []string) bool {
 	if n.cfg.QuorumSize > 0 && !p.NonVoter {
 		return true
 	}
-	for _, w := range ws {
-		if w == p.ID {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(ws, p.ID)
 }
 
 // watchers appends to ws the W top-rated live voters other than coord.
