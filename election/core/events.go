@@ -55,24 +55,27 @@ func (n *Node) Advance(k int) {
 }
 
 func (n *Node) tickCoordinator() {
+	if n.cfg.QuorumSize > 0 && !n.confirmed {
+		n.renewLease() // a promise to another term may just have run out
+		lapsed := n.leaseEnd > 0 && n.now-n.leaseEnd >= n.cfg.HeartbeatInterval && n.lag == 0 && n.health == 0
+		never := n.leaseEnd == 0 && n.now-n.declared > n.abdicateWait()
+		if !n.confirmed && (lapsed || never) {
+			// Before this tick's heartbeat round, not after it: a round
+			// sent with the release can arrive after it and make the
+			// follower follow the coordinator again (issue 13: the
+			// member that still reached a cut-off Textbook bully
+			// coordinator went back to it and answered the majority's
+			// ELECTIONs for it, 500 ms instead of 250 to replace it).
+			n.abdicate()
+			return
+		}
+	}
 	if n.hbTimer++; n.hbTimer >= n.cfg.HeartbeatInterval {
 		n.hbTimer = 0
 		n.heartbeat()
 	}
-	if n.cfg.QuorumSize == 0 {
-		return
-	}
-	if n.confirmed {
-		if n.now-n.confirmedAt > 8*n.cfg.LeaseTicks {
-			n.failedLeads = 0 // a leadership that lasted: forget the back-off
-		}
-		return
-	}
-	n.renewLease() // a promise to another term may just have run out
-	lapsed := n.leaseEnd > 0 && n.now-n.leaseEnd >= n.cfg.HeartbeatInterval && n.lag == 0 && n.health == 0
-	never := n.leaseEnd == 0 && n.now-n.declared > n.abdicateWait()
-	if !n.confirmed && (lapsed || never) {
-		n.abdicate()
+	if n.cfg.QuorumSize > 0 && n.confirmed && n.now-n.confirmedAt > 8*n.cfg.LeaseTicks {
+		n.failedLeads = 0 // a leadership that lasted: forget the back-off
 	}
 }
 

@@ -36,11 +36,14 @@ type preVoteRound struct {
 // a guard of one, decides alone), or a member alone that is held back
 // (soloHeld): its round asks nobody, fails, and the election is abandoned.
 func (n *Node) preVoteNeeded() bool {
+	if n.cfg.QuorumSize > 0 {
+		if n.cfg.Mode != View && n.coordinator == n.self.ID {
+			return false // Textbook bully: a lower member's ELECTION makes it win anew
+		}
+		return n.cfg.QuorumSize/2 > 0 || n.bound()
+	}
 	if n.cfg.Mode != View {
 		return false
-	}
-	if n.cfg.QuorumSize > 0 {
-		return n.cfg.QuorumSize/2 > 0 || n.bound()
 	}
 	return n.otherVoterAlive() || n.soloHeld()
 }
