@@ -7,7 +7,9 @@ package core
 // does not start a term that would depose a healthy coordinator when the
 // link comes back); with the guard, when a majority of QuorumSize is free of
 // its promises to another term (so a minority never raises the term, and a
-// winner can gather its lease). A preemption check asks only whether a
+// winner can gather its lease), in Textbook mode too, which that test needs
+// no view for (a cut-off member deposed the majority's coordinator through
+// the one member it still reached; issue 13). A preemption check asks only whether a
 // majority answers at all: a member that cannot reach a majority does not
 // take the role from one that can.
 
@@ -31,10 +33,12 @@ type preVoteRound struct {
 	granted  map[string]bool // voters that granted (election) or answered (preempt)
 }
 
-// preVoteNeeded reports whether raising the term needs a pre-vote: View
-// mode with at least one other live voter (a member alone in its view, or
-// a guard of one, decides alone), or a member alone that is held back
-// (soloHeld): its round asks nobody, fails, and the election is abandoned.
+// preVoteNeeded reports whether raising the term needs a pre-vote: with
+// the guard, a majority of more than one (or a promise of this node's own)
+// in either mode, except for a sitting Textbook coordinator; without it,
+// View mode with at least one other live voter (a member alone in its
+// view decides alone), or a member alone that is held back (soloHeld): its
+// round asks nobody, fails, and the election is abandoned.
 func (n *Node) preVoteNeeded() bool {
 	if n.cfg.QuorumSize > 0 {
 		if n.cfg.Mode != View && n.coordinator == n.self.ID {
