@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/electiontest"
 	"github.com/coordelect/coordelect/membership"
 	"github.com/coordelect/coordelect/membership/membershiptest"
 )
@@ -127,7 +128,7 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 	if raceEnabled {
 		return tally, c, took // starved followers may miss heartbeats for a while
 	}
-	holdEvery(t, 5*time.Millisecond, 500*time.Millisecond, func() error {
+	electiontest.Hold(t, 5*time.Millisecond, 500*time.Millisecond, func() error {
 		if tm, ok := c.agree(all, top, 0); !ok || tm != term {
 			return fmt.Errorf("the agreement on %s in term %d did not last: %s", top, term, c.describe(all))
 		}
@@ -223,7 +224,7 @@ func TestMemberlistExpectVoters(t *testing.T) {
 		}
 		return true
 	})
-	holdEvery(t, 5*time.Millisecond, time.Second, func() error {
+	electiontest.Hold(t, 5*time.Millisecond, time.Second, func() error {
 		if k := tally.began.Load(); k != 0 {
 			return fmt.Errorf("%d elections started with 4 of 5 expected voters visible: %s", k, c.describe(four))
 		}
