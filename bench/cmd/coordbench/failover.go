@@ -169,7 +169,7 @@ func (c *benchCluster) TakeOut(ctx context.Context, name string) error {
 		defer cancel()
 		return b.el.Resign(ctx)
 	}
-	return b.crash()
+	return c.crash(b)
 }
 
 // WaitAgreement waits until the running nodes agree on a coordinator
@@ -198,7 +198,7 @@ func (c *benchCluster) BringBack(ctx context.Context, name string) error {
 		return err
 	}
 	if b.el != nil {
-		if err := b.leave(); err != nil {
+		if err := c.leave(b); err != nil {
 			c.log.Warn("leaving", "node", b.name, "error", err)
 		}
 	}
