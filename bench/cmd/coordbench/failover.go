@@ -44,7 +44,7 @@ type failoverResult struct {
 
 func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 	var alg algorithmFlag
-	o, err := parseBench("failover", 5, benchFailoverSynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
+	return parseBench("failover", 5, benchFailoverSynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
 		fs.IntVar(&o.rounds, "rounds", 20, "number of failovers to measure")
 		fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson")
 		fs.StringVar(&o.mode, "mode", "crash", "crash: crash the coordinator; resign: it hands off")
@@ -55,23 +55,22 @@ func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 		fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard: a coordinator leads only while a majority of it holds its lease); 0: off")
 		fs.IntVar(&o.busy, "busy-per-core", 0, "busy processes per core (sh -c 'while :; do :; done') that load the host from outside the bench's process during the rounds")
 		fs.BoolVar(&o.verbose, "v", false, "log, per round, the node the agreement waited for and the survivors' membership counters")
+	}, func(o *benchOptions) error {
+		o.alg = alg.a
+		switch {
+		case o.rounds < 1:
+			return usagef("-rounds %d: want at least 1", o.rounds)
+		case o.mode != "crash" && o.mode != "resign":
+			return usagef("-mode %q: want crash or resign", o.mode)
+		case o.quiet < 0:
+			return usagef("-quiet %v: want 0 or more", o.quiet)
+		case o.busy < 0:
+			return usagef("-busy-per-core %d: want 0 or more", o.busy)
+		case o.quorum < 0 || o.quorum > o.n:
+			return usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
+		}
+		return nil
 	})
-	o.alg = alg.a
-	switch {
-	case err != nil:
-		return o, err
-	case o.rounds < 1:
-		return o, usagef("-rounds %d: want at least 1", o.rounds)
-	case o.mode != "crash" && o.mode != "resign":
-		return o, usagef("-mode %q: want crash or resign", o.mode)
-	case o.quiet < 0:
-		return o, usagef("-quiet %v: want 0 or more", o.quiet)
-	case o.busy < 0:
-		return o, usagef("-busy-per-core %d: want 0 or more", o.busy)
-	case o.quorum < 0 || o.quorum > o.n:
-		return o, usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
-	}
-	return o, nil
 }
 
 func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writer) error {

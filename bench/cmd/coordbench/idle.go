@@ -61,14 +61,17 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 		fs.DurationVar(&o.quiet, "settle", 5*time.Second, "how long to wait after agreement before the window")
 		fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of the wait for the cluster to agree at start")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the idle window to this file")
+	}, func(o *benchOptions) error {
+		switch {
+		case o.dur <= 0:
+			return usagef("-d %v: want more than 0", o.dur)
+		case o.quiet < 0:
+			return usagef("-settle %v: want 0 or more", o.quiet)
+		}
+		return nil
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return o, "", err
-	case o.dur <= 0:
-		return o, "", usagef("-d %v: want more than 0", o.dur)
-	case o.quiet < 0:
-		return o, "", usagef("-settle %v: want 0 or more", o.quiet)
 	}
 	return o, *cpuprofile, nil
 }

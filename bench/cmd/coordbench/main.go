@@ -115,10 +115,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // parseBench parses the command line of subcommand name: the flags every
-// subcommand has (benchFlags), and those that define adds to them, among
-// which -timeout; it checks the common ones and -timeout. Each subcommand
-// checks its own.
-func parseBench(name string, nDefault int, synopsis string, args []string, stdout io.Writer, define func(*flag.FlagSet, *benchOptions)) (benchOptions, error) {
+// subcommand has (benchFlags) and those that define adds to them, -timeout
+// among them. It checks the common flags, then check checks the
+// subcommand's own, then it checks -timeout.
+func parseBench(name string, nDefault int, synopsis string, args []string, stdout io.Writer,
+	define func(*flag.FlagSet, *benchOptions), check func(*benchOptions) error) (benchOptions, error) {
 	o := benchOptions{}
 	fs, profile := benchFlags(name, &o, nDefault)
 	define(fs, &o)
@@ -126,6 +127,9 @@ func parseBench(name string, nDefault int, synopsis string, args []string, stdou
 		return o, err
 	}
 	if err := checkBenchCommon(&o, *profile); err != nil {
+		return o, err
+	}
+	if err := check(&o); err != nil {
 		return o, err
 	}
 	if o.timeout <= 0 {

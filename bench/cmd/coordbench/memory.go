@@ -27,17 +27,15 @@ object; per-node figures are differences from the heap before the step,
 divided by -n.`
 
 func parseBenchMemory(args []string, stdout io.Writer) (benchOptions, error) {
-	o, err := parseBench("memory", 50, benchMemorySynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
+	return parseBench("memory", 50, benchMemorySynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
 		fs.DurationVar(&o.quiet, "settle", 3*time.Second, "how long each step runs before the heap is read")
 		fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound of the wait for the electors to agree")
+	}, func(o *benchOptions) error {
+		if o.quiet < 0 {
+			return usagef("-settle %v: want 0 or more", o.quiet)
+		}
+		return nil
 	})
-	switch {
-	case err != nil:
-		return o, err
-	case o.quiet < 0:
-		return o, usagef("-settle %v: want 0 or more", o.quiet)
-	}
-	return o, nil
 }
 
 func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -38,20 +38,19 @@ type soakResult struct {
 }
 
 func parseBenchSoak(args []string, stdout io.Writer) (benchOptions, error) {
-	o, err := parseBench("soak", 5, benchSoakSynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
+	return parseBench("soak", 5, benchSoakSynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
 		fs.DurationVar(&o.dur, "d", 0, "how long to run, e.g. 10m (required)")
 		fs.IntVar(&o.burners, "burners", runtime.GOMAXPROCS(0), "CPU-burning goroutines (default one per usable core)")
 		fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of the wait for the cluster to agree at start")
+	}, func(o *benchOptions) error {
+		switch {
+		case o.dur <= 0:
+			return usagef("-d %v: want a duration more than 0, e.g. -d 10m", o.dur)
+		case o.burners < 0:
+			return usagef("-burners %d: want 0 or more", o.burners)
+		}
+		return nil
 	})
-	switch {
-	case err != nil:
-		return o, err
-	case o.dur <= 0:
-		return o, usagef("-d %v: want a duration more than 0, e.g. -d 10m", o.dur)
-	case o.burners < 0:
-		return o, usagef("-burners %d: want 0 or more", o.burners)
-	}
-	return o, nil
 }
 
 func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error {
