@@ -12,8 +12,8 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
-	"github.com/coordelect/coordelect/election/electiontest"
 	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/membership/clustertest"
 	"github.com/coordelect/coordelect/membership/membershiptest"
 )
 
@@ -29,11 +29,11 @@ type realNode struct {
 	el     *election.Elector
 }
 
-// realCluster is electiontest.MemberlistCluster over a FaultNetwork, with
+// realCluster is clustertest.Cluster over a FaultNetwork, with
 // what these tests vary from member to member.
 type realCluster struct {
 	t     *testing.T
-	ec    *electiontest.MemberlistCluster
+	ec    *clustertest.Cluster
 	net   *membershiptest.FaultNetwork
 	nodes map[string]*realNode
 	seeds []string
@@ -46,7 +46,7 @@ type realCluster struct {
 
 func newRealCluster(t *testing.T, mut func(*election.Config)) *realCluster {
 	net := membershiptest.NewFaultNetwork(1, nil)
-	c := &realCluster{t: t, ec: electiontest.NewMemberlistCluster(net), net: net, nodes: map[string]*realNode{}, mut: mut}
+	c := &realCluster{t: t, ec: clustertest.New(net), net: net, nodes: map[string]*realNode{}, mut: mut}
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
 		_ = c.ec.Close()

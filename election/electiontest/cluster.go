@@ -11,7 +11,7 @@ import (
 // Cluster runs Electors on one in-memory Network: the harness of the
 // tests that start N members without sockets. It runs inside a
 // testing/synctest bubble and in real time alike. Its methods are called
-// from one goroutine. membershiptest.Cluster is its real-memberlist twin.
+// from one goroutine. Its real-memberlist twin is membership/clustertest.
 type Cluster struct {
 	// Net is the network the members join; the tests partition it, drop
 	// messages on it and announce deaths on it.

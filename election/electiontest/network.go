@@ -10,11 +10,11 @@
 // goroutines of its own (only time.AfterFunc when a latency is set), so it
 // runs inside a testing/synctest bubble.
 //
-// It is also the one cluster harness of the tests and benchmarks that
-// start N members: Cluster runs Electors on a Network; MemberlistCluster
-// runs them on real memberlist nodes (membership.Node on 127.0.0.1,
-// optionally over a membershiptest.FaultNetwork). Both run each Elector as
-// a Member, and Agree, Describe, Eventually and Hold serve either.
+// It also holds the cluster harness of the tests and benchmarks that start
+// N members: Cluster runs Electors on a Network, and its real-memberlist
+// twin, membership/clustertest, runs them on membership.Nodes. Both run
+// each Elector as a Member, and Agree, Describe, Eventually and Hold serve
+// either.
 package electiontest
 
 import (

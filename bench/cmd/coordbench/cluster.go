@@ -18,18 +18,19 @@ import (
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/election/electiontest"
 	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/membership/clustertest"
 )
 
 // benchCluster is the cluster the benchmarks measure: n members named
 // 1..n with ratings 1..n, each a membership.Node on its own 127.0.0.1 port
 // with an election.Elector on top, as an embedding service runs them
 // (default configurations, no metrics registry, no web page), run by the
-// tests' harness, electiontest.MemberlistCluster. Its methods are called
+// tests' harness, clustertest.Cluster. Its methods are called
 // from one goroutine.
 type benchCluster struct {
 	opts  benchOptions
 	log   hclog.Logger // progress, on stderr
-	ml    *electiontest.MemberlistCluster
+	ml    *clustertest.Cluster
 	nodes []*benchNode
 	// changes is the last waitAgreement's record of leadership changes.
 	changes changeLog
@@ -51,7 +52,7 @@ type benchNode struct {
 	count  *benchCounter // survives restarts: counts only grow
 	mem    *membership.Node
 	el     *election.Elector
-	member *electiontest.MemberlistMember // nil while stopped
+	member *clustertest.Member // nil while stopped
 }
 
 // benchCounter is the Recorder of one node: the counts the benchmarks read,
@@ -79,7 +80,7 @@ func (c *benchCounter) HeartbeatMisses(n uint64) { c.misses.Add(n) }
 
 // newBenchCluster names the nodes; start starts them.
 func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
-	c := &benchCluster{opts: o, log: logger, ml: electiontest.NewMemberlistCluster(nil)}
+	c := &benchCluster{opts: o, log: logger, ml: clustertest.New(nil)}
 	for i := range o.n {
 		c.nodes = append(c.nodes, &benchNode{name: strconv.Itoa(i + 1), rating: int64(i + 1), count: &benchCounter{}})
 	}

@@ -1,4 +1,9 @@
-package electiontest
+// Package clustertest runs a cluster of real members for tests and
+// benchmarks: each a membership.Node (hashicorp/memberlist) on 127.0.0.1
+// with an election.Elector on top, as a service embeds them. It is the
+// real-memberlist twin of electiontest.Cluster, and runs each Elector as an
+// electiontest.Member, so that electiontest.Agree and Describe serve both.
+package clustertest
 
 import (
 	"errors"
@@ -8,42 +13,42 @@ import (
 	"time"
 
 	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/electiontest"
 	"github.com/coordelect/coordelect/membership"
 	"github.com/coordelect/coordelect/membership/membershiptest"
 )
 
-// MemberlistCluster runs members on 127.0.0.1 as a service embeds them:
-// each a membership.Node (real memberlist) with an election.Elector on
-// top. It is Cluster's twin for the tests and benchmarks that need real
-// gossip, and it is safe for concurrent use (members may start from
-// several goroutines at once). Real networks have real clocks: it does not
-// run inside a synctest bubble.
-type MemberlistCluster struct {
+// Cluster runs members on 127.0.0.1 as a service embeds them: each a
+// membership.Node (real memberlist) with an election.Elector on top. It is
+// safe for concurrent use (members may start from several goroutines at
+// once). Real networks have real clocks: it does not run inside a
+// synctest bubble.
+type Cluster struct {
 	// Net, when set, carries every member's memberlist traffic, so that a
 	// test can partition the members or make the network lossy.
 	Net *membershiptest.FaultNetwork
 
 	mu      sync.Mutex
-	members map[string]*MemberlistMember
+	members map[string]*Member
 	names   []string // running members, in the order they joined
 }
 
-// MemberlistMember is one member of a MemberlistCluster: its memberlist
+// Member is one member of a Cluster: its memberlist
 // node and, once Elect has run, its Elector.
-type MemberlistMember struct {
-	*Member // nil while only the node runs
-	Node    *membership.Node
+type Member struct {
+	*electiontest.Member // nil while only the node runs
+	Node                 *membership.Node
 }
 
-// NewMemberlistCluster returns a cluster with no members whose traffic
+// New returns a cluster with no members whose traffic
 // runs over net (nil: memberlist's own transport).
-func NewMemberlistCluster(net *membershiptest.FaultNetwork) *MemberlistCluster {
-	return &MemberlistCluster{Net: net, members: make(map[string]*MemberlistMember)}
+func New(net *membershiptest.FaultNetwork) *Cluster {
+	return &Cluster{Net: net, members: make(map[string]*Member)}
 }
 
 // Join starts a membership node from mc, on 127.0.0.1 unless mc.BindAddr
 // says otherwise, over c.Net when it is set and mc.Transport is not.
-func (c *MemberlistCluster) Join(mc membership.Config) (*MemberlistMember, error) {
+func (c *Cluster) Join(mc membership.Config) (*Member, error) {
 	if mc.BindAddr == "" || mc.BindAddr == membership.DefaultConfig().BindAddr {
 		mc.BindAddr = "127.0.0.1"
 	}
@@ -58,7 +63,7 @@ func (c *MemberlistCluster) Join(mc membership.Config) (*MemberlistMember, error
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", mc.Name, err)
 	}
-	m := &MemberlistMember{Node: node}
+	m := &Member{Node: node}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.members[mc.Name] = m
@@ -68,9 +73,9 @@ func (c *MemberlistCluster) Join(mc membership.Config) (*MemberlistMember, error
 
 // Elect runs an Elector from cfg on m's node (cfg.Transport is set here).
 // If it cannot, the node is closed and leaves the cluster.
-func (c *MemberlistCluster) Elect(m *MemberlistMember, cfg election.Config) error {
+func (c *Cluster) Elect(m *Member, cfg election.Config) error {
 	cfg.Transport = m.Node
-	em, err := Run(m.Node.LocalID(), cfg)
+	em, err := electiontest.Run(m.Node.LocalID(), cfg)
 	if err != nil {
 		c.remove(m.Node.LocalID())
 		return errors.Join(fmt.Errorf("node %s: %w", m.Node.LocalID(), err), m.Node.Close())
@@ -82,7 +87,7 @@ func (c *MemberlistCluster) Elect(m *MemberlistMember, cfg election.Config) erro
 }
 
 // Start joins a node from mc and runs an Elector from cfg on it.
-func (c *MemberlistCluster) Start(mc membership.Config, cfg election.Config) (*MemberlistMember, error) {
+func (c *Cluster) Start(mc membership.Config, cfg election.Config) (*Member, error) {
 	m, err := c.Join(mc)
 	if err != nil {
 		return nil, err
@@ -91,29 +96,29 @@ func (c *MemberlistCluster) Start(mc membership.Config, cfg election.Config) (*M
 }
 
 // Member returns the running member called name, or nil.
-func (c *MemberlistCluster) Member(name string) *MemberlistMember {
+func (c *Cluster) Member(name string) *Member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.members[name]
 }
 
 // Names returns the running members' names, in the order they joined.
-func (c *MemberlistCluster) Names() []string {
+func (c *Cluster) Names() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.names)
 }
 
-// Electors returns the Members (the Electors) of the running members
+// Electors returns the electiontest.Members (the Electors) of the running members
 // called names (every running one with an Elector when names is empty),
 // in that order, for Agree and Describe.
-func (c *MemberlistCluster) Electors(names ...string) []*Member {
+func (c *Cluster) Electors(names ...string) []*electiontest.Member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(names) == 0 {
 		names = c.names
 	}
-	out := make([]*Member, 0, len(names))
+	out := make([]*electiontest.Member, 0, len(names))
 	for _, n := range names {
 		if m := c.members[n]; m != nil && m.Member != nil {
 			out = append(out, m.Member)
@@ -126,8 +131,8 @@ func (c *MemberlistCluster) Electors(names ...string) []*Member {
 // the others: first every Elector stops (no hand-off), then every node
 // shuts down without leaving. It returns the nodes' errors; how each Run
 // ended does not matter to a crash.
-func (c *MemberlistCluster) Crash(names ...string) error {
-	ms := make([]*MemberlistMember, 0, len(names))
+func (c *Cluster) Crash(names ...string) error {
+	ms := make([]*Member, 0, len(names))
 	for _, name := range names {
 		if m := c.remove(name); m != nil {
 			ms = append(ms, m)
@@ -148,7 +153,7 @@ func (c *MemberlistCluster) Crash(names ...string) error {
 // Leave stops name gracefully: its Elector ends (a coordinator hands off
 // first), then its node tells the cluster it leaves, waiting up to
 // timeout, and shuts down.
-func (c *MemberlistCluster) Leave(name string, timeout time.Duration) error {
+func (c *Cluster) Leave(name string, timeout time.Duration) error {
 	m := c.remove(name)
 	if m == nil {
 		return nil
@@ -161,9 +166,9 @@ func (c *MemberlistCluster) Leave(name string, timeout time.Duration) error {
 }
 
 // Close crashes every running member.
-func (c *MemberlistCluster) Close() error { return c.Crash(c.Names()...) }
+func (c *Cluster) Close() error { return c.Crash(c.Names()...) }
 
-func (c *MemberlistCluster) remove(name string) *MemberlistMember {
+func (c *Cluster) remove(name string) *Member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.members[name]
