@@ -46,11 +46,17 @@ func New(net *membershiptest.FaultNetwork) *Cluster {
 	return &Cluster{Net: net, members: make(map[string]*Member)}
 }
 
-// Join starts a membership node from mc, on 127.0.0.1 unless mc.BindAddr
-// says otherwise, over c.Net when it is set and mc.Transport is not.
+// Join starts a membership node from mc over c.Net when it is set and
+// mc.Transport is not. The defaults of membership.DefaultConfig that do not
+// suit many members on one host are replaced: BindAddr 0.0.0.0 by
+// 127.0.0.1, BindPort 7946 by 0 (a free port; see Node.Addr).
 func (c *Cluster) Join(mc membership.Config) (*Member, error) {
-	if mc.BindAddr == "" || mc.BindAddr == membership.DefaultConfig().BindAddr {
+	def := membership.DefaultConfig()
+	if mc.BindAddr == "" || mc.BindAddr == def.BindAddr {
 		mc.BindAddr = "127.0.0.1"
+	}
+	if mc.BindPort == def.BindPort {
+		mc.BindPort = 0
 	}
 	if c.Net != nil && mc.Transport == nil {
 		tr, err := c.Net.Listen(mc.Name, mc.BindAddr, mc.BindPort)
