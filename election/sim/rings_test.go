@@ -68,7 +68,7 @@ func TestRingsAgreeAtScale(t *testing.T) {
 			} {
 				t.Run(fmt.Sprintf("%s/n=%d/%s", alg, n, tc.name), func(t *testing.T) {
 					script := ringScript(alg, n, tc.mode, tc.viewDelay, tc.crash, 60_000)
-					conv, v, err := RunScript(script)
+					conv, v, err := checkScript(script)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -90,7 +90,7 @@ func TestRingsAgreeAfterAnySingleCrash(t *testing.T) {
 	for _, alg := range []core.Algorithm{core.Ring, core.Peterson} {
 		for c := 1; c <= n; c++ {
 			script := ringScript(alg, n, core.View, 0, strconv.Itoa(c), 60_000)
-			if _, v, err := RunScript(script); err != nil || len(v) > 0 {
+			if _, v, err := checkScript(script); err != nil || len(v) > 0 {
 				t.Errorf("%s, crash %d: %v %v", alg, c, err, v)
 			}
 		}
