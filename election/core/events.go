@@ -87,7 +87,6 @@ func (n *Node) checkLease() {
 	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.leaseEnd {
 		n.confirmed = false
 		n.setState(StateCandidate)
-		n.counters.LeaderChanges++
 	}
 }
 

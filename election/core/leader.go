@@ -27,7 +27,6 @@ func (n *Node) becomeCoordinator(t Term) {
 	if n.cfg.QuorumSize == 0 {
 		n.confirmed = true
 		n.setState(StateCoordinator)
-		n.counters.LeaderChanges++
 		return
 	}
 	// A coordinator that wins again while no majority has confirmed it
@@ -77,7 +76,6 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 		n.yielded = false
 	}
 	if n.coordinator != c {
-		n.counters.LeaderChanges++
 		n.preemptAfter = 0 // a preemption request waited for the previous one
 	}
 	n.coordinator = c
@@ -92,9 +90,6 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 
 // unfollow forgets the coordinator (it failed, resigned or is outdated).
 func (n *Node) unfollow() {
-	if n.coordinator != "" {
-		n.counters.LeaderChanges++
-	}
 	n.coordinator = ""
 	n.confirmed = false
 	n.idle = 0
@@ -188,11 +183,7 @@ func (n *Node) onHeartbeat(m Message) {
 	if n.relayed == m.From {
 		n.relayed = "" // heard directly again
 	}
-	wasConfirmed := n.confirmed
 	n.confirmed = m.Confirmed || n.cfg.QuorumSize == 0
-	if wasConfirmed != n.confirmed {
-		n.counters.LeaderChanges++
-	}
 	if n.cfg.QuorumSize > 0 {
 		n.grant(m)
 	}
@@ -247,7 +238,6 @@ func (n *Node) renewLease() {
 	if !n.confirmed && n.now < n.leaseEnd {
 		n.confirmed, n.confirmedAt = true, n.now
 		n.setState(StateCoordinator)
-		n.counters.LeaderChanges++
 		n.heartbeat()
 	}
 }
@@ -294,6 +284,8 @@ type view struct {
 	own  bool // r is this node's own copy
 	mode Mode
 	dead map[string]struct{}
+	// changed: a member came, went or changed since the last Ready.
+	changed bool
 }
 
 func (v *view) alive(id string) bool {
@@ -313,6 +305,7 @@ func (v *view) down(id string) bool {
 		v.dead = make(map[string]struct{})
 	}
 	v.dead[id] = struct{}{}
+	v.changed = true
 	return true
 }
 
@@ -323,7 +316,10 @@ func (v *view) up(p Peer) bool {
 	if !ok && v.r.tagClash(p.ID) != "" {
 		return false
 	}
-	delete(v.dead, p.ID)
+	if _, d := v.dead[p.ID]; d {
+		delete(v.dead, p.ID)
+		v.changed = true
+	}
 	if !ok || q != p {
 		v.update(p)
 	}
@@ -333,6 +329,7 @@ func (v *view) up(p Peer) bool {
 func (v *view) update(p Peer) {
 	v.r = v.r.with(p)
 	v.own = true
+	v.changed = true
 }
 
 // VerifyRound sends a heartbeat round now and returns its number, for a

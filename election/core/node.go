@@ -48,12 +48,14 @@ func (r DropReason) String() string {
 	return "drop"
 }
 
-// Counters are a node's cumulative counts; the driver turns their changes
-// into metrics and the simulator into reports.
+// Counters count what happened in a node between two hand-overs (Ready):
+// the driver adds them to its metrics, the simulator to its reports.
 type Counters struct {
-	Sent     [NumMsgTypes]uint64
+	// Received counts the messages the node accepted for processing, by
+	// type (a message dropped as misaddressed is not counted).
 	Received [NumMsgTypes]uint64
-	Dropped  [NumDropReasons]uint64
+	// Dropped counts the messages the node ignored, by reason.
+	Dropped [NumDropReasons]uint64
 	// ElectionsStarted counts elections this node started (or restarted).
 	ElectionsStarted uint64
 	// ElectionsWon and ElectionsLost count elections this node took part in
@@ -67,8 +69,45 @@ type Counters struct {
 	// the detector gives up on the coordinator. On a healthy cluster it
 	// stays at 0 (heartbeats that are merely late are not misses).
 	HeartbeatMisses uint64
-	// LeaderChanges counts changes of the coordinator this node reports.
-	LeaderChanges uint64
+}
+
+// Add adds d to c, for a driver that keeps totals.
+func (c *Counters) Add(d *Counters) {
+	for t := range c.Received {
+		c.Received[t] += d.Received[t]
+	}
+	for r := range c.Dropped {
+		c.Dropped[r] += d.Dropped[r]
+	}
+	c.ElectionsStarted += d.ElectionsStarted
+	c.ElectionsWon += d.ElectionsWon
+	c.ElectionsLost += d.ElectionsLost
+	c.ElectionsRestarted += d.ElectionsRestarted
+	c.HeartbeatMisses += d.HeartbeatMisses
+}
+
+// Ready is what a Node hands over to its driver (etcd raft's Ready): what
+// to send, what the node reports now, and what happened since the previous
+// Ready. Taking it is acknowledging it: the next Ready starts afresh.
+type Ready struct {
+	// Messages to send, in the order the node queued them. The slice is
+	// the node's buffer: it is valid until the next call into the node (a
+	// driver that keeps a message, or hands it to another goroutine, must
+	// Clone it).
+	Messages []Message
+	// Status is what the node reports now; Electing whether an election it
+	// takes part in is running now.
+	Status   Status
+	Electing bool
+	// ViewChanged: the node's view of the members changed (a member came,
+	// went, or changed its rating; learned from membership or a message).
+	ViewChanged bool
+	// Counters count what happened since the previous Ready.
+	Counters
+	// Decisions are the active/relay ring's phase decisions since the
+	// previous Ready, in order (none for the other algorithms). The slice
+	// is the node's buffer, valid until the next call into the node.
+	Decisions []PhaseDecision
 }
 
 // Status is what a node reports.
@@ -151,8 +190,11 @@ type Node struct {
 	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
 	handoffEnd    int    // tick at which the hand-off proceeds without the driver
 
-	out      []Message
-	counters Counters
+	// What the next Ready hands over (besides Status and Electing).
+	out       []Message
+	counters  Counters
+	decisions []PhaseDecision
+	handed    Status // the Status of the previous Ready
 }
 
 // NewNode validates cfg and returns a node in state sleep: after
@@ -165,6 +207,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	self, _ := cfg.Roster.Get(cfg.ID)
 	n := &Node{cfg: cfg, self: self, tag: Tag(cfg.ID), view: view{r: cfg.Roster, mode: cfg.Mode}}
+	n.handed = n.Status()
 	if cfg.QuorumSize > 1 {
 		// A node that has just started may have acknowledged another
 		// coordinator before it restarted: it keeps that promise unknown.
@@ -228,23 +271,33 @@ func (n *Node) LeaseEnd() (int, bool) {
 	return n.leaseEnd, true
 }
 
-// Counters returns the node's cumulative counts.
-func (n *Node) Counters() *Counters { return &n.counters }
-
 // Electing reports whether an election this node takes part in is running.
 func (n *Node) Electing() bool { return n.electing }
 
-// Ready returns the messages queued since the last call. The slice is the
-// node's buffer: it is valid until the next call into the node.
-func (n *Node) Ready() []Message {
-	out := n.out
-	n.out = n.out[:0]
-	return out
+// Ready hands over what changed since the previous Ready: the messages
+// queued, the node's status, and what it counted. Call it after every call
+// into the node that may have changed something (every input and tick);
+// what it hands over is not handed over again.
+func (n *Node) Ready() Ready {
+	rd := Ready{
+		Messages:    n.out,
+		Status:      n.Status(),
+		Electing:    n.electing,
+		ViewChanged: n.view.changed,
+		Counters:    n.counters,
+		Decisions:   n.decisions,
+	}
+	n.out, n.decisions = n.out[:0], n.decisions[:0]
+	n.counters, n.view.changed = Counters{}, false
+	n.handed = rd.Status
+	return rd
 }
 
-// Pending returns the messages queued since the last Ready, without
-// draining them.
-func (n *Node) Pending() []Message { return n.out }
+// HasReady reports whether a Ready is due: messages are queued, or the
+// node's Status differs from the previous Ready's. A driver that skips
+// Ready otherwise (the simulator, after a tick) loses nothing: the counts
+// and flags wait for the next Ready.
+func (n *Node) HasReady() bool { return len(n.out) > 0 || n.Status() != n.handed }
 
 // Roster returns the node's current member list.
 func (n *Node) Roster() *Roster { return n.view.r }
@@ -260,7 +313,6 @@ func (n *Node) send(m Message) {
 		m.Term = n.term
 	}
 	m.Rating = n.self.Rating
-	n.counters.Sent[m.Type]++
 	n.out = append(n.out, m)
 }
 

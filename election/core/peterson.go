@@ -83,8 +83,6 @@ type peterson struct {
 	// highest term it had seen when it wanted to.
 	waiting bool
 	base    Term
-	// decisions not yet taken by Node.Decisions.
-	decisions []PhaseDecision
 }
 
 // PhaseDecision is what an active process decided at the end of a phase of
@@ -96,18 +94,6 @@ type PhaseDecision struct {
 	// Outcome: "active" (d := e, on to the next phase), "relay", or
 	// "leader" (e == d: the only active left; d is the leader's rank).
 	Outcome string
-}
-
-// Decisions returns the phase decisions this node made since the last
-// call (active/relay ring only; nil otherwise). The simulator traces them.
-func (n *Node) Decisions() []PhaseDecision {
-	p, ok := n.alg.(*peterson)
-	if !ok || len(p.decisions) == 0 {
-		return nil
-	}
-	out := p.decisions
-	p.decisions = nil
-	return out
 }
 
 func newPeterson(n *Node) *peterson {
@@ -381,7 +367,7 @@ func (p *peterson) forward(m Message) {
 // onE: the phase's first message, the d of the nearest active neighbour.
 func (p *peterson) onE(e Rank) {
 	if e == p.d {
-		p.decisions = append(p.decisions, PhaseDecision{Phase: p.phase, D: p.d, E: e, Outcome: "leader"})
+		p.n.decisions = append(p.n.decisions, PhaseDecision{Phase: p.phase, D: p.d, E: e, Outcome: "leader"})
 		p.finish()
 		return
 	}
@@ -394,12 +380,12 @@ func (p *peterson) onF(f Rank) {
 	dec := PhaseDecision{Phase: p.phase, D: p.d, E: p.e, F: f, Outcome: "relay"}
 	if p.e.Compare(p.d) > 0 && p.e.Compare(f) > 0 {
 		dec.Outcome = "active"
-		p.decisions = append(p.decisions, dec)
+		p.n.decisions = append(p.n.decisions, dec)
 		p.d, p.phase, p.second = p.e, p.phase+1, false
 		p.emit(p.d, false)
 		return
 	}
-	p.decisions = append(p.decisions, dec)
+	p.n.decisions = append(p.n.decisions, dec)
 	p.relay = true
 	p.n.setState(StateRelay)
 }
