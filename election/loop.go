@@ -83,8 +83,8 @@ func (e *Elector) flush() {
 	for _, m := range rd.Messages {
 		e.send(m)
 	}
-	e.account(&rd)
-	e.observe(&rd)
+	e.account(rd)
+	e.observe(rd)
 	e.record()
 	if e.node.HandoffPending() && e.workTerm == 0 {
 		// The leader work has stopped (or there is none): pass the role on.

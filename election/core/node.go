@@ -90,10 +90,8 @@ func (c *Counters) Add(d *Counters) {
 // to send, what the node reports now, and what happened since the previous
 // Ready. Taking it is acknowledging it: the next Ready starts afresh.
 type Ready struct {
-	// Messages to send, in the order the node queued them. The slice is
-	// the node's buffer: it is valid until the next call into the node (a
-	// driver that keeps a message, or hands it to another goroutine, must
-	// Clone it).
+	// Messages to send, in the order the node queued them. A driver that
+	// keeps a message, or hands it to another goroutine, must Clone it.
 	Messages []Message
 	// Status is what the node reports now; Electing whether an election it
 	// takes part in is running now.
@@ -105,8 +103,7 @@ type Ready struct {
 	// Counters count what happened since the previous Ready.
 	Counters
 	// Decisions are the active/relay ring's phase decisions since the
-	// previous Ready, in order (none for the other algorithms). The slice
-	// is the node's buffer, valid until the next call into the node.
+	// previous Ready, in order (none for the other algorithms).
 	Decisions []PhaseDecision
 }
 
@@ -190,11 +187,12 @@ type Node struct {
 	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
 	handoffEnd    int    // tick at which the hand-off proceeds without the driver
 
-	// What the next Ready hands over (besides Status and Electing).
+	// What the next Ready hands over (besides Status and Electing), and
+	// the previous Ready (its buffer).
 	out       []Message
 	counters  Counters
 	decisions []PhaseDecision
-	handed    Status // the Status of the previous Ready
+	rd        Ready
 }
 
 // NewNode validates cfg and returns a node in state sleep: after
@@ -207,7 +205,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	self, _ := cfg.Roster.Get(cfg.ID)
 	n := &Node{cfg: cfg, self: self, tag: Tag(cfg.ID), view: view{r: cfg.Roster, mode: cfg.Mode}}
-	n.handed = n.Status()
+	n.rd.Status = n.Status()
 	if cfg.QuorumSize > 1 {
 		// A node that has just started may have acknowledged another
 		// coordinator before it restarted: it keeps that promise unknown.
@@ -277,19 +275,18 @@ func (n *Node) Electing() bool { return n.electing }
 // Ready hands over what changed since the previous Ready: the messages
 // queued, the node's status, and what it counted. Call it after every call
 // into the node that may have changed something (every input and tick);
-// what it hands over is not handed over again.
-func (n *Node) Ready() Ready {
-	rd := Ready{
-		Messages:    n.out,
-		Status:      n.Status(),
-		Electing:    n.electing,
-		ViewChanged: n.view.changed,
-		Counters:    n.counters,
-		Decisions:   n.decisions,
+// what it hands over is not handed over again. The Ready, its slices
+// included, is the node's buffer: it is valid until the next call into
+// the node.
+func (n *Node) Ready() *Ready {
+	rd := &n.rd
+	rd.Messages, rd.Decisions = n.out, n.decisions
+	if st := n.Status(); st != rd.Status { // (most Readies change nothing)
+		rd.Status = st
 	}
+	rd.Electing, rd.ViewChanged, rd.Counters = n.electing, n.view.changed, n.counters
 	n.out, n.decisions = n.out[:0], n.decisions[:0]
 	n.counters, n.view.changed = Counters{}, false
-	n.handed = rd.Status
 	return rd
 }
 
@@ -297,7 +294,7 @@ func (n *Node) Ready() Ready {
 // node's Status differs from the previous Ready's. A driver that skips
 // Ready otherwise (the simulator, after a tick) loses nothing: the counts
 // and flags wait for the next Ready.
-func (n *Node) HasReady() bool { return len(n.out) > 0 || n.Status() != n.handed }
+func (n *Node) HasReady() bool { return len(n.out) > 0 || n.Status() != n.rd.Status }
 
 // Roster returns the node's current member list.
 func (n *Node) Roster() *Roster { return n.view.r }
