@@ -70,11 +70,15 @@ func (n *Node) tickCoordinator() {
 	}
 	n.renewLease() // a promise to another term may just have run out
 	lapsed := n.leaseEnd > 0 && n.now-n.leaseEnd >= n.cfg.HeartbeatInterval && n.lag == 0 && n.health == 0
-	never := n.leaseEnd == 0 && n.now-n.declared > 2*n.cfg.LeaseTicks+n.cfg.LeaseMargin
+	never := n.leaseEnd == 0 && n.now-n.declared > n.abdicateWait()
 	if !n.confirmed && (lapsed || never) {
 		n.abdicate()
 	}
 }
+
+// abdicateWait is how long after declaring a coordinator that no majority
+// confirms waits before it abdicates.
+func (n *Node) abdicateWait() int { return 2*n.cfg.LeaseTicks + n.cfg.LeaseMargin }
 
 // checkLease ends a confirmed coordinator's leadership once its lease has
 // lapsed (first, whenever the clock moves: a resumed process stops leading

@@ -12,7 +12,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	if t > n.term {
 		n.term = t
 	}
-	again := n.coordinator == n.self.ID && !n.confirmed && n.leaseEnd == 0 // see below
+	again := n.coordinator == n.self.ID && !n.confirmed // see below
 	wasElecting := n.electing
 	n.alg.reset()
 	n.electing = false
@@ -35,13 +35,21 @@ func (n *Node) becomeCoordinator(t Term) {
 	// 2 * LeaseTicks + LeaseMargin after that (tickCoordinator): otherwise
 	// each such ELECTION restarts that wait, and a top member cut off from
 	// the majority wins again and again and never backs off (issue 13).
+	// One whose lease lapsed keeps the abdication that the lapse set, a
+	// heartbeat interval after it: winning again used to give it a new
+	// declaration and so 2 * LeaseTicks + LeaseMargin more, during which
+	// the member that still reached it followed it and answered the
+	// connected majority's ELECTIONs for it (3.4 leases to replace it).
 	n.confirmed = false
 	clear(n.acks)
 	if n.acks == nil {
 		n.acks = make(map[string]uint64)
 	}
 	declared := n.now
-	if again {
+	switch {
+	case again && n.leaseEnd > 0:
+		declared = n.leaseEnd + n.cfg.HeartbeatInterval - n.abdicateWait() - 1
+	case again:
 		declared = n.declared
 	}
 	n.leaseEnd, n.hbSeq, n.rounds, n.declared = 0, 0, n.rounds[:0], declared
@@ -226,13 +234,17 @@ func (n *Node) onHeartbeatAck(m Message) {
 // renewLease moves the lease end to the send tick of the newest round that
 // a majority of QuorumSize (this node included) acknowledged, plus
 // LeaseTicks, and confirms a pending coordinator at once. A coordinator
-// still bound by its own promise to another term (bound) counts for
-// nothing until that promise runs out.
+// still bound by its own promise to another term (bound) does not count
+// itself until that promise runs out: it needs acks from a majority
+// without itself. Every such majority meets every majority the other
+// term's lease could rest on in a member that is free of its promise to
+// that term, so the leases still never overlap; and the connected
+// majority's winner, often the member that still heard the cut-off
+// coordinator (and so still acknowledged it), leads as soon as the others
+// acknowledge it instead of a lease and a margin after its last
+// acknowledgement of the old coordinator (issue 13).
 func (n *Node) renewLease() {
-	if n.bound() {
-		return
-	}
-	if end := n.quorumLeaseEnd(); end > n.leaseEnd {
+	if end := n.quorumLeaseEnd(n.bound()); end > n.leaseEnd {
 		n.leaseEnd = end
 	}
 	if !n.confirmed && n.now < n.leaseEnd {
@@ -245,9 +257,13 @@ func (n *Node) renewLease() {
 // quorumLeaseEnd returns the tick at which the lease given by the acks so
 // far lapses: the send tick of the newest round that need voters besides
 // this one acknowledged, plus LeaseTicks; 0 when no round qualifies. It is
-// a floor on the configured size, not on the live view.
-func (n *Node) quorumLeaseEnd() int {
+// a floor on the configured size, not on the live view. A bound node does
+// not count itself: it needs one ack more.
+func (n *Node) quorumLeaseEnd(bound bool) int {
 	need := n.cfg.QuorumSize / 2 // acks needed besides our own
+	if bound {
+		need++
+	}
 	if len(n.rounds) == 0 {
 		return 0
 	}

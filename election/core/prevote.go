@@ -141,7 +141,11 @@ func (n *Node) onPreVote(m Message) {
 		return
 	}
 	ok, heard := n.grantsPreVote(m)
-	n.send(Message{Type: MsgPreVoteAck, To: m.From, Seq: m.Seq, Confirmed: ok, Coordinator: heard})
+	a := Message{Type: MsgPreVoteAck, To: m.From, Seq: m.Seq, Confirmed: ok, Coordinator: heard}
+	if !ok && heard == "" && n.cfg.QuorumSize > 0 {
+		a.Phase = uint32(n.grantEnd - n.now) // refused for a promise: free in Phase ticks
+	}
+	n.send(a)
 }
 
 // grantsPreVote decides an answer; heard names the coordinator this node
@@ -176,6 +180,13 @@ func (n *Node) onPreVoteAck(m Message) {
 		pv.granted[m.From] = true
 		n.preVoteDecide()
 		return
+	}
+	if n.cfg.QuorumSize > 0 && m.Phase > 0 && int(m.Phase) < pv.timer {
+		// Refused for a promise that runs out in Phase ticks: ask again
+		// then rather than a round later (the promises of the old
+		// coordinator's followers run out together, a little after their
+		// detectors give up on it; issue 13).
+		pv.timer = int(m.Phase)
 	}
 	c := m.Coordinator
 	if n.cfg.QuorumSize == 0 && c != "" && c != n.self.ID && m.Term.Tag() == Tag(c) && m.Term >= n.term {
