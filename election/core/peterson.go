@@ -513,3 +513,7 @@ func (p *peterson) resign() {
 	p.woken = true
 	p.pass(Message{Type: MsgElection, Term: p.term, Phase: wakeUp, Initiator: p.n.self.ID})
 }
+
+func (p *peterson) deadline() int { return lapDeadline(p.n, &p.link, p.timer, p.waiting) }
+
+func (p *peterson) skip(k int) { lapSkip(p.n, &p.link, &p.timer, p.waiting, k) }

@@ -400,3 +400,7 @@ func (r *ring) resign() {
 	r.handingOff = true
 	r.open(r.n.nextTerm())
 }
+
+func (r *ring) deadline() int { return lapDeadline(r.n, &r.link, r.timer, r.waiting) }
+
+func (r *ring) skip(k int) { lapSkip(r.n, &r.link, &r.timer, r.waiting, k) }

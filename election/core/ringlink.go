@@ -463,3 +463,42 @@ func abandonLap(n *Node, reset func()) {
 		n.setState(StateLost)
 	}
 }
+
+// lapDeadline mirrors both rings' tick: the hop in flight, and the
+// election's timer, which runs while the node takes part in an election
+// and does not wait for its pre-vote.
+func lapDeadline(n *Node, l *link, timer int, waiting bool) int {
+	d := l.deadline()
+	if n.electing && timer > 0 && !waiting {
+		d = min(d, timer)
+	}
+	return d
+}
+
+// lapSkip runs k ticks of both rings' tick that reach no deadline.
+func lapSkip(n *Node, l *link, timer *int, waiting bool, k int) {
+	l.skip(k)
+	if n.electing && *timer > 0 && !waiting {
+		*timer -= k
+	}
+}
+
+// deadline mirrors link.tick: a hop in flight whose term is behind is
+// released at the next tick, else its receiver is given up on when the
+// hop timer runs out.
+func (l *link) deadline() int {
+	if !l.busy {
+		return farTicks
+	}
+	if l.out[0].m.Term < l.n.term {
+		return 1
+	}
+	return max(l.out[0].timer, 1)
+}
+
+func (l *link) skip(k int) {
+	l.noteLeader(l.n.now - k + 1) // as the first of the k ticks would
+	if l.busy {
+		l.out[0].timer -= k
+	}
+}
