@@ -47,8 +47,7 @@ package core
 // at once (a message may have died with it), and a leader the view holds
 // dead is not announced.
 type peterson struct {
-	n    *Node
-	link link
+	lap       // its timer counts ticks without traffic of the election (idleTicks)
 	term Term // the election this node takes part in (while n.electing)
 	// Active state: d, the e received in this phase, the phase, and
 	// whether the phase's first message (e) has been received.
@@ -62,7 +61,6 @@ type peterson struct {
 	// went round because no active is left to take it, or a duplicate).
 	last  uint32
 	woken bool // a relay has passed a hand-off's wake-up call on
-	timer int  // ticks without traffic of the election before it restarts
 	// heard: a message of the election reached this node. unheard: the
 	// last election timed out with none reaching it (its predecessors
 	// skip it), so the next one it starts it starts as a relay.
@@ -70,19 +68,6 @@ type peterson struct {
 	// phases is the number of phases of the last election this node saw
 	// end, as announced (Node.Phases).
 	phases int
-	sentTo string // the member the last election message went to
-	// coord is the last COORDINATOR forwarded and coordTo its receiver:
-	// View mode resends it if that receiver dies.
-	coord   Message
-	coordTo string
-	// handingOff: this node resigned and does not stand until a
-	// coordinator is known.
-	handingOff bool
-	// waiting: this node wants to start an election and its pre-vote runs
-	// (Node.pv); preVoted starts the election that follows base, the
-	// highest term it had seen when it wanted to.
-	waiting bool
-	base    Term
 }
 
 // PhaseDecision is what an active process decided at the end of a phase of
@@ -97,8 +82,8 @@ type PhaseDecision struct {
 }
 
 func newPeterson(n *Node) *peterson {
-	p := &peterson{n: n}
-	p.link = link{n: n, exhausted: p.local}
+	p := &peterson{}
+	p.lap = newLap(n, p, clockwise, p.local)
 	return p
 }
 
@@ -411,16 +396,8 @@ func (p *peterson) finish() {
 // record accepts c as coordinator in term t after an election of the given
 // number of phases; the COORDINATOR lap reaches c hops after this node.
 func (p *peterson) record(c string, t Term, phases uint32, hops int) {
-	p.phases, p.handingOff = int(phases), false
-	recordLap(p.n, c, t, hops)
-	p.link.noteLeader(p.n.now)
-}
-
-// announce sends the COORDINATOR lap on clockwise after ring position at;
-// the lap ends at its Initiator.
-func (p *peterson) announce(m Message, at int) {
-	p.coord = m
-	p.coordTo, _ = p.link.send(m, clockwise, at)
+	p.phases = int(phases)
+	p.lap.record(c, t, hops)
 }
 
 func (p *peterson) onCoordinator(m Message) {
@@ -462,11 +439,7 @@ func (p *peterson) doubt(m Message, at, hops int) {
 }
 
 func (p *peterson) tick() {
-	p.link.tick()
-	if !p.n.electing || p.timer <= 0 || p.waiting {
-		return // (the pre-vote has its own deadline)
-	}
-	if p.timer--; p.timer > 0 {
+	if !p.tickTimers() {
 		return
 	}
 	if p.n.self.NonVoter {
@@ -476,30 +449,6 @@ func (p *peterson) tick() {
 	p.n.counters.ElectionsRestarted++
 	p.unheard = !p.heard
 	p.restart()
-}
-
-// restart abandons the election and starts the next one (a new term),
-// which every other node joins when its first message reaches it; nodes
-// that time out together start the same one. A hand-off that did not come
-// through becomes an ordinary election.
-func (p *peterson) restart() { restartLap(p.n, p.reset) }
-
-func (p *peterson) abandon() { abandonLap(p.n, p.reset) }
-
-// peerDown (View mode): our successor died, and an election message may
-// have died with it: restart. A COORDINATOR lap handed to it goes on to the
-// next member instead.
-func (p *peterson) peerDown(id string) {
-	n := p.n
-	if n.electing && id == p.sentTo {
-		n.counters.ElectionsRestarted++
-		p.restart()
-		return
-	}
-	if id == p.coordTo && p.coord.Term == n.term {
-		p.coordTo = ""
-		p.announce(p.coord, n.view.r.Index(id))
-	}
 }
 
 // resign hands off at once: the coordinator starts an election in a new
@@ -513,7 +462,3 @@ func (p *peterson) resign() {
 	p.woken = true
 	p.pass(Message{Type: MsgElection, Term: p.term, Phase: wakeUp, Initiator: p.n.self.ID})
 }
-
-func (p *peterson) deadline() int { return lapDeadline(p.n, &p.link, p.timer, p.waiting) }
-
-func (p *peterson) skip(k int) { lapSkip(p.n, &p.link, &p.timer, p.waiting, k) }

@@ -402,8 +402,58 @@ func lapHops(start, self, c, size int) int {
 	return max(dc-ds, 0)
 }
 
-// recordLap accepts c as coordinator in term t as a COORDINATOR lap tells
-// it, the lap reaching c hops after this node. Both rings use it.
+// lap is what the two rings share (ring and peterson embed it): the link
+// that carries their messages hop by hop, the election's timer, the
+// COORDINATOR lap that each passes on to the next working member, and how
+// a ring election ends, restarts or is abandoned.
+type lap struct {
+	n    *Node
+	alg  algorithm // the ring that embeds the lap (its reset)
+	link link
+	// timer counts down while this node takes part in an election: the
+	// ring's lap timeout, the active/relay ring's silence (idleTicks).
+	timer int
+	// sentTo is the member the last election message was handed to
+	// (View mode: its death restarts the election).
+	sentTo string
+	// coord is the last COORDINATOR lap forwarded and coordTo its
+	// receiver: View mode resends it if that receiver dies. coordRoute is
+	// how it goes round: along the ring's list (listed), or clockwise.
+	coord      Message
+	coordTo    string
+	coordRoute route
+	// handingOff: this node resigned and does not stand until a
+	// coordinator is known.
+	handingOff bool
+	// waiting: this node wants to start an election and its pre-vote runs
+	// (Node.pv); preVoted starts the one that follows base, the highest
+	// term it had seen when it wanted to.
+	waiting bool
+	base    Term
+}
+
+// newLap returns the lap of alg, a ring whose COORDINATOR lap goes by
+// coordRoute; exhausted is told of a queued message that found no member
+// left to try.
+func newLap(n *Node, alg algorithm, coordRoute route, exhausted func(Message)) lap {
+	return lap{n: n, alg: alg, link: link{n: n, exhausted: exhausted}, coordRoute: coordRoute}
+}
+
+// tickTimers runs the link's hop timer and the election's timer, which
+// runs while the node takes part in an election and does not wait for its
+// pre-vote (the pre-vote has its own deadline). It reports whether the
+// election's timer ran out in this tick.
+func (l *lap) tickTimers() bool {
+	l.link.tick()
+	if !l.n.electing || l.timer <= 0 || l.waiting {
+		return false
+	}
+	l.timer--
+	return l.timer <= 0
+}
+
+// record accepts c as coordinator in term t as a COORDINATOR lap tells
+// it, the lap reaching c hops after this node.
 //
 // The lap is how the winner learns that it has won, so a follower that the
 // lap reaches before the winner cannot hear a heartbeat until the lap has
@@ -412,7 +462,16 @@ func lapHops(start, self, c, size int) int {
 // every follower more than about K·H of lap time upstream of the winner
 // (some 45 hops at the defaults) time out and start a new election, over
 // and over (docs/reliability.md, "Ring liveness at scale").
-func recordLap(n *Node, c string, t Term, hops int) {
+func (l *lap) record(c string, t Term, hops int) {
+	l.handingOff = false
+	l.accept(c, t, hops)
+	l.link.noteLeader(l.n.now)
+}
+
+// accept follows c, or becomes coordinator, in term t, unless it does
+// already (record).
+func (l *lap) accept(c string, t Term, hops int) {
+	n := l.n
 	if n.coordinator == c && n.term == t {
 		return
 	}
@@ -425,6 +484,77 @@ func recordLap(n *Node, c string, t Term, hops int) {
 	}
 	n.follow(c, t, false)
 	n.silence = -(hops*hopTicks(n) + n.cfg.RoundTrip)
+}
+
+// announce sends the COORDINATOR lap m on from position at (in its list,
+// or on the ring); the lap ends at its Initiator.
+func (l *lap) announce(m Message, at int) {
+	l.coord = m
+	l.coordTo, _ = l.link.send(m, l.coordRoute, at)
+}
+
+// restart abandons the election and starts the next one, in a new term,
+// which every other node joins when its first message reaches it (in the
+// active/relay ring, nodes that time out together start the same one); a
+// non-voter, which cannot stand, only abandons. A hand-off that did not
+// come through becomes an ordinary election.
+func (l *lap) restart() {
+	l.n.electing = false
+	if l.n.self.NonVoter {
+		l.abandon()
+		return
+	}
+	l.n.startElection()
+}
+
+// abandon stops taking part in the election without a result; the node's
+// idle timer starts an election later if no coordinator turns up.
+func (l *lap) abandon() {
+	l.alg.reset()
+	l.n.electing = false
+	if l.n.coordinator == "" {
+		l.n.setState(StateLost)
+	}
+}
+
+// peerDown (View mode): the member this node handed the election's
+// message to died, and the message may have died with it: restart in a
+// new term (docs/algorithms.md: a ring whose membership changes
+// mid-election restarts). A COORDINATOR lap handed to a member that died
+// is sent on to the next one instead: its outcome stands.
+func (l *lap) peerDown(id string) {
+	n := l.n
+	if n.electing && id == l.sentTo {
+		n.counters.ElectionsRestarted++
+		l.restart()
+		return
+	}
+	if id == l.coordTo && l.coord.Term == n.term {
+		l.coordTo = ""
+		at := n.view.r.Index(id)
+		if l.coordRoute == listed {
+			at = listIndex(l.coord.List, id, int(l.coord.Phase)+1)
+		}
+		l.announce(l.coord, at)
+	}
+}
+
+// deadline mirrors tickTimers: the hop in flight, and the election's
+// timer.
+func (l *lap) deadline() int {
+	d := l.link.deadline()
+	if l.n.electing && l.timer > 0 && !l.waiting {
+		d = min(d, l.timer)
+	}
+	return d
+}
+
+// skip runs k ticks of tickTimers that reach no deadline.
+func (l *lap) skip(k int) {
+	l.link.skip(k)
+	if l.n.electing && l.timer > 0 && !l.waiting {
+		l.timer -= k
+	}
 }
 
 // doubtTicks is how long a node whose view holds dead the coordinator that
@@ -441,46 +571,6 @@ func recordLap(n *Node, c string, t Term, hops int) {
 func doubtTicks(n *Node, hops int) int {
 	d := (hops+1)*hopTicks(n) + n.cfg.HeartbeatInterval*min(n.cfg.HeartbeatMisses, 1<<20)
 	return min(d, lapTicks(n))
-}
-
-// restartLap abandons a ring election and starts the next one, in a new
-// term; a non-voter, which cannot stand, only abandons. Both rings use it.
-func restartLap(n *Node, reset func()) {
-	n.electing = false
-	if n.self.NonVoter {
-		abandonLap(n, reset)
-		return
-	}
-	n.startElection()
-}
-
-// abandonLap stops taking part in a ring election without a result; the
-// node's idle timer starts an election later if no coordinator turns up.
-func abandonLap(n *Node, reset func()) {
-	reset()
-	n.electing = false
-	if n.coordinator == "" {
-		n.setState(StateLost)
-	}
-}
-
-// lapDeadline mirrors both rings' tick: the hop in flight, and the
-// election's timer, which runs while the node takes part in an election
-// and does not wait for its pre-vote.
-func lapDeadline(n *Node, l *link, timer int, waiting bool) int {
-	d := l.deadline()
-	if n.electing && timer > 0 && !waiting {
-		d = min(d, timer)
-	}
-	return d
-}
-
-// lapSkip runs k ticks of both rings' tick that reach no deadline.
-func lapSkip(n *Node, l *link, timer *int, waiting bool, k int) {
-	l.skip(k)
-	if n.electing && *timer > 0 && !waiting {
-		*timer -= k
-	}
 }
 
 // deadline mirrors link.tick: a hop in flight whose term is behind is
