@@ -242,37 +242,16 @@ func (p *peterson) local(m Message) {
 }
 
 func (p *peterson) step(m Message) {
-	p.link.heard(m.From)
-	switch m.Type {
-	case MsgElection:
-		if p.link.refuses(m) {
-			return
-		}
-		p.link.ack(m)
-		p.onElection(m)
-	case MsgCoordinator:
-		p.link.ack(m)
-		if m.Term < p.n.term {
-			p.n.drop(DropStaleTerm) // acknowledged, then ignored
-			return
-		}
-		p.onCoordinator(m)
-	case MsgAck:
-		if !p.link.acked(m) {
-			p.n.drop(DropUnexpected)
-		}
-		if n := p.n; m.Initiator == "" && n.electing && !p.waiting && p.term < n.term && n.coordinator == "" {
-			// A member that does not take part told us its newer term
-			// (onElection: an Ack that echoes no hop): the election of
-			// p.term cannot pass it. Start the next one now rather than
-			// after idleTicks. (A hop's Ack carries its sender's term too,
-			// but that sender takes part in an election of its own,
-			// which will reach this node.)
-			n.counters.ElectionsRestarted++
-			p.restart()
-		}
-	default:
-		p.n.drop(DropUnexpected)
+	p.lap.step(m)
+	if n := p.n; m.Type == MsgAck && m.Initiator == "" && n.electing && !p.waiting && p.term < n.term && n.coordinator == "" {
+		// A member that does not take part told us its newer term
+		// (onElection: an Ack that echoes no hop): the election of
+		// p.term cannot pass it. Start the next one now rather than
+		// after idleTicks. (A hop's Ack carries its sender's term too,
+		// but that sender takes part in an election of its own,
+		// which will reach this node.)
+		n.counters.ElectionsRestarted++
+		p.restart()
 	}
 }
 

@@ -156,31 +156,6 @@ func (r *ring) forward(m Message) {
 	r.sentTo = to
 }
 
-func (r *ring) step(m Message) {
-	r.link.heard(m.From)
-	switch m.Type {
-	case MsgElection:
-		if r.link.refuses(m) {
-			return
-		}
-		r.link.ack(m)
-		r.onElection(m)
-	case MsgCoordinator:
-		r.link.ack(m)
-		if m.Term < r.n.term {
-			r.n.drop(DropStaleTerm) // acknowledged, then ignored
-			return
-		}
-		r.onCoordinator(m)
-	case MsgAck:
-		if !r.link.acked(m) {
-			r.n.drop(DropUnexpected) // late: the hop was passed on already
-		}
-	default:
-		r.n.drop(DropUnexpected)
-	}
-}
-
 func (r *ring) onElection(m Message) {
 	n := r.n
 	// A lap of the term of the coordinator this node knows was overtaken by
