@@ -302,8 +302,8 @@ type Ready struct {
 func (n *Node) Ready() *Ready {
 	rd := &n.rd
 	rd.Messages, rd.Decisions = n.out, n.decisions
-	if st := n.Status(); st != rd.Status { // (most Readies change nothing)
-		rd.Status = st
+	if n.statusChanged() {
+		rd.Status = n.Status()
 	}
 	rd.Electing, rd.ViewChanged, rd.Counters = n.electing, n.view.changed, n.counters
 	n.out, n.decisions = n.out[:0], n.decisions[:0]
@@ -315,7 +315,14 @@ func (n *Node) Ready() *Ready {
 // node's Status differs from the previous Ready's. A driver that skips
 // Ready otherwise (the simulator, after a tick) loses nothing: the counts
 // and flags wait for the next Ready.
-func (n *Node) HasReady() bool { return len(n.out) > 0 || n.Status() != n.rd.Status }
+func (n *Node) HasReady() bool { return len(n.out) > 0 || n.statusChanged() }
+
+// statusChanged reports whether Status differs from the previous Ready's,
+// without building it (the ID never changes; most Readies change nothing).
+func (n *Node) statusChanged() bool {
+	s := &n.rd.Status
+	return n.state != s.State || n.term != s.Term || n.self.Rating != s.Rating || n.reported() != s.Coordinator
+}
 
 // Counters count what happened in a node between two hand-overs (Ready):
 // the driver adds them to its metrics, the simulator to its reports.
@@ -395,11 +402,16 @@ type Status struct {
 
 // Status returns what the node reports now.
 func (n *Node) Status() Status {
-	s := Status{ID: n.self.ID, State: n.state, Term: n.term, Rating: n.self.Rating}
-	if n.coordinator != "" && (n.cfg.QuorumSize == 0 || n.confirmed) {
-		s.Coordinator = n.coordinator
+	return Status{ID: n.self.ID, State: n.state, Coordinator: n.reported(), Term: n.term, Rating: n.self.Rating}
+}
+
+// reported is the coordinator Status reports: with the quorum guard, only
+// one that holds a lease.
+func (n *Node) reported() string {
+	if n.cfg.QuorumSize == 0 || n.confirmed {
+		return n.coordinator
 	}
-	return s
+	return ""
 }
 
 // ID returns the node's ID.
