@@ -210,14 +210,14 @@ func TestMetricsAndStatus(t *testing.T) {
 		if b.state != core.StateCoordinator || b.term != term || b.leader != (election.Leadership{Coordinator: "b", Term: term, IsSelf: true}) {
 			t.Errorf("b recorded state %v term %v leader %v", b.state, core.Term(b.term), b.leader)
 		}
-		if b.elections[election.ElectionWon] != 1 || b.elections[election.ElectionStarted] < 2 || b.leaderChanges != 2 {
-			t.Errorf("b recorded elections %v, leader changes %d", b.elections, b.leaderChanges)
+		if b.ElectionsWon != 1 || b.ElectionsStarted < 2 || b.leaderChanges != 2 {
+			t.Errorf("b recorded elections %d won of %d started, leader changes %d", b.ElectionsWon, b.ElectionsStarted, b.leaderChanges)
 		}
-		if b.sent[core.MsgHeartbeat] == 0 || b.received[core.MsgCoordinator] == 0 || b.heartbeatMisses < 3 {
-			t.Errorf("b recorded sent %v received %v misses %d", b.sent, b.received, b.heartbeatMisses)
+		if b.sent[core.MsgHeartbeat] == 0 || b.Received[core.MsgCoordinator] == 0 || b.HeartbeatMisses < 3 {
+			t.Errorf("b recorded sent %v received %v misses %d", b.sent, b.Received, b.HeartbeatMisses)
 		}
-		if a := c.members["a"].rec.snapshot(); a.received[core.MsgHeartbeat] == 0 {
-			t.Errorf("a recorded received %v, want b's heartbeats", a.received)
+		if a := c.members["a"].rec.snapshot(); a.Received[core.MsgHeartbeat] == 0 {
+			t.Errorf("a recorded received %v, want b's heartbeats", a.Received)
 		}
 		// b's failover: from missing K heartbeats, through asking c and,
 		// at once, a whether it hears c (a pre-vote): a's grant ends it

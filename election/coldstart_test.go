@@ -22,8 +22,8 @@ type coldTally struct {
 	mu      sync.Mutex
 	started []string // "name@term" per OnStartedLeading
 	seen    map[uint64]string
-	won     atomic.Int64 // ElectionWon, summed over members
-	began   atomic.Int64 // ElectionStarted, summed over members
+	won     atomic.Int64 // Update.ElectionsWon, summed over members
+	began   atomic.Int64 // Update.ElectionsStarted, summed over members
 }
 
 func (t *coldTally) callbacks(name string) election.Callbacks {
@@ -47,18 +47,11 @@ func (t *coldTally) snapshot() (started []string, terms int) {
 	return append([]string(nil), t.started...), len(t.seen)
 }
 
-type wonRecorder struct {
-	election.NopRecorder
-	t *coldTally
-}
+type wonRecorder struct{ t *coldTally }
 
-func (r wonRecorder) Elections(e election.Result, n uint64) {
-	switch e {
-	case election.ElectionWon:
-		r.t.won.Add(int64(n))
-	case election.ElectionStarted:
-		r.t.began.Add(int64(n))
-	}
+func (r wonRecorder) Record(u election.Update) {
+	r.t.won.Add(int64(u.ElectionsWon))
+	r.t.began.Add(int64(u.ElectionsStarted))
 }
 
 // coldStart starts n members on real memberlist within spread, in an order

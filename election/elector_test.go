@@ -76,7 +76,7 @@ func TestCrashFailover(t *testing.T) {
 				if ctxs[0].Err() == nil {
 					t.Error("the crashed leader's leadership context is still live")
 				}
-				misses := c.members[specs[0].id].rec.snapshot().heartbeatMisses
+				misses := c.members[specs[0].id].rec.snapshot().HeartbeatMisses
 				if misses < election.DefaultHeartbeatMisses {
 					t.Errorf("survivor recorded %d heartbeat misses, want >= K", misses)
 				}

@@ -468,3 +468,16 @@ func (b *bully) resign() {
 		}
 	}
 }
+
+func (b *bully) deadline() int {
+	if !b.n.electing || b.phase == bullyIdle {
+		return farTicks
+	}
+	return max(b.timer, 1)
+}
+
+func (b *bully) skip(k int) {
+	if b.n.electing && b.phase != bullyIdle {
+		b.timer -= k
+	}
+}

@@ -66,8 +66,8 @@ func TestTagClashRefusedAtRunTime(t *testing.T) {
 	if st := node.Status(); st.Coordinator == "01" || st.Term.Epoch() == 5 {
 		t.Fatalf("a message from a clashing sender was taken: %+v", st)
 	}
-	if node.Counters().Dropped[DropOrder] != 1 {
-		t.Fatalf("drops %v, want one for order", node.Counters().Dropped)
+	if rd := node.Ready(); rd.Dropped[DropOrder] != 1 {
+		t.Fatalf("drops %v, want one for order", rd.Dropped)
 	}
 }
 

@@ -54,7 +54,7 @@ func TestPreVoteRefusalSaysWhenFree(t *testing.T) {
 	f.Bootstrap("5", MakeTerm(1, Tag("5")))
 	f.grantEnd = f.now + 3
 	f.Step(Message{Type: MsgPreVote, From: "1", To: "2", Term: f.term, Seq: 1})
-	out := f.Ready()
+	out := f.Ready().Messages
 	if len(out) != 1 || out[0].Type != MsgPreVoteAck || out[0].Confirmed || out[0].Phase != 3 {
 		t.Fatalf("answer %+v, want a refusal free in 3 ticks", out)
 	}

@@ -78,15 +78,6 @@ func (n *Node) soloHeld() bool {
 	return n.cfg.QuorumSize == 0 && n.now < n.soloUntil && !n.otherVoterAlive()
 }
 
-func (n *Node) otherVoterAlive() bool {
-	for i := 0; i < n.view.r.Len(); i++ {
-		if p := n.view.r.At(i); p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
-			return true
-		}
-	}
-	return false
-}
-
 // beginPreVote starts a round. hint names a coordinator that resigned to
 // this node: members that still follow it do not count it as heard.
 func (n *Node) beginPreVote(kind preVoteKind, hint string) {

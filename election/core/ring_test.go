@@ -293,7 +293,7 @@ func TestRingCrashMidElectionRestarts(t *testing.T) {
 	w.deliverUntil(func(m Message) bool { return m.Type == MsgElection && m.To == "3" })
 	// 3 receives and acknowledges the lap, then crashes before passing it on.
 	w.nodes["3"].Step(w.pop())
-	for _, m := range w.nodes["3"].Ready() {
+	for _, m := range w.nodes["3"].Ready().Messages {
 		if m.Type == MsgAck {
 			w.queue = append(w.queue, m)
 		}
@@ -317,7 +317,7 @@ func TestRingViewSuccessorDownRestarts(t *testing.T) {
 	w.detect("1")
 	w.deliverUntil(func(m Message) bool { return m.Type == MsgElection && m.To == "4" })
 	w.crash("4")
-	if got := w.nodes["3"].Counters().ElectionsRestarted; got != 1 {
+	if got := w.total("3").ElectionsRestarted; got != 1 {
 		t.Fatalf("node 3 restarted %d elections, want 1", got)
 	}
 	if c, _ := w.settle(10); c != "5" {

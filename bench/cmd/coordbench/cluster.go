@@ -58,25 +58,20 @@ type benchNode struct {
 // benchCounter is the Recorder of one node: the counts the benchmarks read,
 // updated by the elector's loop and read by the bench goroutine.
 type benchCounter struct {
-	election.NopRecorder
 	sent    [core.NumMsgTypes]atomic.Uint64 // messages sent, by type
-	started atomic.Uint64                   // ElectionStarted
+	started atomic.Uint64                   // elections started
 	misses  atomic.Uint64                   // heartbeat intervals missed
 }
 
-func (c *benchCounter) MessagesSent(t core.MsgType, n uint64) {
-	if int(t) < len(c.sent) {
-		c.sent[t].Add(n)
+func (c *benchCounter) Record(u election.Update) {
+	for t, n := range u.Sent {
+		if n > 0 {
+			c.sent[t].Add(n)
+		}
 	}
+	c.started.Add(u.ElectionsStarted)
+	c.misses.Add(u.HeartbeatMisses)
 }
-
-func (c *benchCounter) Elections(e election.Result, n uint64) {
-	if e == election.ElectionStarted {
-		c.started.Add(n)
-	}
-}
-
-func (c *benchCounter) HeartbeatMisses(n uint64) { c.misses.Add(n) }
 
 // newBenchCluster names the nodes; start starts them.
 func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {

@@ -5,109 +5,35 @@ import (
 	"slices"
 )
 
-// becomeCoordinator makes this node coordinator in term t (t's tag is this
-// node's). With the quorum guard on it stays a candidate until a majority
-// acknowledges it.
-func (n *Node) becomeCoordinator(t Term) {
-	if t > n.term {
-		n.term = t
-	}
-	again := n.coordinator == n.self.ID && !n.confirmed // see below
-	wasElecting := n.electing
-	n.alg.reset()
-	n.electing = false
-	n.suspect = ""
-	n.coordinator = n.self.ID
-	n.hbTimer = 0
-	n.idle = 0
-	n.fan.reset()
-	if wasElecting {
-		n.counters.ElectionsWon++
-	}
-	if n.cfg.QuorumSize == 0 {
-		n.confirmed = true
-		n.setState(StateCoordinator)
-		n.counters.LeaderChanges++
-		return
-	}
-	// A coordinator that wins again while no majority has confirmed it
-	// (Textbook bully: a lower member's ELECTION makes it elect itself
-	// anew) keeps the tick it first declared at, so that it still abdicates
-	// 2 * LeaseTicks + LeaseMargin after that (tickCoordinator): otherwise
-	// each such ELECTION restarts that wait, and a top member cut off from
-	// the majority wins again and again and never backs off (issue 13).
-	// One whose lease lapsed keeps the abdication that the lapse set, a
-	// heartbeat interval after it: winning again used to give it a new
-	// declaration and so 2 * LeaseTicks + LeaseMargin more, during which
-	// the member that still reached it followed it and answered the
-	// connected majority's ELECTIONs for it (3.4 leases to replace it).
-	n.confirmed = false
-	clear(n.acks)
-	if n.acks == nil {
-		n.acks = make(map[string]uint64)
-	}
-	declared := n.now
-	switch {
-	case again && n.leaseEnd > 0:
-		declared = n.leaseEnd + n.cfg.HeartbeatInterval - n.abdicateWait() - 1
-	case again:
-		declared = n.declared
-	}
-	n.leaseEnd, n.hbSeq, n.rounds, n.declared = 0, 0, n.rounds[:0], declared
-	n.setState(StateCandidate)
-}
+// Heartbeats (docs/design.md, "Failure detection" and "Leases"): the
+// coordinator's heartbeat rounds, the follower's failure detector that
+// counts their silence, the node's own health score, and the quorum lease
+// that rides on the rounds' acknowledgements: the follower's promise
+// (grant), the coordinator's lease (renewLease), its lapse (checkLease)
+// and the abdication and back-off of a coordinator that cannot hold one.
 
-// nextTerm is the term this node would win with: one epoch past the highest
-// it has seen, tagged with its own tag.
-func (n *Node) nextTerm() Term { return MakeTerm(n.term.Epoch()+1, n.tag) }
-
-// follow accepts coordinator c in term t (t >= n.term), ending any election.
-func (n *Node) follow(c string, t Term, confirmed bool) {
-	if c == n.self.ID {
-		n.becomeCoordinator(t)
-		return
+func (n *Node) tickCoordinator() {
+	if n.cfg.QuorumSize > 0 && !n.confirmed {
+		n.renewLease() // a promise to another term may just have run out
+		lapsed := n.leaseEnd > 0 && n.now-n.leaseEnd >= n.cfg.HeartbeatInterval && n.lag == 0 && n.health == 0
+		never := n.leaseEnd == 0 && n.now-n.declared > n.abdicateWait()
+		if !n.confirmed && (lapsed || never) {
+			// Before this tick's heartbeat round, not after it: a round
+			// sent with the release can arrive after it and make the
+			// follower follow the coordinator again (issue 13: the
+			// member that still reached a cut-off Textbook bully
+			// coordinator went back to it and answered the majority's
+			// ELECTIONs for it, 500 ms instead of 250 to replace it).
+			n.abdicate()
+			return
+		}
 	}
-	wasElecting := n.electing
-	n.alg.reset()
-	n.electing = false
-	n.suspect = ""
-	if n.pv.kind == preVoteElection {
-		n.endPreVote()
+	if n.hbTimer++; n.hbTimer >= n.cfg.HeartbeatInterval {
+		n.hbTimer = 0
+		n.heartbeat()
 	}
-	n.term = t
-	switch {
-	case !n.yielded || n.coolUntil != 0:
-	case n.yieldTo == "":
-		n.yieldTo = c
-	case n.yieldTo != c:
-		// The successor it handed the role to has been succeeded in turn:
-		// the bully rule applies again.
-		n.yielded = false
-	}
-	if n.coordinator != c {
-		n.counters.LeaderChanges++
-		n.preemptAfter = 0 // a preemption request waited for the previous one
-	}
-	n.coordinator = c
-	n.confirmed = confirmed || n.cfg.QuorumSize == 0
-	n.silence, n.misses, n.idle, n.lastSeq, n.grace = 0, 0, 0, 0, 0
-	n.every = n.followerEvery(c) // until its first heartbeat says (fanout.go)
-	if wasElecting {
-		n.counters.ElectionsLost++
-	}
-	n.setState(StateLost)
-}
-
-// unfollow forgets the coordinator (it failed, resigned or is outdated).
-func (n *Node) unfollow() {
-	if n.coordinator != "" {
-		n.counters.LeaderChanges++
-	}
-	n.coordinator = ""
-	n.confirmed = false
-	n.idle = 0
-	if n.state == StateCoordinator {
-		n.setState(StateLost)
+	if n.cfg.QuorumSize > 0 && n.confirmed && n.now-n.confirmedAt > 8*n.cfg.LeaseTicks {
+		n.failedLeads = 0 // a leadership that lasted: forget the back-off
 	}
 }
 
@@ -196,16 +122,76 @@ func (n *Node) onHeartbeat(m Message) {
 	if n.relayed == m.From {
 		n.relayed = "" // heard directly again
 	}
-	wasConfirmed := n.confirmed
 	n.confirmed = m.Confirmed || n.cfg.QuorumSize == 0
-	if wasConfirmed != n.confirmed {
-		n.counters.LeaderChanges++
-	}
 	if n.cfg.QuorumSize > 0 {
 		n.grant(m)
 	}
 	n.maybePreempt()
 }
+
+// tickFollower is the heartbeat failure detector (docs/design.md, "Failure
+// detection"): it gives up on the coordinator after K intervals of
+// silence (K periods, for a member the coordinator heartbeats less often
+// than every round: fanout.go), plus the lag the coordinator last reported (a starved
+// coordinator says how late its loop ran, and is given that much more).
+// misses counts the intervals of silence beyond half an interval of
+// jitter; a member that has missed K-1 no longer vouches for the
+// coordinator. Ticks a late loop missed are not silence (Advance).
+func (n *Node) tickFollower() {
+	n.silence++
+	h, e := n.cfg.HeartbeatInterval, n.period()
+	patience := n.grace + n.health*h // a late coordinator, or a late self
+	if m := (n.silence - e/2 - patience) / e; m > n.misses {
+		n.misses = m
+	}
+	if n.silence >= e*n.cfg.HeartbeatMisses+patience {
+		n.counters.HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
+		n.coordinatorFailed()
+	}
+}
+
+// period is the follower's heartbeat period in ticks: H, or the longer
+// one the coordinator told it (fanout.go).
+func (n *Node) period() int {
+	if n.every > 0 {
+		return n.every
+	}
+	return n.cfg.HeartbeatInterval
+}
+
+// coordinatorFailed: the source texts' "waited too long for a message from the
+// coordinator", or the view reports it dead.
+func (n *Node) coordinatorFailed() {
+	n.suspect = n.coordinator
+	n.unfollow()
+	n.startElection()
+}
+
+// maxHealth caps the local health score: at most maxHealth heartbeat
+// intervals of extra patience.
+const maxHealth = 4
+
+// tickHealth keeps the node's local health score (Lifeguard's awareness,
+// as memberlist's Awareness): each time its own loop ran late (Advance by
+// more than a tick: CPU starvation, GC, CFS throttling, a pause) it rises
+// by one, up to maxHealth; every K*H ticks on time it falls by one. A node
+// that is itself late gives others that many more heartbeat intervals
+// before it suspects them, and does not skip T on a corroborated suspicion.
+func (n *Node) tickHealth(k int) {
+	if k > 1 {
+		n.health, n.healthyFor = min(n.health+1, maxHealth), 0
+		return
+	}
+	if n.health > 0 {
+		if n.healthyFor++; n.healthyFor >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses {
+			n.health, n.healthyFor = n.health-1, 0
+		}
+	}
+}
+
+// Health returns the node's local health score: 0 when its loop runs on
+// time, up to 4 when it has lately run late (tickHealth).
+func (n *Node) Health() int { return n.health }
 
 // grant acknowledges a heartbeat round (quorum guard). An acknowledgement
 // is a promise: until LeaseTicks + LeaseMargin after its receipt, this node
@@ -259,7 +245,6 @@ func (n *Node) renewLease() {
 	if !n.confirmed && n.now < n.leaseEnd {
 		n.confirmed, n.confirmedAt = true, n.now
 		n.setState(StateCoordinator)
-		n.counters.LeaderChanges++
 		n.heartbeat()
 	}
 }
@@ -303,52 +288,78 @@ func (n *Node) quorumLeaseEnd(bound bool) int {
 // pending coordinator without waiting for the next tick).
 func (n *Node) tickCoordinatorLease() { n.renewLease() }
 
-// view is the node's membership knowledge: a shared roster (copied on the
-// first change) and, in View mode, the set of members known dead.
-type view struct {
-	r    *Roster
-	own  bool // r is this node's own copy
-	mode Mode
-	dead map[string]struct{}
+// LeaseEnd returns the tick at which this coordinator's quorum lease
+// lapses, and false when the node is not a coordinator holding a lease
+// (quorum guard off, a follower, or a lease not yet confirmed). The driver
+// turns it into a deadline on its monotonic clock.
+func (n *Node) LeaseEnd() (int, bool) {
+	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.confirmed {
+		return 0, false
+	}
+	return n.leaseEnd, true
 }
 
-func (v *view) alive(id string) bool {
-	if v.mode != View || v.dead == nil {
-		return true
+// checkLease ends a confirmed coordinator's leadership once its lease has
+// lapsed (first, whenever the clock moves: a resumed process stops leading
+// before it does anything else). It keeps heartbeating, unconfirmed: acks
+// that come back soon (a loaded host, a lost round) confirm it again in the
+// same term; a heartbeat interval later it abdicates (tickCoordinator),
+// unless its own loop ran late lately (then the acks are late because it
+// was). On a loaded host the health score stays above 0 for hundreds of ms
+// after the lease lapsed, and a cut-off bully coordinator re-announces
+// itself to the connected majority's candidate all that while (issue 13:
+// 380-860 ms to replace it on real memberlist at load 10-17, against 2
+// leases, 300; docs/reliability.md, "The guard's two-lease target").
+// Counting only lag here was tried: it abdicated 80-105 ms after the
+// lapse, but a loaded coordinator that is merely slow then abdicates too.
+func (n *Node) checkLease() {
+	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.leaseEnd {
+		n.confirmed = false
+		n.setState(StateCandidate)
 	}
-	_, d := v.dead[id]
-	return !d
 }
 
-// down marks id dead; it reports whether anything changed.
-func (v *view) down(id string) bool {
-	if v.r.Index(id) < 0 || !v.alive(id) {
-		return false
+// abdicateWait is how long after declaring a coordinator that no majority
+// confirms waits before it abdicates.
+func (n *Node) abdicateWait() int { return 2*n.cfg.LeaseTicks + n.cfg.LeaseMargin }
+
+// abdicate: with the guard, a coordinator whose lease lapsed a heartbeat
+// interval ago (and whose own loop ran on time), or that no majority confirmed within 2 * LeaseTicks + LeaseMargin
+// of declaring, cannot reach a majority. It steps down and releases its followers, who
+// elect at once (the connected majority does not wait for its detectors,
+// nor defend a coordinator that some of it still hears), and displaces
+// the new coordinator only after a back-off that doubles with each failed
+// leadership, from 2 leases to 64.
+func (n *Node) abdicate() {
+	n.backOff()
+	if n.handingOff {
+		return
 	}
-	if v.dead == nil {
-		v.dead = make(map[string]struct{})
-	}
-	v.dead[id] = struct{}{}
-	return true
+	n.beginHandoff("", false, false)
 }
 
-// up marks p alive, adding it to the roster if it is new. It reports
-// false, changing nothing, for a new member whose tag another member has.
-func (v *view) up(p Peer) bool {
-	q, ok := v.r.Get(p.ID)
-	if !ok && v.r.tagClash(p.ID) != "" {
-		return false
-	}
-	delete(v.dead, p.ID)
-	if !ok || q != p {
-		v.update(p)
-	}
-	return true
+// backOff starts the back-off of a coordinator that failed to lead: it
+// doubles with each failed leadership, from 2 leases to 64.
+func (n *Node) backOff() {
+	n.failedLeads = min(n.failedLeads+1, 6)
+	n.coolUntil = n.now + n.cfg.LeaseTicks<<n.failedLeads
 }
 
-func (v *view) update(p Peer) {
-	v.r = v.r.with(p)
-	v.own = true
+// backingOff reports an abdicated node's back-off: it does not stand in
+// elections nor displace a coordinator.
+func (n *Node) backingOff() bool { return n.now < n.coolUntil }
+
+// tickCoolOff ends an abdicated node's back-off: it may displace the
+// coordinator again by the preemption policy.
+func (n *Node) tickCoolOff() {
+	if n.coolUntil == 0 || n.now < n.coolUntil {
+		return
+	}
+	n.coolUntil = 0
+	if n.yielded {
+		n.yielded = false
+		n.maybePreempt()
+	}
 }
 
 // VerifyRound sends a heartbeat round now and returns its number, for a
