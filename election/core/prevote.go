@@ -104,27 +104,36 @@ func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 
 // askPreVote sends the round's question. Without the guard a first round
 // goes to the two live voters nearest below this node by rank (above when
-// there are none below), skipping the suspect and the hint; a wide one
-// (and every round with the guard) to every live voter that has not
-// granted yet. It returns how many were asked.
+// there are none below), skipping the suspect and the hint; a wide one to
+// every live voter, or to wideAsk of them (sampleWide) in a larger
+// cluster; with the guard, and for a preemption check, every round goes to
+// every live voter that has not granted yet. It returns how many were
+// asked.
 func (n *Node) askPreVote(wide bool) int {
 	pv := &n.pv
 	r := n.view.r
 	self := r.RankOf(r.Index(n.self.ID))
 	asked := 0
+	eligible := func(p Peer) bool {
+		return p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) && !pv.granted[p.ID] &&
+			(wide || p.ID != n.suspect && p.ID != pv.hint)
+	}
 	ask := func(p Peer) bool {
-		if p.ID == n.self.ID || p.NonVoter || !n.view.alive(p.ID) || pv.granted[p.ID] ||
-			!wide && (p.ID == n.suspect || p.ID == pv.hint) {
+		if !eligible(p) {
 			return true
 		}
 		n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Phase: uint32(pv.kind)})
 		asked++
 		return wide || asked < 2
 	}
-	for k := self - 1; k >= 0 && ask(r.ByRank(k)); k-- {
-	}
-	if wide || asked == 0 {
-		for k := self + 1; k < r.Len() && ask(r.ByRank(k)); k++ {
+	if wide && n.cfg.QuorumSize == 0 && pv.kind == preVoteElection && n.sampleWide(self, eligible, ask) {
+		asked = wideAsk
+	} else {
+		for k := self - 1; k >= 0 && ask(r.ByRank(k)); k-- {
+		}
+		if wide || asked == 0 {
+			for k := self + 1; k < r.Len() && ask(r.ByRank(k)); k++ {
+			}
 		}
 	}
 	pv.timer = n.cfg.AnswerTimeout
@@ -132,6 +141,40 @@ func (n *Node) askPreVote(wide bool) int {
 		pv.timer = 2 * n.cfg.RoundTrip
 	}
 	return asked
+}
+
+// wideAsk bounds a wide pre-vote round without the guard. One grant is
+// all such a round needs, and asking every live voter costs O(n) messages
+// a round: at 64 members in one process (issue 13) the wide rounds of
+// members whose answers came late (a process starved of CPU) were 2,000
+// pre-votes a second, which starved it further (docs/reliability.md, "64
+// members on real memberlist").
+const wideAsk = 8
+
+// sampleWide asks the wide round of an election's pre-vote without the
+// guard when more than wideAsk + 2 voters are eligible (else it asks
+// nobody and reports false: the round asks them all, as always): wideAsk
+// of them, consecutive in rank order going down from this node (round the
+// top), from an offset that moves on with each round, so that the rounds
+// of a node that keeps failing come to ask every voter in turn (a member
+// on the majority side of a partition whose nearest voters by rank are on
+// the other side finds one of its own).
+func (n *Node) sampleWide(self int, eligible, ask func(Peer) bool) bool {
+	r := n.view.r
+	var cands []Peer
+	for k := 1; k < r.Len(); k++ {
+		if p := r.ByRank((self - k + r.Len()) % r.Len()); eligible(p) {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) <= wideAsk+2 {
+		return false
+	}
+	from := int(n.pv.round%uint64(len(cands)/wideAsk+1)) * wideAsk
+	for i := range wideAsk {
+		ask(cands[(from+i)%len(cands)])
+	}
+	return true
 }
 
 // onPreVote answers a pre-vote. A non-voter does not answer.

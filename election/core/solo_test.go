@@ -255,3 +255,44 @@ func TestSoloNoHoldWithGuard(t *testing.T) {
 	}
 	t.Fatalf("no pre-vote within %d ticks of the members' return", limit)
 }
+
+// A wide pre-vote round without the guard asks wideAsk voters of a large
+// cluster, not every one (issue 13: at 64 members in one process the wide
+// rounds of starved members, 63 questions each, were 2,000 pre-votes a
+// second), and the rounds of a member that keeps failing come to ask
+// every voter in turn. Node "1" of 64 loses coordinator "64" and nobody
+// ever answers.
+func TestPreVoteWideRoundIsBounded(t *testing.T) {
+	for _, alg := range []Algorithm{Bully, Ring, Peterson} {
+		t.Run(alg.String(), func(t *testing.T) {
+			const n = 64
+			node := soloNode(t, alg, n)
+			perRound := map[uint64]map[string]bool{}
+			asked := map[string]bool{}
+			for range 5000 {
+				node.Tick()
+				for _, m := range node.Ready() {
+					if m.Type != MsgPreVote {
+						continue
+					}
+					if perRound[m.Seq] == nil {
+						perRound[m.Seq] = map[string]bool{}
+					}
+					perRound[m.Seq][m.To] = true
+					asked[m.To] = true
+				}
+			}
+			if len(perRound) < 8 {
+				t.Fatalf("%d pre-vote rounds in 5,000 ticks, want at least 8", len(perRound))
+			}
+			for round, to := range perRound {
+				if len(to) > 2+wideAsk {
+					t.Errorf("round %d asked %d voters, want at most %d", round, len(to), 2+wideAsk)
+				}
+			}
+			if len(asked) != n-1 {
+				t.Errorf("%d rounds asked %d distinct voters, want all %d others", len(perRound), len(asked), n-1)
+			}
+		})
+	}
+}
