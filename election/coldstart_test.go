@@ -77,6 +77,14 @@ func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mu
 // waits up to 20 s for the agreement, or 2 s per member for more than 10.
 func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config)) (*coldTally, *realCluster, time.Duration) {
 	t.Helper()
+	return coldStartClusterMemb(t, alg, n, seeds, spread, seed, mut, nil)
+}
+
+// coldStartClusterMemb is coldStartCluster with memb, when set, tuning
+// each member's membership configuration (after the loopback defaults of
+// the tests: ProfileLocal).
+func coldStartClusterMemb(t *testing.T, alg core.Algorithm, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config), memb func(*membership.Config)) (*coldTally, *realCluster, time.Duration) {
+	t.Helper()
 	c := newRealCluster(t, nil)
 	tally := &coldTally{seen: map[uint64]string{}}
 	trs := make([]*membershiptest.FaultTransport, n)
@@ -111,7 +119,7 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 					c.net.Unblock(trs[j].Name(), trs[i].Name())
 				}
 			}
-			nodes[i], errs[i] = startCold(fmt.Sprintf("n%d", i+1), int64(i+1), alg, trs[i], seedAddrs, tally, mut)
+			nodes[i], errs[i] = startCold(fmt.Sprintf("n%d", i+1), int64(i+1), alg, trs[i], seedAddrs, tally, mut, memb)
 		})
 	}
 	wg.Wait()
@@ -136,11 +144,14 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 	return tally, c, took
 }
 
-func startCold(name string, rating int64, alg core.Algorithm, tr *membershiptest.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {
+func startCold(name string, rating int64, alg core.Algorithm, tr *membershiptest.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config), memb func(*membership.Config)) (*realNode, error) {
 	mcfg := membership.DefaultConfig()
 	mcfg.Name, mcfg.Rating, mcfg.Algorithm = name, rating, alg
 	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
 	mcfg.Seeds, mcfg.RejoinInterval = seeds, time.Second
+	if memb != nil {
+		memb(&mcfg)
+	}
 	mem, err := membership.New(mcfg)
 	if err != nil {
 		return nil, err
@@ -202,7 +213,7 @@ func TestMemberlistExpectVoters(t *testing.T) {
 	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, 20*time.Second }
 	var seeds []string
 	start := func(i int) {
-		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect)
+		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +259,7 @@ func TestMemberlistExpectWindow(t *testing.T) {
 	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, time.Second }
 	var seeds []string
 	for i := 1; i <= 3; i++ {
-		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect)
+		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
