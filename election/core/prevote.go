@@ -29,7 +29,24 @@ type preVoteRound struct {
 	deadline int  // guard: tick at which the round is given up
 	hint     string
 	granted  map[string]bool // voters that granted (election) or answered (preempt)
+	// slow counts this node's election pre-votes in a row, without the
+	// guard, that nobody answered in time; each doubles the next one's
+	// wait for answers (slowWait).
+	slow int
 }
+
+// maxSlow caps preVoteRound.slow: a round waits at most 16 times T.
+const maxSlow = 4
+
+// slowWait is how long a pre-vote round without the guard waits for its
+// answers: T, doubled for each round in a row that nobody answered in
+// time. The answers are only late when every member is slow: a process
+// starved of CPU, as 64 members in one process on 2 shared cores were
+// (issue 13), where a question and its answer took longer than 2 T, so
+// every round failed, the late grants were dropped, and nobody raised
+// the term for minutes. A member that is cut off waits longer between its
+// failed rounds, which costs nothing: nobody answers it anyway.
+func (n *Node) slowWait() int { return n.cfg.AnswerTimeout << n.pv.slow }
 
 // preVoteNeeded reports whether raising the term needs a pre-vote: View
 // mode with at least one other live voter (a member alone in its view, or
@@ -59,6 +76,12 @@ func (n *Node) preVoteNeeded() bool {
 // noteDeparture is told of a member that has just left the view: the
 // departure of a voter that leaves another one alive opens the window.
 func (n *Node) noteDeparture(id string) {
+	// The view changed: answers may come at once now, or nobody is left
+	// to ask (a lone member decides alone), so the waits start over.
+	if n.pv.slow > 0 {
+		n.pv.slow = 0
+		n.pv.timer = min(n.pv.timer, n.cfg.AnswerTimeout)
+	}
 	if p, ok := n.view.r.Get(id); ok && !p.NonVoter && n.otherVoterAlive() {
 		n.soloUntil = n.now + n.cfg.SoloDelay
 	}
@@ -136,7 +159,7 @@ func (n *Node) askPreVote(wide bool) int {
 			}
 		}
 	}
-	pv.timer = n.cfg.AnswerTimeout
+	pv.timer = n.slowWait()
 	if n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt {
 		pv.timer = 2 * n.cfg.RoundTrip
 	}
@@ -250,6 +273,7 @@ func (n *Node) preVoteDecide() {
 	n.endPreVote()
 	switch kind {
 	case preVoteElection:
+		pv.slow = 0
 		n.alg.preVoted()
 	case preVotePreempt:
 		n.sendPreempt()
@@ -316,6 +340,9 @@ func (n *Node) preVoteFailed() {
 	if kind == preVotePreempt {
 		n.preemptAfter = n.now + n.preemptRetry()
 		return
+	}
+	if n.cfg.QuorumSize == 0 {
+		n.pv.slow = min(n.pv.slow+1, maxSlow)
 	}
 	n.alg.reset()
 	n.electing = false

@@ -296,3 +296,43 @@ func TestPreVoteWideRoundIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// Pre-vote answers that come later than a round waits (2 T: a process
+// starved of CPU, where every member is slow; issue 13, 64 members in one
+// process) must not keep the term from rising for ever: each round that
+// nobody answered in time doubles the next one's wait, and the node
+// raises the term once its wait covers the answers' delay. Node "1" of 5
+// loses coordinator "5"; every pre-vote is granted, 3 T after it was
+// asked. Before, every round failed and the late grants were dropped.
+func TestPreVoteLateAnswersCount(t *testing.T) {
+	for _, alg := range threeAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			node := soloNode(t, alg, 5)
+			before := node.Status().Term
+			delay := 3 * node.Config().AnswerTimeout
+			type late struct {
+				at int
+				m  Message
+			}
+			var due []late
+			for tick := range 2000 {
+				node.Tick()
+				for _, m := range node.Ready() {
+					if m.Type == MsgPreVote {
+						due = append(due, late{tick + delay, Message{Type: MsgPreVoteAck, From: m.To, To: "1",
+							Term: before, Seq: m.Seq, Confirmed: true}})
+					}
+				}
+				for len(due) > 0 && due[0].at <= tick {
+					node.Step(due[0].m)
+					due = due[1:]
+				}
+				if node.Status().Term != before {
+					t.Logf("term raised after %d ticks", tick)
+					return
+				}
+			}
+			t.Fatalf("term still %s after 2,000 ticks: every pre-vote answered after %d ticks failed", before, delay)
+		})
+	}
+}
