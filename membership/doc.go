@@ -31,8 +31,8 @@
 //
 // Send never waits on the network: each peer has a FIFO queue and a sender
 // goroutine, started on the first Send and stopped when the peer leaves.
-// Heartbeats and pre-votes go as one UDP datagram each (SendBestEffort);
-// everything else over TCP (SendReliable). memberlist opens a connection per reliable message,
+// Heartbeats go as one UDP datagram (SendBestEffort); everything else over
+// TCP (SendReliable). memberlist opens a connection per reliable message,
 // so two of them can arrive swapped: the sender numbers them per link and
 // the receiver restores the order, holding an early message up to
 // Config.ReorderTimeout for the one before it.

@@ -86,21 +86,9 @@ func (s *sender) send(m core.Message) error {
 	return l.enqueue(it, s.queueSize, s.stats)
 }
 
-// bestEffort: heartbeats and pre-votes go by UDP; the rest of the
-// election's traffic by TCP. A pre-vote round is numbered and timed (its
-// questions and answers neither need an order nor a delivery: a lost one
-// costs a retry, as a lost heartbeat costs a miss), and a round without
-// the quorum guard can ask every live voter: by TCP, a connection per
-// question and per answer. At 64 members in one process (issue 13) the
-// failed rounds of members starved of CPU asked again and again, some
-// 2,000 pre-votes a second, and the connections took half the process's
-// CPU (docs/reliability.md, "64 members on real memberlist").
+// bestEffort: heartbeats go by UDP; election traffic by TCP.
 func bestEffort(t core.MsgType) bool {
-	switch t {
-	case core.MsgHeartbeat, core.MsgHeartbeatAck, core.MsgPreVote, core.MsgPreVoteAck:
-		return true
-	}
-	return false
+	return t == core.MsgHeartbeat || t == core.MsgHeartbeatAck
 }
 
 // link returns the running link to name's current incarnation, starting
