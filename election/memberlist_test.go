@@ -50,6 +50,8 @@ func newRealCluster(t *testing.T, mut func(*election.Config)) *realCluster {
 		// flight (up to TCPTimeout each, 10 s with the LAN profile), so
 		// stopping 64 of them one by one took minutes.
 		var wg sync.WaitGroup
+		// A starved process (64 memberlists in one) ends its probes late.
+		grace := max(5*time.Second, time.Duration(len(c.nodes))*200*time.Millisecond)
 		for _, n := range c.nodes {
 			wg.Go(func() {
 				n.el.Close()
@@ -64,7 +66,7 @@ func newRealCluster(t *testing.T, mut func(*election.Config)) *realCluster {
 		// a bounded while to end, then report any goroutine left behind.
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
-		for deadline := time.Now().Add(5 * time.Second); ; <-tick.C {
+		for deadline := time.Now().Add(grace); ; <-tick.C {
 			err := goleak.Find(ignore)
 			if err == nil {
 				return
