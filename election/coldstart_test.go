@@ -12,6 +12,7 @@ import (
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/election/electiontest"
+	"github.com/coordelect/coordelect/membership"
 	"github.com/coordelect/coordelect/membership/membershiptest"
 )
 
@@ -70,6 +71,14 @@ func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mu
 // waits up to 20 s for the agreement, or 2 s per member for more than 10.
 func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config)) (*coldTally, *realCluster, time.Duration) {
 	t.Helper()
+	return coldStartClusterMemb(t, alg, n, seeds, spread, seed, mut, nil)
+}
+
+// coldStartClusterMemb is coldStartCluster with memb, when set, tuning
+// each member's membership configuration (after the loopback defaults of
+// the tests: ProfileLocal).
+func coldStartClusterMemb(t *testing.T, alg core.Algorithm, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config), memb func(*membership.Config)) (*coldTally, *realCluster, time.Duration) {
+	t.Helper()
 	c := newRealCluster(t, nil)
 	tally := &coldTally{seen: map[uint64]string{}}
 	trs := make([]*membershiptest.FaultTransport, n)
@@ -104,7 +113,7 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 					c.net.Unblock(trs[j].Name(), trs[i].Name())
 				}
 			}
-			nodes[i], errs[i] = startCold(c, fmt.Sprintf("n%d", i+1), int64(i+1), alg, trs[i], seedAddrs, tally, mut)
+			nodes[i], errs[i] = startCold(c, fmt.Sprintf("n%d", i+1), int64(i+1), alg, trs[i], seedAddrs, tally, mut, memb)
 		})
 	}
 	wg.Wait()
@@ -129,9 +138,12 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 	return tally, c, took
 }
 
-func startCold(c *realCluster, name string, rating int64, alg core.Algorithm, tr *membershiptest.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {
+func startCold(c *realCluster, name string, rating int64, alg core.Algorithm, tr *membershiptest.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config), memb func(*membership.Config)) (*realNode, error) {
 	mcfg := localMembership(name, rating, alg, seeds)
 	mcfg.Transport = tr
+	if memb != nil {
+		memb(&mcfg)
+	}
 	cfg := election.DefaultConfig()
 	cfg.Callbacks, cfg.Recorder = tally.callbacks(name), wonRecorder{t: tally}
 	if mut != nil {
@@ -184,7 +196,7 @@ func TestMemberlistExpectVoters(t *testing.T) {
 	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, 20*time.Second }
 	var seeds []string
 	start := func(i int) {
-		nd, err := startCold(c, fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect)
+		nd, err := startCold(c, fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +242,7 @@ func TestMemberlistExpectWindow(t *testing.T) {
 	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, time.Second }
 	var seeds []string
 	for i := 1; i <= 3; i++ {
-		nd, err := startCold(c, fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect)
+		nd, err := startCold(c, fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,24 @@ type preVoteRound struct {
 	deadline int  // guard: tick at which the round is given up
 	hint     string
 	granted  map[string]bool // voters that granted (election) or answered (preempt)
+	// slow counts this node's election pre-votes in a row, without the
+	// guard, that nobody answered in time; each doubles the next one's
+	// wait for answers (slowWait).
+	slow int
 }
+
+// maxSlow caps preVoteRound.slow: a round waits at most 16 times T.
+const maxSlow = 4
+
+// slowWait is how long a pre-vote round without the guard waits for its
+// answers: T, doubled for each round in a row that nobody answered in
+// time. The answers are only late when every member is slow: a process
+// starved of CPU, as 64 members in one process on 2 shared cores were
+// (issue 13), where a question and its answer took longer than 2 T, so
+// every round failed, the late grants were dropped, and nobody raised
+// the term for minutes. A member that is cut off waits longer between its
+// failed rounds, which costs nothing: nobody answers it anyway.
+func (n *Node) slowWait() int { return n.cfg.AnswerTimeout << n.pv.slow }
 
 // preVoteNeeded reports whether raising the term needs a pre-vote: with
 // the guard, a majority of more than one (or a promise of this node's own)
@@ -66,6 +83,12 @@ func (n *Node) preVoteNeeded() bool {
 // noteDeparture is told of a member that has just left the view: the
 // departure of a voter that leaves another one alive opens the window.
 func (n *Node) noteDeparture(id string) {
+	// The view changed: answers may come at once now, or nobody is left
+	// to ask (a lone member decides alone), so the waits start over.
+	if n.pv.slow > 0 {
+		n.pv.slow = 0
+		n.pv.timer = min(n.pv.timer, n.cfg.AnswerTimeout)
+	}
 	if p, ok := n.view.r.Get(id); ok && !p.NonVoter && n.otherVoterAlive() {
 		n.soloUntil = n.now + n.cfg.SoloDelay
 	}
@@ -102,34 +125,77 @@ func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 
 // askPreVote sends the round's question. Without the guard a first round
 // goes to the two live voters nearest below this node by rank (above when
-// there are none below), skipping the suspect and the hint; a wide one
-// (and every round with the guard) to every live voter that has not
-// granted yet. It returns how many were asked.
+// there are none below), skipping the suspect and the hint; a wide one to
+// every live voter, or to wideAsk of them (sampleWide) in a larger
+// cluster; with the guard, and for a preemption check, every round goes to
+// every live voter that has not granted yet. It returns how many were
+// asked.
 func (n *Node) askPreVote(wide bool) int {
 	pv := &n.pv
 	r := n.view.r
 	self := r.RankOf(r.Index(n.self.ID))
 	asked := 0
+	eligible := func(p Peer) bool {
+		return p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) && !pv.granted[p.ID] &&
+			(wide || p.ID != n.suspect && p.ID != pv.hint)
+	}
 	ask := func(p Peer) bool {
-		if p.ID == n.self.ID || p.NonVoter || !n.view.alive(p.ID) || pv.granted[p.ID] ||
-			!wide && (p.ID == n.suspect || p.ID == pv.hint) {
+		if !eligible(p) {
 			return true
 		}
 		n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Phase: uint32(pv.kind)})
 		asked++
 		return wide || asked < 2
 	}
-	for k := self - 1; k >= 0 && ask(r.ByRank(k)); k-- {
-	}
-	if wide || asked == 0 {
-		for k := self + 1; k < r.Len() && ask(r.ByRank(k)); k++ {
+	if wide && n.cfg.QuorumSize == 0 && pv.kind == preVoteElection && n.sampleWide(self, eligible, ask) {
+		asked = wideAsk
+	} else {
+		for k := self - 1; k >= 0 && ask(r.ByRank(k)); k-- {
+		}
+		if wide || asked == 0 {
+			for k := self + 1; k < r.Len() && ask(r.ByRank(k)); k++ {
+			}
 		}
 	}
-	pv.timer = n.cfg.AnswerTimeout
+	pv.timer = n.slowWait()
 	if n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt {
 		pv.timer = 2 * n.cfg.RoundTrip
 	}
 	return asked
+}
+
+// wideAsk bounds a wide pre-vote round without the guard. One grant is
+// all such a round needs, and asking every live voter costs O(n) messages
+// a round: at 64 members in one process (issue 13) the wide rounds of
+// members whose answers came late (a process starved of CPU) were 2,000
+// pre-votes a second, which starved it further (docs/reliability.md, "64
+// members on real memberlist").
+const wideAsk = 8
+
+// sampleWide asks the wide round of an election's pre-vote without the
+// guard when more than wideAsk + 2 voters are eligible (else it asks
+// nobody and reports false: the round asks them all, as always): wideAsk
+// of them, consecutive in rank order going down from this node (round the
+// top), from an offset that moves on with each round, so that the rounds
+// of a node that keeps failing come to ask every voter in turn (a member
+// on the majority side of a partition whose nearest voters by rank are on
+// the other side finds one of its own).
+func (n *Node) sampleWide(self int, eligible, ask func(Peer) bool) bool {
+	r := n.view.r
+	var cands []Peer
+	for k := 1; k < r.Len(); k++ {
+		if p := r.ByRank((self - k + r.Len()) % r.Len()); eligible(p) {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) <= wideAsk+2 {
+		return false
+	}
+	from := int(n.pv.round%uint64(len(cands)/wideAsk+1)) * wideAsk
+	for i := range wideAsk {
+		ask(cands[(from+i)%len(cands)])
+	}
+	return true
 }
 
 // onPreVote answers a pre-vote. A non-voter does not answer.
@@ -216,6 +282,7 @@ func (n *Node) preVoteDecide() {
 	n.endPreVote()
 	switch kind {
 	case preVoteElection:
+		pv.slow = 0
 		n.alg.preVoted()
 	case preVotePreempt:
 		n.sendPreempt()
@@ -282,6 +349,9 @@ func (n *Node) preVoteFailed() {
 	if kind == preVotePreempt {
 		n.preemptAfter = n.now + n.preemptRetry()
 		return
+	}
+	if n.cfg.QuorumSize == 0 {
+		n.pv.slow = min(n.pv.slow+1, maxSlow)
 	}
 	n.alg.reset()
 	n.electing = false

@@ -257,3 +257,84 @@ func TestSoloNoHoldWithGuard(t *testing.T) {
 	}
 	t.Fatalf("no pre-vote within %d ticks of the members' return", limit)
 }
+
+// A wide pre-vote round without the guard asks wideAsk voters of a large
+// cluster, not every one (issue 13: at 64 members in one process the wide
+// rounds of starved members, 63 questions each, were 2,000 pre-votes a
+// second), and the rounds of a member that keeps failing come to ask
+// every voter in turn. Node "1" of 64 loses coordinator "64" and nobody
+// ever answers.
+func TestPreVoteWideRoundIsBounded(t *testing.T) {
+	for _, alg := range []Algorithm{Bully, Ring, Peterson} {
+		t.Run(alg.String(), func(t *testing.T) {
+			const n = 64
+			node := soloNode(t, alg, n)
+			perRound := map[uint64]map[string]bool{}
+			asked := map[string]bool{}
+			for range 5000 {
+				node.Tick()
+				for _, m := range node.Ready().Messages {
+					if m.Type != MsgPreVote {
+						continue
+					}
+					if perRound[m.Seq] == nil {
+						perRound[m.Seq] = map[string]bool{}
+					}
+					perRound[m.Seq][m.To] = true
+					asked[m.To] = true
+				}
+			}
+			if len(perRound) < 8 {
+				t.Fatalf("%d pre-vote rounds in 5,000 ticks, want at least 8", len(perRound))
+			}
+			for round, to := range perRound {
+				if len(to) > 2+wideAsk {
+					t.Errorf("round %d asked %d voters, want at most %d", round, len(to), 2+wideAsk)
+				}
+			}
+			if len(asked) != n-1 {
+				t.Errorf("%d rounds asked %d distinct voters, want all %d others", len(perRound), len(asked), n-1)
+			}
+		})
+	}
+}
+
+// Pre-vote answers that come later than a round waits (2 T: a process
+// starved of CPU, where every member is slow; issue 13, 64 members in one
+// process) must not keep the term from rising for ever: each round that
+// nobody answered in time doubles the next one's wait, and the node
+// raises the term once its wait covers the answers' delay. Node "1" of 5
+// loses coordinator "5"; every pre-vote is granted, 3 T after it was
+// asked. Before, every round failed and the late grants were dropped.
+func TestPreVoteLateAnswersCount(t *testing.T) {
+	for _, alg := range threeAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			node := soloNode(t, alg, 5)
+			before := node.Status().Term
+			delay := 3 * node.Config().AnswerTimeout
+			type late struct {
+				at int
+				m  Message
+			}
+			var due []late
+			for tick := range 2000 {
+				node.Tick()
+				for _, m := range node.Ready().Messages {
+					if m.Type == MsgPreVote {
+						due = append(due, late{tick + delay, Message{Type: MsgPreVoteAck, From: m.To, To: "1",
+							Term: before, Seq: m.Seq, Confirmed: true}})
+					}
+				}
+				for len(due) > 0 && due[0].at <= tick {
+					node.Step(due[0].m)
+					due = due[1:]
+				}
+				if node.Status().Term != before {
+					t.Logf("term raised after %d ticks", tick)
+					return
+				}
+			}
+			t.Fatalf("term still %s after 2,000 ticks: every pre-vote answered after %d ticks failed", before, delay)
+		})
+	}
+}
