@@ -99,9 +99,6 @@ func TestParse(t *testing.T) {
 	if _, err := ParseAlgorithm("raft"); err == nil || !strings.Contains(err.Error(), "want bully, ring or peterson") {
 		t.Fatal(err)
 	}
-	if p, err := ParsePreemption("margin"); err != nil || p != PreemptMargin {
-		t.Fatal(p, err)
-	}
 }
 
 // Rosters grown from membership events in any order end in the same ring

@@ -189,10 +189,6 @@ func (n *Node) tickHealth(k int) {
 	}
 }
 
-// Health returns the node's local health score: 0 when its loop runs on
-// time, up to 4 when it has lately run late (tickHealth).
-func (n *Node) Health() int { return n.health }
-
 // grant acknowledges a heartbeat round (quorum guard). An acknowledgement
 // is a promise: until LeaseTicks + LeaseMargin after its receipt, this node
 // acknowledges no coordinator of another term, so no other coordinator can
