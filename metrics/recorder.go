@@ -60,7 +60,6 @@ type Recorder struct {
 
 	mu          sync.Mutex
 	coordinator string // the coordinator_info label value set to 1, or ""
-	leading     bool   // the last Leadership named this node
 	current     core.State
 }
 
@@ -256,18 +255,10 @@ func (r *Recorder) setTerm(term uint64) {
 
 // setLeader sets coordelect_is_coordinator and moves
 // coordelect_coordinator_info to the new coordinator, deleting the old
-// coordinator's series (none while no coordinator is known). A node that
-// goes from leading straight to following another coordinator (with no
-// "none" between, as a resignation, a lease lapse or a lost coordinator
-// have) led at the same time as that one: coordelect_leader_deposed_total
-// counts it.
+// coordinator's series (none while no coordinator is known).
 func (r *Recorder) setLeader(l election.Leadership) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.leading && l.Known() && !l.IsSelf {
-		r.deposed.Inc()
-	}
-	r.leading = l.IsSelf
 	if l.IsSelf {
 		r.isCoordinator.Set(1)
 	} else {
@@ -301,6 +292,7 @@ func (r *Recorder) count(u *election.Update) {
 		add(r.electionsBy[i], n)
 	}
 	add(r.heartbeatMisses, u.HeartbeatMisses)
+	add(r.deposed, u.Deposed) // counted by the core (core.Counters.Deposed)
 }
 
 // add adds n to c unless it is 0 (a message type without a series has a

@@ -198,6 +198,9 @@ func (n *Node) Step(m Message) {
 		n.tellTerm(m)
 		return
 	}
+	if m.Term > n.term && n.leads() && claimsLeadership(m, n.self.ID) {
+		n.counters.Deposed++
+	}
 	n.observeTerm(m.Term)
 	switch m.Type {
 	case MsgHeartbeat:
@@ -345,6 +348,35 @@ type Counters struct {
 	// the detector gives up on the coordinator. On a healthy cluster it
 	// stays at 0 (heartbeats that are merely late are not misses).
 	HeartbeatMisses uint64
+	// Deposed counts the times this node, while it led (with the guard:
+	// while a majority confirmed it), heard that another member leads a
+	// higher term (its heartbeat, a COORDINATOR announcement, or the
+	// answer to one of its own heartbeats that names it): both led at once. A partition healed without the guard does this; a
+	// hand-off, a preemption, a crash or a lapsed lease do not, the old
+	// coordinator having stopped first.
+	Deposed uint64
+}
+
+// leads reports whether this node leads: it is the coordinator and, with
+// the guard, a majority confirmed it.
+func (n *Node) leads() bool {
+	return n.coordinator == n.self.ID && (n.cfg.QuorumSize == 0 || n.confirmed)
+}
+
+// claimsLeadership reports whether m names a member other than self as
+// the coordinator of its term: a heartbeat that is not a release, a
+// COORDINATOR announcement, or the answer to a stale heartbeat (tellTerm)
+// that names one.
+func claimsLeadership(m Message, self string) bool {
+	switch m.Type {
+	case MsgHeartbeat:
+		return !m.Released && m.From != self
+	case MsgCoordinator:
+		return m.Coordinator != self && (m.Coordinator != "" || m.From != self)
+	case MsgHeartbeatAck:
+		return m.Coordinator != "" && m.Coordinator != self
+	}
+	return false
 }
 
 // Add adds d to c, for a driver that keeps totals.
@@ -360,6 +392,7 @@ func (c *Counters) Add(d *Counters) {
 	c.ElectionsLost += d.ElectionsLost
 	c.ElectionsRestarted += d.ElectionsRestarted
 	c.HeartbeatMisses += d.HeartbeatMisses
+	c.Deposed += d.Deposed
 }
 
 // DropReason says why a Node ignored a message.

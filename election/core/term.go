@@ -98,7 +98,9 @@ func (n *Node) tagMatches(m Message) bool {
 func (n *Node) tellTerm(m Message) {
 	claim := m.Type == MsgHeartbeat || m.Type == MsgCoordinator && (m.Coordinator == "" || m.Coordinator == m.From)
 	if claim {
-		n.send(Message{Type: MsgHeartbeatAck, To: m.From})
+		// Coordinator: who leads this node's term, if it knows; a sender
+		// that still leads learns it was deposed (Counters.Deposed).
+		n.send(Message{Type: MsgHeartbeatAck, To: m.From, Coordinator: n.coordinator})
 	}
 }
 
