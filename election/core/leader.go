@@ -331,8 +331,11 @@ func (v *view) up(p Peer) bool {
 }
 
 func (v *view) update(p Peer) {
-	v.r = v.r.with(p)
-	v.own = true
+	if !v.own {
+		v.r = v.r.clone() // the roster shared with other nodes stays as it was
+		v.own = true
+	}
+	v.r.set(p)
 }
 
 // VerifyRound sends a heartbeat round now and returns its number, for a
