@@ -53,6 +53,7 @@ type Elector struct {
 	membersDirty   bool
 	roster         *core.Roster // the roster the member list was built from
 	rosterGen      uint64       // its Gen then
+	warnedVoters   bool         // checkVoters has warned
 	// origin is when Run started: the core's tick 0 on the monotonic clock.
 	origin    time.Time
 	lateTicks uint64     // ticks the loop missed (it ran late)
