@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"runtime/pprof"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
 
 	"github.com/coordelect/coordelect/bench/internal/failover"
 	"github.com/coordelect/coordelect/election"
@@ -39,6 +41,8 @@ type benchCluster struct {
 	// labels: each member's goroutines carry pprof labels role and node
 	// (coordbench idle -cpuprofile).
 	labels bool
+	// rng draws the members a starting member joins (-seed).
+	rng *rand.Rand
 }
 
 // benchNode is one member across its restarts.
@@ -78,7 +82,7 @@ func (c *benchCounter) HeartbeatMisses(n uint64) { c.misses.Add(n) }
 
 // newBenchCluster names the nodes; start starts them.
 func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
-	c := &benchCluster{opts: o, log: logger}
+	c := &benchCluster{opts: o, log: logger, rng: rand.New(rand.NewPCG(o.seed, 19))}
 	for i := range o.n {
 		c.nodes = append(c.nodes, &benchNode{name: strconv.Itoa(i + 1), rating: int64(i + 1), count: &benchCounter{}})
 	}
@@ -102,7 +106,9 @@ func (c *benchCluster) start(ctx context.Context) error {
 			return fmt.Errorf("starting node %s of %d: %w", b.name, len(c.nodes), err)
 		}
 		if (i+1)%10 == 0 && i+1 < len(c.nodes) {
-			c.log.Info("starting", "nodes", i+1, "of", len(c.nodes))
+			sent := c.sent()
+			c.log.Info("starting", "nodes", i+1, "of", len(c.nodes), "elections", c.electionsStarted(),
+				"starters", c.starters(), "messages", sent.election(), "by_type", sent.String())
 		}
 	}
 	if _, err := c.waitAgreement(ctx, c.top().name, ""); err != nil {
@@ -119,15 +125,31 @@ func (c *benchCluster) start(ctx context.Context) error {
 // cluster.
 func (c *benchCluster) top() *benchNode { return c.nodes[len(c.nodes)-1] }
 
-// seeds returns up to three running members other than b to join.
+// seeds returns up to three running members other than b to join, drawn
+// at random: each join is a push-pull of the whole member list with each
+// seed, so a fixed few seeds (or the latest members started) would carry
+// every join of a large cluster. The member also joins the top-rated
+// voter it learns of (membership.New's introduction).
 func (c *benchCluster) seeds(b *benchNode) []string {
-	var out []string
+	var up []*benchNode
 	for _, o := range c.nodes {
-		if o != b && o.mem != nil && len(out) < 3 {
-			out = append(out, o.mem.Addr())
+		if o != b && o.mem != nil {
+			up = append(up, o)
 		}
 	}
+	var out []string
+	for len(out) < 3 && len(up) > 0 {
+		i := c.rng.IntN(len(up))
+		out = append(out, up[i].mem.Addr())
+		up[i] = up[len(up)-1]
+		up = up[:len(up)-1]
+	}
 	return out
+}
+
+// nonVoter reports whether b is outside the -voters top-rated members.
+func (c *benchCluster) nonVoter(b *benchNode) bool {
+	return c.opts.voters > 0 && b.rating <= int64(len(c.nodes)-c.opts.voters)
 }
 
 // startNode starts b's member and elector on b's port (a free one the
@@ -150,8 +172,12 @@ func (c *benchCluster) startNode(b *benchNode, elector bool) (err error) {
 func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 	mc := membership.DefaultConfig()
 	mc.Name, mc.Rating, mc.Algorithm = b.name, b.rating, c.opts.alg
+	mc.NonVoter = c.nonVoter(b)
 	mc.BindAddr, mc.BindPort = "127.0.0.1", b.port
 	mc.Profile = c.opts.profile
+	if !c.opts.compress {
+		mc.Memberlist = func(ml *memberlist.Config) { ml.EnableCompression = false }
+	}
 	mc.Seeds = c.seeds(b)
 	mem, err := membership.New(mc)
 	if err != nil {
@@ -418,4 +444,20 @@ func (c *benchCluster) heartbeatMisses() uint64 {
 		s += b.count.misses.Load()
 	}
 	return s
+}
+
+// starters summarises which members started elections: how many, and the
+// ratings of the highest and the lowest (the newest, during start).
+func (c *benchCluster) starters() string {
+	k, lo, hi := 0, int64(0), int64(0)
+	for _, b := range c.nodes {
+		if b.count.started.Load() > 0 {
+			if k == 0 || b.rating < lo {
+				lo = b.rating
+			}
+			hi = max(hi, b.rating)
+			k++
+		}
+	}
+	return fmt.Sprintf("%d (ratings %d-%d)", k, lo, hi)
 }
