@@ -106,7 +106,8 @@ func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 // goes to the two live voters nearest below this node by rank (above when
 // there are none below), skipping the suspect and the hint; a wide one
 // (and every round with the guard) to every live voter that has not
-// granted yet. It returns how many were asked.
+// granted yet, or, in a fanned-out cluster without the guard, to the W
+// top-rated ones. It returns how many were asked.
 func (n *Node) askPreVote(wide bool) int {
 	pv := &n.pv
 	r := n.view.r
@@ -120,6 +121,21 @@ func (n *Node) askPreVote(wide bool) int {
 		n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Phase: uint32(pv.kind)})
 		asked++
 		return wide || asked < 2
+	}
+	if wide && n.cfg.QuorumSize == 0 && pv.kind == preVoteElection && n.fanningOut() {
+		// A fanned-out cluster: the widened round asks the top-rated
+		// voters, the coordinator's watchers, who hear it every round and
+		// are the ones that act on its silence, not every voter: a lone
+		// suspicion (a newcomer that missed its first heartbeat, a member
+		// whose loop ran late) costs at most 2 + W questions, not n.
+		for k := r.Len() - 1; k >= 0 && asked < n.cfg.HeartbeatWatchers; k-- {
+			if p := r.ByRank(k); p.ID != n.self.ID && p.ID != n.suspect && !p.NonVoter && n.view.alive(p.ID) && !pv.granted[p.ID] {
+				n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Phase: uint32(pv.kind)})
+				asked++
+			}
+		}
+		pv.timer = n.cfg.AnswerTimeout
+		return asked
 	}
 	for k := self - 1; k >= 0 && ask(r.ByRank(k)); k-- {
 	}
