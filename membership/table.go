@@ -71,7 +71,7 @@ type table struct {
 	selfTag uint32
 	peers   map[string]*entry
 	byTag   map[uint32]*entry // the admitted peers, by core.Tag of their name
-	forget  time.Duration // how long departed members stay listed
+	forget  time.Duration     // how long departed members stay listed
 	log     hclog.Logger
 	stats   *counters
 }
