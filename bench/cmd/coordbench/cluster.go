@@ -95,6 +95,7 @@ func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
 // the coordinator in place and follows it: no election (started the other
 // way round, each member would displace the one before it).
 func (c *benchCluster) start(ctx context.Context) error {
+	defer c.logProgress(10 * time.Second)()
 	for i, b := range slices.Backward(c.nodes) {
 		i = len(c.nodes) - 1 - i
 		if err := c.startNode(b, true); err != nil {
@@ -111,7 +112,8 @@ func (c *benchCluster) start(ctx context.Context) error {
 				"starters", c.starters(), "messages", sent.election(), "by_type", sent.String())
 		}
 	}
-	if _, err := c.waitAgreement(ctx, c.top().name, ""); err != nil {
+	_, err := c.waitAgreement(ctx, c.top().name, "")
+	if err != nil {
 		c.stop()
 		return err
 	}
@@ -460,4 +462,31 @@ func (c *benchCluster) starters() string {
 		}
 	}
 	return fmt.Sprintf("%d (ratings %d-%d)", k, lo, hi)
+}
+
+// logProgress logs, every d until the returned function is called, the
+// elections and messages so far (all types, heartbeats included), so that
+// a start that stalls (a large cluster) shows what it is sending.
+func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				var all []string
+				for ty, k := range c.sent() {
+					if k > 0 {
+						all = append(all, fmt.Sprintf("%s=%d", core.MsgType(ty), k))
+					}
+				}
+				c.log.Info("waiting for agreement", "elections", c.electionsStarted(), "starters", c.starters(),
+					"sent", strings.Join(all, " "))
+			}
+		}
+	}()
+	return func() { close(done) }
 }
