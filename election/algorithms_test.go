@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/electiontest"
 )
 
 var algorithms = []core.Algorithm{core.Bully, core.Ring, core.Peterson}
@@ -31,7 +32,7 @@ func TestEveryAlgorithm(t *testing.T) {
 				t.Logf("%v: failover %v after the crash", alg, took)
 				// A hand-off goes to the top voter the view holds alive:
 				// wait until d's view has e dead.
-				eventually(t, time.Second, func() bool { return c.members["d"].e.Status().AliveMembers() == 4 }, c.describe)
+				electiontest.Eventually(t, time.Second, func() bool { return c.members["d"].e.Status().AliveMembers() == 4 }, c.describe)
 
 				if err := c.members["d"].e.Resign(context.Background()); err != nil {
 					t.Fatal(err)

@@ -103,7 +103,7 @@ func TestSingleNode(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		run := make(chan error, 1)
 		go func() { run <- e.Run(ctx) }()
-		took := eventually(t, time.Second, e.IsLeader, func() string { return fmt.Sprint(e.Status()) })
+		took := electiontest.Eventually(t, time.Second, e.IsLeader, func() string { return fmt.Sprint(e.Status()) })
 		if took < election.DefaultHeartbeatInterval || took > election.DefaultHeartbeatInterval+time.Millisecond {
 			t.Errorf("lone node led after %v, want the start-up window %v", took, election.DefaultHeartbeatInterval)
 		}
@@ -134,7 +134,7 @@ func TestObserveLatestValue(t *testing.T) {
 				t.Fatal(err)
 			}
 			prev := term
-			eventually(t, time.Second, func() bool {
+			electiontest.Eventually(t, time.Second, func() bool {
 				l, tm := c.agreed()
 				leader, term = l, tm
 				return l != "" && tm > prev
@@ -201,23 +201,23 @@ func TestMetricsAndStatus(t *testing.T) {
 		old, _ := c.waitAgreed(time.Second, "c", 0)
 		c.crash("c")
 		term, _ := c.waitAgreed(time.Second, "b", old)
-		always(t, 2*heartbeat, termsSafe(c)) // let b heartbeat
+		electiontest.Hold(t, time.Millisecond, 2*heartbeat, termsSafe(c)) // let b heartbeat
 		c.net.AnnounceDown("c")
-		eventually(t, time.Second, func() bool { return c.members["a"].e.Status().AliveMembers() == 2 }, c.describe)
+		electiontest.Eventually(t, time.Second, func() bool { return c.members["a"].e.Status().AliveMembers() == 2 }, c.describe)
 		synctest.Wait()
 
 		b := c.members["b"].rec.snapshot()
 		if b.state != core.StateCoordinator || b.term != term || b.leader != (election.Leadership{Coordinator: "b", Term: term, IsSelf: true}) {
 			t.Errorf("b recorded state %v term %v leader %v", b.state, core.Term(b.term), b.leader)
 		}
-		if b.elections[election.ElectionWon] != 1 || b.elections[election.ElectionStarted] < 2 || b.leaderChanges != 2 {
-			t.Errorf("b recorded elections %v, leader changes %d", b.elections, b.leaderChanges)
+		if b.ElectionsWon != 1 || b.ElectionsStarted < 2 || b.leaderChanges != 2 {
+			t.Errorf("b recorded elections %d won of %d started, leader changes %d", b.ElectionsWon, b.ElectionsStarted, b.leaderChanges)
 		}
-		if b.sent[core.MsgHeartbeat] == 0 || b.received[core.MsgCoordinator] == 0 || b.heartbeatMisses < 3 {
-			t.Errorf("b recorded sent %v received %v misses %d", b.sent, b.received, b.heartbeatMisses)
+		if b.sent[core.MsgHeartbeat] == 0 || b.Received[core.MsgCoordinator] == 0 || b.HeartbeatMisses < 3 {
+			t.Errorf("b recorded sent %v received %v misses %d", b.sent, b.Received, b.HeartbeatMisses)
 		}
-		if a := c.members["a"].rec.snapshot(); a.received[core.MsgHeartbeat] == 0 {
-			t.Errorf("a recorded received %v, want b's heartbeats", a.received)
+		if a := c.members["a"].rec.snapshot(); a.Received[core.MsgHeartbeat] == 0 {
+			t.Errorf("a recorded received %v, want b's heartbeats", a.Received)
 		}
 		// b's failover: from missing K heartbeats, through asking c and,
 		// at once, a whether it hears c (a pre-vote): a's grant ends it
@@ -246,7 +246,7 @@ func TestLogging(t *testing.T) {
 		e, _ := newSolo(t, func(cfg *election.Config) { cfg.Logger = logger })
 		ctx, cancel := context.WithCancel(context.Background())
 		go e.Run(ctx)
-		eventually(t, time.Second, e.IsLeader, func() string { return "" })
+		electiontest.Eventually(t, time.Second, e.IsLeader, func() string { return "" })
 		cancel()
 		e.Close()
 		mu.Lock()
@@ -285,7 +285,7 @@ func TestLossyNetwork(t *testing.T) {
 			c.start(s.id)
 		}
 		c.waitAgreed(2*time.Second, "e", 0)
-		always(t, 3*time.Second, termsSafe(c))
+		electiontest.Hold(t, time.Millisecond, 3*time.Second, termsSafe(c))
 		// Lost heartbeats make followers check on the coordinator now and
 		// then; each time it answers with a fresh announcement.
 		c.waitAgreed(time.Second, "e", 0)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/electiontest"
 	"github.com/coordelect/coordelect/membership"
 	"github.com/coordelect/coordelect/membership/membershiptest"
 )
@@ -22,8 +23,8 @@ type coldTally struct {
 	mu      sync.Mutex
 	started []string // "name@term" per OnStartedLeading
 	seen    map[uint64]string
-	won     atomic.Int64 // ElectionWon, summed over members
-	began   atomic.Int64 // ElectionStarted, summed over members
+	won     atomic.Int64 // Update.ElectionsWon, summed over members
+	began   atomic.Int64 // Update.ElectionsStarted, summed over members
 }
 
 func (t *coldTally) callbacks(name string) election.Callbacks {
@@ -47,18 +48,11 @@ func (t *coldTally) snapshot() (started []string, terms int) {
 	return append([]string(nil), t.started...), len(t.seen)
 }
 
-type wonRecorder struct {
-	election.NopRecorder
-	t *coldTally
-}
+type wonRecorder struct{ t *coldTally }
 
-func (r wonRecorder) Elections(e election.Result, n uint64) {
-	switch e {
-	case election.ElectionWon:
-		r.t.won.Add(int64(n))
-	case election.ElectionStarted:
-		r.t.began.Add(int64(n))
-	}
+func (r wonRecorder) Record(u election.Update) {
+	r.t.won.Add(int64(u.ElectionsWon))
+	r.t.began.Add(int64(u.ElectionsStarted))
 }
 
 // coldStart starts n members on real memberlist within spread, in an order
@@ -76,6 +70,14 @@ func coldStart(t *testing.T, n, seeds int, spread time.Duration, seed uint64, mu
 // coldStartCluster is coldStart, and returns the running cluster too. It
 // waits up to 20 s for the agreement, or 2 s per member for more than 10.
 func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config)) (*coldTally, *realCluster, time.Duration) {
+	t.Helper()
+	return coldStartClusterMemb(t, alg, n, seeds, spread, seed, mut, nil)
+}
+
+// coldStartClusterMemb is coldStartCluster with memb, when set, tuning
+// each member's membership configuration (after the loopback defaults of
+// the tests: ProfileLocal).
+func coldStartClusterMemb(t *testing.T, alg core.Algorithm, n, seeds int, spread time.Duration, seed uint64, mut func(*election.Config), memb func(*membership.Config)) (*coldTally, *realCluster, time.Duration) {
 	t.Helper()
 	c := newRealCluster(t, nil)
 	tally := &coldTally{seen: map[uint64]string{}}
@@ -111,7 +113,7 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 					c.net.Unblock(trs[j].Name(), trs[i].Name())
 				}
 			}
-			nodes[i], errs[i] = startCold(fmt.Sprintf("n%d", i+1), int64(i+1), alg, trs[i], seedAddrs, tally, mut)
+			nodes[i], errs[i] = startCold(c, fmt.Sprintf("n%d", i+1), int64(i+1), alg, trs[i], seedAddrs, tally, mut, memb)
 		})
 	}
 	wg.Wait()
@@ -127,7 +129,7 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 	if raceEnabled {
 		return tally, c, took // starved followers may miss heartbeats for a while
 	}
-	holdEvery(t, 5*time.Millisecond, 500*time.Millisecond, func() error {
+	electiontest.Hold(t, 5*time.Millisecond, 500*time.Millisecond, func() error {
 		if tm, ok := c.agree(all, top, 0); !ok || tm != term {
 			return fmt.Errorf("the agreement on %s in term %d did not last: %s", top, term, c.describe(all))
 		}
@@ -136,30 +138,22 @@ func coldStartCluster(t *testing.T, alg core.Algorithm, n, seeds int, spread tim
 	return tally, c, took
 }
 
-func startCold(name string, rating int64, alg core.Algorithm, tr *membershiptest.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config)) (*realNode, error) {
-	mcfg := membership.DefaultConfig()
-	mcfg.Name, mcfg.Rating, mcfg.Algorithm = name, rating, alg
-	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
-	mcfg.Seeds, mcfg.RejoinInterval = seeds, time.Second
-	mem, err := membership.New(mcfg)
-	if err != nil {
-		return nil, err
+func startCold(c *realCluster, name string, rating int64, alg core.Algorithm, tr *membershiptest.FaultTransport, seeds []string, tally *coldTally, mut func(*election.Config), memb func(*membership.Config)) (*realNode, error) {
+	mcfg := localMembership(name, rating, alg, seeds)
+	mcfg.Transport = tr
+	if memb != nil {
+		memb(&mcfg)
 	}
 	cfg := election.DefaultConfig()
-	cfg.Transport = mem
 	cfg.Callbacks, cfg.Recorder = tally.callbacks(name), wonRecorder{t: tally}
 	if mut != nil {
 		mut(&cfg)
 	}
-	el, err := election.New(cfg)
+	m, err := c.ec.Start(mcfg, cfg)
 	if err != nil {
-		_ = mem.Close()
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	nd := &realNode{name: name, rating: rating, mem: mem, el: el, cancel: cancel, done: make(chan error, 1)}
-	go func() { nd.done <- el.Run(ctx) }()
-	return nd, nil
+	return &realNode{name: name, rating: rating, mem: m.Node, el: m.Elector}, nil
 }
 
 // A cold start, every member started within 50 ms (a Deployment's pods),
@@ -202,7 +196,7 @@ func TestMemberlistExpectVoters(t *testing.T) {
 	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, 20*time.Second }
 	var seeds []string
 	start := func(i int) {
-		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect)
+		nd, err := startCold(c, fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +217,7 @@ func TestMemberlistExpectVoters(t *testing.T) {
 		}
 		return true
 	})
-	holdEvery(t, 5*time.Millisecond, time.Second, func() error {
+	electiontest.Hold(t, 5*time.Millisecond, time.Second, func() error {
 		if k := tally.began.Load(); k != 0 {
 			return fmt.Errorf("%d elections started with 4 of 5 expected voters visible: %s", k, c.describe(four))
 		}
@@ -248,7 +242,7 @@ func TestMemberlistExpectWindow(t *testing.T) {
 	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, time.Second }
 	var seeds []string
 	for i := 1; i <= 3; i++ {
-		nd, err := startCold(fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect)
+		nd, err := startCold(c, fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,16 +13,9 @@ import (
 // that the survivors learn of none of them before their detectors do.
 func (c *realCluster) crashTogether(names ...string) {
 	c.t.Helper()
-	nodes := make([]*realNode, len(names))
-	for i, name := range names {
-		nodes[i] = c.nodes[name]
-		nodes[i].el.Close()
-	}
-	for _, n := range nodes {
-		n.cancel()
-		<-n.done
-		_ = n.mem.Close()
-		delete(c.nodes, n.name)
+	_ = c.ec.Crash(names...)
+	for _, name := range names {
+		delete(c.nodes, name)
 	}
 }
 

@@ -39,7 +39,7 @@ type Elector struct {
 	// node and the fields below it are owned by the loop goroutine (or,
 	// before Run, by whoever holds mu).
 	node     *core.Node
-	counters core.Counters
+	upd      Update // what the next Update hands the Recorder
 	status   core.Status
 	electing bool
 	last     Leadership
@@ -50,10 +50,8 @@ type Elector struct {
 	// unsettledSince is when this node lost its agreed coordinator.
 	unsettledSince time.Time
 	electionBegan  bool // the node started an election during this flush
-	membersDirty   bool
-	roster         *core.Roster // the roster the member list was built from
-	rosterGen      uint64       // its Gen then
-	warnedVoters   bool         // checkVoters has warned
+	membersDirty   bool // the member list changed since the snapshot
+	warnedVoters   bool // checkVoters has warned
 	// origin is when Run started: the core's tick 0 on the monotonic clock.
 	origin    time.Time
 	lateTicks uint64     // ticks the loop missed (it ran late)
@@ -124,8 +122,9 @@ func New(cfg Config) (*Elector, error) {
 	e.startup = node.Startup()
 	e.startupOpen = e.startup.Holding
 	e.expectSet = explicit
-	e.rec.SetState(e.status.State)
+	e.upd.StateChanged = true
 	e.updateSnapshot()
+	e.record()
 	return e, nil
 }
 
@@ -248,7 +247,6 @@ func (e *Elector) TransferTo(ctx context.Context, id string) error {
 func (e *Elector) SetRating(r int64) error {
 	return e.do(context.Background(), func() error {
 		e.node.SetRating(r)
-		e.membersDirty = true
 		return e.tr.SetRating(r)
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/electiontest"
 )
 
 func epoch(term uint64) uint32 { return core.Term(term).Epoch() }
@@ -75,7 +76,7 @@ func TestCrashFailover(t *testing.T) {
 				if ctxs[0].Err() == nil {
 					t.Error("the crashed leader's leadership context is still live")
 				}
-				misses := c.members[specs[0].id].rec.snapshot().heartbeatMisses
+				misses := c.members[specs[0].id].rec.snapshot().HeartbeatMisses
 				if misses < election.DefaultHeartbeatMisses {
 					t.Errorf("survivor recorded %d heartbeat misses, want >= K", misses)
 				}
@@ -105,7 +106,7 @@ func TestResignHandsOff(t *testing.T) {
 		}
 		// The resigner learns its successor from the first heartbeat.
 		term, _ := c.waitAgreed(heartbeat+4*latency, "d", old)
-		always(t, 2*time.Second, func() error {
+		electiontest.Hold(t, time.Millisecond, 2*time.Second, func() error {
 			if l, tm := c.agreed(); l != "d" || tm != term {
 				return fmt.Errorf("leadership moved after the hand-off:%s", c.describe())
 			}
@@ -129,8 +130,7 @@ func TestRunCancelHandsOff(t *testing.T) {
 		old, _ := c.waitAgreed(time.Second, "c", 0)
 		m := c.members["c"]
 		start := time.Now()
-		m.cancel()
-		if err := <-m.runErr; err != nil {
+		if err := m.Stop(); err != nil {
 			t.Fatalf("Run = %v, want nil", err)
 		}
 		took := time.Since(start)
@@ -209,7 +209,7 @@ func TestSetRatingPreemption(t *testing.T) {
 					c.waitAgreed(4*latency, "a", old)
 					return
 				}
-				always(t, time.Second, func() error {
+				electiontest.Hold(t, time.Millisecond, time.Second, func() error {
 					if l, tm := c.agreed(); l != "c" || tm != old {
 						return fmt.Errorf("leadership moved:%s", c.describe())
 					}
@@ -244,7 +244,7 @@ func TestNonVoterNeverLeads(t *testing.T) {
 			c.crash(id)
 			c.net.AnnounceDown(id)
 		}
-		always(t, 2*time.Second, func() error {
+		electiontest.Hold(t, time.Millisecond, 2*time.Second, func() error {
 			if st := v.Status(); v.IsLeader() || st.State == core.StateCoordinator || st.Electing {
 				return fmt.Errorf("non-voter stands: %+v", st)
 			}

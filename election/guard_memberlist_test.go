@@ -11,9 +11,12 @@ import (
 // A coordinator that still reaches one follower but not the other three
 // (real memberlist, memberlist itself cut the same way, so its view keeps
 // everyone alive through the indirect probes) must be replaced by a
-// coordinator of the connected majority within twice the lease, for every
-// algorithm (issue 13 item 7: the follower that still heard it used to
-// defend it, and nobody was ever elected).
+// coordinator of the connected majority, for every algorithm (issue 13
+// item 7: the follower that still heard it used to defend it, and nobody
+// was ever elected). The target is twice the lease; the simulator asserts
+// it in virtual time (election/sim, TestGuardCutCoordinatorReplacedWithinTwoLeases).
+// Here the time is only reported: the machine is shared and wall-clock
+// figures are for the docs (docs/reliability.md), not for a test verdict.
 func TestMemberlistGuardOldCoordinatorReachesOne(t *testing.T) {
 	for _, alg := range []core.Algorithm{core.Bully, core.Ring, core.Peterson} {
 		t.Run(alg.String(), func(t *testing.T) {
@@ -25,15 +28,10 @@ func TestMemberlistGuardOldCoordinatorReachesOne(t *testing.T) {
 				c.net.Block("n5", other)
 				c.net.Block(other, "n5")
 			}
-			cut := time.Now()
 			took, _ := c.await(names("n", 1, 4), "n4", term, 10*time.Second)
 			lease := election.DefaultConfig().QuorumLease
-			t.Logf("%s: the connected majority agreed on n4 %v after the cut (lease %v)", alg, time.Since(cut), lease)
-			if took > 2*lease+lease/2 {
-				// Reported, not failed: the machine is shared and timings
-				// are for the benches; the property is that it happens.
-				t.Logf("%s: slower than 2 leases on this run", alg)
-			}
+			t.Logf("%s: the connected majority agreed on n4 %v after the cut: %.2f leases of %v",
+				alg, took.Round(time.Millisecond), float64(took)/float64(lease), lease)
 			c.net.Heal()
 			c.await(all, "n5", term, 20*time.Second)
 		})

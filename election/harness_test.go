@@ -2,9 +2,8 @@ package election_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -53,34 +52,39 @@ func voters(n int) []spec {
 	return out
 }
 
-// cluster is a set of Electors on one in-memory network, inside a
-// synctest bubble.
+// cluster is a set of Electors on one in-memory network
+// (electiontest.Cluster), inside a synctest bubble, with what the tests
+// observe of each: its callbacks and what it recorded.
 type cluster struct {
 	t       *testing.T
+	ec      *electiontest.Cluster
 	net     *electiontest.Network
-	tune    func(*election.Config)
 	members map[string]*member
 	specs   map[string]spec
 }
 
 // member is one running Elector with what the test observes of it.
 type member struct {
-	id     string
-	e      *election.Elector
-	tr     *electiontest.Transport
-	cancel context.CancelFunc
-	runErr chan error
-	cb     *callbackLog
-	rec    *countingRecorder
+	*electiontest.Member
+	id  string
+	e   *election.Elector
+	cb  *callbackLog
+	rec *countingRecorder
 }
 
 func newCluster(t *testing.T, specs []spec, tune func(*election.Config)) *cluster {
 	t.Helper()
-	c := &cluster{
-		t: t, net: electiontest.NewNetwork(), tune: tune,
-		members: make(map[string]*member), specs: make(map[string]spec),
-	}
+	c := &cluster{t: t, ec: electiontest.NewCluster(), members: make(map[string]*member), specs: make(map[string]spec)}
+	c.net = c.ec.Net
 	c.net.SetLatency(latency)
+	c.ec.Config = func(id election.Identity, cfg *election.Config) {
+		m := c.members[id.Name]
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: c.t.Output(), Level: hclog.Info})
+		cfg.Recorder, cfg.Callbacks = m.rec, m.cb.callbacks()
+		if tune != nil {
+			tune(cfg)
+		}
+	}
 	for _, s := range specs {
 		c.specs[s.id] = s
 		c.start(s.id)
@@ -93,26 +97,14 @@ func newCluster(t *testing.T, specs []spec, tune func(*election.Config)) *cluste
 func (c *cluster) start(id string) *member {
 	c.t.Helper()
 	s := c.specs[id]
-	tr, err := c.net.Join(election.Identity{Name: s.id, Rating: s.rating, NonVoter: s.nonVoter, Algorithm: s.alg})
+	m := &member{id: id, cb: &callbackLog{}, rec: newCountingRecorder()}
+	c.members[id] = m // c.ec.Config reads it
+	em, err := c.ec.Start(election.Identity{Name: s.id, Rating: s.rating, NonVoter: s.nonVoter, Algorithm: s.alg})
 	if err != nil {
+		delete(c.members, id)
 		c.t.Fatal(err)
 	}
-	m := &member{id: id, tr: tr, runErr: make(chan error, 1), cb: &callbackLog{}, rec: newCountingRecorder()}
-	cfg := election.Config{
-		Transport: tr,
-		Logger:    hclog.New(&hclog.LoggerOptions{Output: c.t.Output(), Level: hclog.Info}),
-		Recorder:  m.rec, Callbacks: m.cb.callbacks(),
-	}
-	if c.tune != nil {
-		c.tune(&cfg)
-	}
-	if m.e, err = election.New(cfg); err != nil {
-		c.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	go func() { m.runErr <- m.e.Run(ctx) }()
-	c.members[id] = m
+	m.Member, m.e = em, em.Elector
 	return m
 }
 
@@ -120,26 +112,18 @@ func (c *cluster) start(id string) *member {
 // ErrTransportClosed. Nobody is told until announceDown.
 func (c *cluster) crash(id string) {
 	c.t.Helper()
-	m := c.members[id]
-	c.net.Crash(id)
-	if err := <-m.runErr; !errors.Is(err, election.ErrTransportClosed) {
-		c.t.Fatalf("%s: Run after crash = %v, want ErrTransportClosed", id, err)
+	if err := c.ec.Crash(id); err != nil {
+		c.t.Fatal(err)
 	}
-	m.cancel()
 	delete(c.members, id)
 }
 
 // stopAll closes every Elector and checks that Run returned.
 func (c *cluster) stopAll() {
-	for id, m := range c.members {
-		m.e.Close()
-		m.cancel()
-		if err := <-m.runErr; err != nil {
-			c.t.Errorf("%s: Run = %v after Close", id, err)
-		}
-		delete(c.members, id)
+	if err := c.ec.Close(); err != nil {
+		c.t.Error(err)
 	}
-	c.net.Close()
+	clear(c.members)
 }
 
 // agreed reports the coordinator and term that every listed member
@@ -149,95 +133,30 @@ func (c *cluster) agreed(ids ...string) (string, uint64) {
 	if len(ids) == 0 {
 		ids = c.ids()
 	}
-	var leader string
-	var term uint64
-	for i, id := range ids {
-		l, tm, ok := c.members[id].e.Leader()
-		if !ok || i > 0 && (l != leader || tm != term) {
-			return "", 0
-		}
-		leader, term = l, tm
-	}
-	if m, ok := c.members[leader]; !ok || !m.e.IsLeader() {
+	leader, term, ok := electiontest.Agree(c.ec.Members(ids...)...)
+	if m, in := c.members[leader]; !ok || !in || !m.e.IsLeader() {
 		return "", 0
 	}
 	return leader, term
 }
 
-func (c *cluster) ids() []string {
-	ids := make([]string, 0, len(c.members))
-	for id := range c.members {
-		ids = append(ids, id)
-	}
-	return ids
-}
+func (c *cluster) ids() []string { return slices.Collect(maps.Keys(c.members)) }
 
 // waitAgreed waits until the listed members (default all) agree on want
 // in a term above after, and returns the term and how long it took.
 func (c *cluster) waitAgreed(within time.Duration, want string, after uint64, ids ...string) (uint64, time.Duration) {
 	c.t.Helper()
 	var term uint64
-	took := eventually(c.t, within, func() bool {
+	took := electiontest.Eventually(c.t, within, func() bool {
 		var l string
 		l, term = c.agreed(ids...)
 		return l == want && term > after
-	}, func() string { return c.describe() })
+	}, c.describe)
 	return term, took
 }
 
 // describe prints what every member reports, for failure messages.
-func (c *cluster) describe() string {
-	var b strings.Builder
-	for _, id := range c.ids() {
-		st := c.members[id].e.Status()
-		fmt.Fprintf(&b, "\n  %s: state=%v coordinator=%q term=%v electing=%v",
-			id, st.State, st.Coordinator, core.Term(st.Term), st.Electing)
-	}
-	return b.String()
-}
-
-// eventually polls cond every millisecond of bubble time until it holds,
-// failing the test after within; it returns how long it took.
-func eventually(t *testing.T, within time.Duration, cond func() bool, why func() string) time.Duration {
-	t.Helper()
-	start := time.Now()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(within)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("condition not met within %v:%s", within, why())
-		}
-	}
-	return time.Since(start)
-}
-
-// always checks every millisecond of bubble time, for d, that check
-// returns nil.
-func always(t *testing.T, d time.Duration, check func() error) {
-	t.Helper()
-	holdEvery(t, time.Millisecond, d, check)
-}
-
-// holdEvery checks every period, for d, that check returns nil.
-func holdEvery(t *testing.T, period, d time.Duration, check func() error) {
-	t.Helper()
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	end := time.After(d)
-	for {
-		if err := check(); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-tick.C:
-		case <-end:
-			return
-		}
-	}
-}
+func (c *cluster) describe() string { return electiontest.Describe(c.ec.Members(c.ids()...)...) }
 
 // callbackLog records the callbacks of one Elector.
 type callbackLog struct {

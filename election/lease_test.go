@@ -11,6 +11,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/electiontest"
 )
 
 // validLeaders lists the members whose Check succeeds for the term they
@@ -99,7 +100,7 @@ func TestLeaseStalledLoop(t *testing.T) {
 		t.Cleanup(open)         // before the cluster's: Close waits for the loop
 		e.rec.gate.Store(&gate) // the leader's loop blocks in its next metrics call
 		stalled := time.Now()
-		eventually(t, time.Second, func() bool { return e.e.Check(term) != nil }, c.describe)
+		electiontest.Eventually(t, time.Second, func() bool { return e.e.Check(term) != nil }, c.describe)
 		if expired := time.Since(stalled); expired > 2*lease {
 			t.Errorf("Check still passed %v into the stall", expired)
 		}
@@ -219,12 +220,12 @@ func TestClaimGatesLeadership(t *testing.T) {
 			}
 		})
 		term, _ := c.waitAgreed(time.Second, "c", 0)
-		eventually(t, time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(writes) == 1 }, c.describe)
+		electiontest.Eventually(t, time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(writes) == 1 }, c.describe)
 		if err := c.members["c"].e.Resign(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		c.waitAgreed(2*time.Second, "b", term)
-		eventually(t, time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(writes) == 3 }, c.describe)
+		electiontest.Eventually(t, time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(writes) == 3 }, c.describe)
 		mu.Lock()
 		defer mu.Unlock()
 		if want := "[ok c ok c ok b]"; fmt.Sprint(writes) != want && fmt.Sprint(writes) != "[ok c refused c ok b]" {

@@ -73,15 +73,12 @@ func (e *Elector) handle(ev Event) {
 	case EventPeerUp:
 		e.log.Debug("peer up", "peer", ev.Peer.ID, "rating", ev.Peer.Rating, "non_voter", ev.Peer.NonVoter)
 		e.node.PeerUp(ev.Peer)
-		e.membersDirty = true
 	case EventPeerDown:
 		e.log.Debug("peer down", "peer", ev.Peer.ID)
 		e.node.PeerDown(ev.Peer.ID)
-		e.membersDirty = true
 	case EventPeerRating:
 		e.log.Debug("peer rating", "peer", ev.Peer.ID, "rating", ev.Peer.Rating)
 		e.node.PeerRating(ev.Peer.ID, ev.Peer.Rating)
-		e.membersDirty = true
 	default:
 		e.log.Warn("ignoring transport event of unknown kind", "kind", ev.Kind)
 	}
@@ -116,14 +113,16 @@ func (e *Elector) morePeerUps(events <-chan Event) (Event, bool) {
 	return Event{}, false
 }
 
-// flush sends what the node queued and reports every change since the
-// last flush.
+// flush takes the node's Ready: it sends the messages, reports what
+// changed to observers, callbacks, the snapshot and the Recorder.
 func (e *Elector) flush() {
-	for _, m := range e.node.Ready() {
+	rd := e.node.Ready()
+	for _, m := range rd.Messages {
 		e.send(m)
 	}
-	e.account()
-	e.observe()
+	e.account(rd)
+	e.observe(rd)
+	e.record()
 	if e.node.HandoffPending() && e.workTerm == 0 {
 		// The leader work has stopped (or there is none): pass the role on.
 		e.node.CompleteHandoff()
@@ -156,63 +155,38 @@ func (e *Elector) send(m core.Message) {
 		e.log.Debug("send", "type", m.Type, "peer", m.To, "term", core.Term(m.Term))
 	}
 	if err := e.tr.Send(m.Clone()); err != nil {
-		e.rec.MessagesDropped(DropSendFailed, 1)
+		e.upd.SendFailed++
 		e.log.Debug("send failed", "type", m.Type, "peer", m.To, "error", err)
 		return
 	}
-	e.rec.MessagesSent(m.Type, 1)
+	e.upd.Sent[m.Type]++
 }
 
-// account turns the node's cumulative counters into Recorder deltas and
-// logs the elections this node takes part in.
-func (e *Elector) account() {
-	c, p := e.node.Counters(), &e.counters
-	for t := range c.Received {
-		if d := c.Received[t] - p.Received[t]; d > 0 {
-			e.rec.MessagesReceived(core.MsgType(t), d)
-		}
-	}
-	for r := range c.Dropped {
-		if d := c.Dropped[r] - p.Dropped[r]; d > 0 {
-			e.rec.MessagesDropped(core.DropReason(r).String(), d)
-		}
-	}
-	if d := c.HeartbeatMisses - p.HeartbeatMisses; d > 0 {
-		e.rec.HeartbeatMisses(d)
-	}
-	if d := c.ElectionsStarted - p.ElectionsStarted; d > 0 {
+// account takes what the node counted into the next Update and logs the
+// elections this node takes part in.
+func (e *Elector) account(rd *core.Ready) {
+	e.upd.Add(&rd.Counters)
+	if rd.ElectionsStarted > 0 {
 		e.electionBegan = true
-		e.rec.Elections(ElectionStarted, d)
-		e.log.Info("election started", "term", core.Term(e.node.Status().Term))
+		e.log.Info("election started", "term", rd.Status.Term)
 	}
-	if d := c.ElectionsRestarted - p.ElectionsRestarted; d > 0 {
-		e.rec.Elections(ElectionRestarted, d)
+	if rd.ElectionsRestarted > 0 {
 		e.log.Info("election restarted: no coordinator announced in time")
 	}
-	if d := c.ElectionsWon - p.ElectionsWon; d > 0 {
-		e.rec.Elections(ElectionWon, d)
-	}
-	if d := c.ElectionsLost - p.ElectionsLost; d > 0 {
-		e.rec.Elections(ElectionLost, d)
-	}
-	e.counters = *c
 }
 
-// observe compares the node's status with the last one reported and
-// reports the differences.
-func (e *Elector) observe() {
-	st, electing := e.node.Status(), e.node.Electing()
-	if r := e.node.Roster(); r != e.roster || r.Gen() != e.rosterGen {
-		e.roster, e.rosterGen = r, r.Gen() // a member or rating learned from a message
-		e.membersDirty = true
-	}
+// observe reports the node's status where it differs from the last one
+// reported.
+func (e *Elector) observe(rd *core.Ready) {
+	st, electing := rd.Status, rd.Electing
+	e.membersDirty = e.membersDirty || rd.ViewChanged
 	startup := e.observeStartup()
 	changed := st != e.status || electing != e.electing || e.membersDirty || startup
 	if st.State != e.status.State {
-		e.rec.SetState(st.State)
+		e.upd.StateChanged = true
 	}
 	if st.Term != e.status.Term {
-		e.rec.SetTerm(uint64(st.Term))
+		e.upd.TermChanged = true
 	}
 	e.status, e.electing = st, electing
 	e.trackElection()
@@ -226,6 +200,17 @@ func (e *Elector) observe() {
 	if changed {
 		e.updateSnapshot()
 	}
+}
+
+// record hands the Recorder what changed since the previous Update, if
+// anything did.
+func (e *Elector) record() {
+	u := &e.upd
+	u.State, u.Term, u.Leader = e.status.State, uint64(e.status.Term), e.last
+	if !u.empty() {
+		e.rec.Record(*u)
+	}
+	*u = Update{}
 }
 
 // observeStartup follows the start-up hold until it is over, and reports
@@ -290,7 +275,7 @@ func (e *Elector) trackElection() {
 	}
 	d := time.Since(e.unsettledSince)
 	e.unsettledSince = time.Time{}
-	e.rec.ElectionDuration(d.Seconds())
+	e.upd.ElectionEnded, e.upd.ElectionDuration = true, d
 	e.log.Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
 }
 
@@ -306,9 +291,8 @@ func (e *Elector) changeLeader(l Leadership) {
 		e.lease.Store(nil)
 		e.stopLeading(prev)
 	}
-	e.rec.SetLeader(l)
+	e.upd.LeaderChanged = true
 	if l.Known() {
-		e.rec.LeaderChanged()
 		if l.Coordinator != e.announced.Coordinator || l.Term != e.announced.Term {
 			e.announced = l
 			e.log.Info("new coordinator", "coordinator", l.Coordinator, "term", core.Term(l.Term))
@@ -391,8 +375,9 @@ func (e *Elector) finish() {
 	}
 	e.verifiers = nil
 	e.last = Leadership{}
-	e.rec.SetLeader(e.last)
-	e.rec.SetState(core.StateSleep) // a stopped node takes no steps: not "coordinator" any more
+	e.status.State = core.StateSleep // a stopped node takes no steps: not "coordinator" any more
+	e.upd.StateChanged, e.upd.LeaderChanged = true, true
+	e.record()
 	e.obs.close(e.last)
 	s := *e.snap.Load()
 	s.Coordinator, s.Stopped = "", true

@@ -13,6 +13,7 @@ import (
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/membership/clustertest"
 	"github.com/coordelect/coordelect/membership/membershiptest"
 )
 
@@ -20,17 +21,19 @@ import (
 // FaultNetwork wraps memberlist's own transport, for partitions). Real
 // networks have real clocks, so they wait by polling with a deadline.
 
+// realNode is one member of a realCluster.
 type realNode struct {
 	name   string
 	rating int64
 	mem    *membership.Node
 	el     *election.Elector
-	cancel context.CancelFunc
-	done   chan error
 }
 
+// realCluster is clustertest.Cluster over a FaultNetwork, with
+// what these tests vary from member to member.
 type realCluster struct {
 	t     *testing.T
+	ec    *clustertest.Cluster
 	net   *membershiptest.FaultNetwork
 	nodes map[string]*realNode
 	seeds []string
@@ -42,17 +45,19 @@ type realCluster struct {
 }
 
 func newRealCluster(t *testing.T, mut func(*election.Config)) *realCluster {
-	c := &realCluster{t: t, net: membershiptest.NewFaultNetwork(1, nil), nodes: map[string]*realNode{}, mut: mut}
+	net := membershiptest.NewFaultNetwork(1, nil)
+	c := &realCluster{t: t, ec: clustertest.New(net), net: net, nodes: map[string]*realNode{}, mut: mut}
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
-		for _, n := range c.nodes {
-			c.stop(n, false)
-		}
+		// A starved process (64 memberlists in one) ends its probes late.
+		grace := max(5*time.Second, time.Duration(len(c.nodes))*200*time.Millisecond)
+		_ = c.ec.Close()
+		clear(c.nodes)
 		// memberlist's Shutdown does not wait for probes in flight; give them
 		// a bounded while to end, then report any goroutine left behind.
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
-		for deadline := time.Now().Add(5 * time.Second); ; <-tick.C {
+		for deadline := time.Now().Add(grace); ; <-tick.C {
 			err := goleak.Find(ignore)
 			if err == nil {
 				return
@@ -72,51 +77,43 @@ func (c *realCluster) start(name string, rating int64, nonVoter bool) *realNode 
 
 func (c *realCluster) startOn(name string, rating int64, nonVoter bool, port int) *realNode {
 	c.t.Helper()
-	tr, err := c.net.Listen(name, "127.0.0.1", port)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	mcfg := membership.DefaultConfig()
-	mcfg.Name, mcfg.Rating, mcfg.NonVoter, mcfg.Algorithm = name, rating, nonVoter, c.alg
-	mcfg.BindAddr, mcfg.Profile, mcfg.Transport = "127.0.0.1", membership.ProfileLocal, tr
-	mcfg.Seeds, mcfg.RejoinInterval, mcfg.SecretKey, mcfg.Label = c.seeds, time.Second, c.key, c.label
+	mcfg := localMembership(name, rating, c.alg, c.seeds)
+	mcfg.NonVoter, mcfg.BindPort, mcfg.SecretKey, mcfg.Label = nonVoter, port, c.key, c.label
 	if c.memb != nil {
 		c.memb(&mcfg)
 	}
-	mem, err := membership.New(mcfg)
-	if err != nil {
-		c.t.Fatal(err)
-	}
 	cfg := election.DefaultConfig()
-	cfg.Transport = mem
 	if c.mut != nil {
 		c.mut(&cfg)
 	}
-	el, err := election.New(cfg)
+	m, err := c.ec.Start(mcfg, cfg)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n := &realNode{name: name, rating: rating, mem: mem, el: el, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- el.Run(ctx) }()
+	n := &realNode{name: name, rating: rating, mem: m.Node, el: m.Elector}
 	c.nodes[name] = n
-	c.seeds = append(c.seeds, mem.Addr())
+	c.seeds = append(c.seeds, m.Node.Addr())
 	return n
+}
+
+// localMembership is the membership configuration of these tests' members:
+// memberlist's local profile on 127.0.0.1, rejoining every second.
+func localMembership(name string, rating int64, alg core.Algorithm, seeds []string) membership.Config {
+	mcfg := membership.DefaultConfig()
+	mcfg.Name, mcfg.Rating, mcfg.Algorithm = name, rating, alg
+	mcfg.BindAddr, mcfg.Profile = "127.0.0.1", membership.ProfileLocal
+	mcfg.Seeds, mcfg.RejoinInterval = seeds, time.Second
+	return mcfg
 }
 
 // stop ends a node: gracefully (cancel Run: hand-off, then leave) or as a
 // crash (no hand-off, no leave: memberlist shut down under the others).
 func (c *realCluster) stop(n *realNode, graceful bool) {
 	if graceful {
-		n.cancel()
-		<-n.done
-		n.mem.Leave(time.Second)
+		_ = c.ec.Leave(n.name, time.Second)
 	} else {
-		n.el.Close()
-		n.cancel()
-		<-n.done
+		_ = c.ec.Crash(n.name)
 	}
-	n.mem.Close()
 	delete(c.nodes, n.name)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/electiontest"
 )
 
 func withQuorum(s int) func(*election.Config) {
@@ -30,7 +31,7 @@ func TestQuorumGuardMinorityCoordinator(t *testing.T) {
 
 		c.net.Partition([]string{"d", "e"}, []string{"a", "b", "c"})
 		minority := []string{"d", "e"}
-		took := eventually(t, lease+heartbeat+4*latency, func() bool {
+		took := electiontest.Eventually(t, lease+heartbeat+4*latency, func() bool {
 			return !knowsLeader(c, minority...) && ctxs[0].Err() != nil
 		}, c.describe)
 		t.Logf("quorum guard: minority coordinator stepped down %v after the partition", took)
@@ -43,7 +44,7 @@ func TestQuorumGuardMinorityCoordinator(t *testing.T) {
 		}
 		majority, took := c.waitAgreed(time.Second, "c", old, "a", "b", "c")
 		t.Logf("quorum guard: majority agreed %v later", took)
-		always(t, 2*time.Second, func() error {
+		electiontest.Hold(t, time.Millisecond, 2*time.Second, func() error {
 			if knowsLeader(c, minority...) {
 				return fmt.Errorf("minority reports a coordinator:%s", c.describe())
 			}
@@ -71,7 +72,7 @@ func TestQuorumGuardMajorityCoordinator(t *testing.T) {
 		_, ctxs := c.members["e"].cb.snapshot()
 
 		c.net.Partition([]string{"a", "b"}, []string{"c", "d", "e"})
-		always(t, 2*time.Second, func() error {
+		electiontest.Hold(t, time.Millisecond, 2*time.Second, func() error {
 			if l, tm := c.agreed("c", "d", "e"); l != "e" || tm != term || ctxs[0].Err() != nil {
 				return fmt.Errorf("majority coordinator lost office:%s", c.describe())
 			}

@@ -1,7 +1,7 @@
 package election
 
 import (
-	"strconv"
+	"time"
 
 	"github.com/coordelect/coordelect/election/core"
 )
@@ -9,112 +9,73 @@ import (
 // Recorder receives an Elector's metrics; package metrics implements it on
 // Prometheus. One Recorder serves one Elector.
 //
-// Concurrency contract: methods are called from the Elector's loop
-// goroutine only, one at a time, and must not block (update a counter or a
-// gauge and return). Counts are deltas since the previous call.
+// Concurrency contract: Record is called from the Elector's loop goroutine
+// only (before Run, from the goroutine that calls into the Elector), one
+// call at a time, and must not block: update counters and gauges and
+// return.
 type Recorder interface {
-	// SetState reports the node's state whenever it changes.
-	SetState(s core.State)
-	// SetTerm reports the highest term the node has seen (see Leadership.Term).
-	SetTerm(term uint64)
-	// SetLeader reports the coordinator this node reports whenever it
-	// changes; l.Coordinator is empty when there is none.
-	SetLeader(l Leadership)
-	// LeaderChanged counts a change to a new coordinator or term.
-	LeaderChanged()
-	// MessagesSent counts messages handed to the Transport, by type.
-	MessagesSent(t core.MsgType, n uint64)
-	// MessagesReceived counts messages the node accepted for processing.
-	MessagesReceived(t core.MsgType, n uint64)
-	// MessagesDropped counts messages ignored or lost, by reason: the core's
-	// core.DropReason names ("stale_term", "misaddressed", "unexpected",
-	// "order") and DropSendFailed.
-	MessagesDropped(reason string, n uint64)
-	// Elections counts what happened to this node's elections.
-	Elections(r Result, n uint64)
-	// ElectionDuration observes, in seconds, how long this node was without
-	// an agreed coordinator: from the moment it detected the need for an
-	// election (failure detected, hand-off received, preemption) until it
-	// knew a coordinator again with no election running.
-	ElectionDuration(seconds float64)
-	// HeartbeatMisses counts heartbeat intervals a follower spent in silence.
-	HeartbeatMisses(n uint64)
-	// SetMembers reports the members this node knows (itself included) and
-	// how many of them it holds alive.
-	SetMembers(alive, known int)
+	// Record takes what changed since the previous Update.
+	Record(u Update)
 }
 
-// DropSendFailed is the drop reason for messages the Transport refused.
+// Update is what changed in an Elector since its previous Update: the
+// Recorder's side of the core's Ready. The Elector hands one over after
+// each turn of its loop that changed anything. Counts are deltas; State,
+// Term, Leader and the member counts are current values, each with a flag
+// that says whether it is new in this Update.
+type Update struct {
+	// State is the node's state; StateChanged says it changed (the first
+	// Update has it set: the state at New).
+	State        core.State
+	StateChanged bool
+	// Term is the highest term the node has seen (see Leadership.Term).
+	Term        uint64
+	TermChanged bool
+	// Leader is the coordinator this node reports (Coordinator empty when
+	// it knows none). LeaderChanged says it changed, or that the Elector
+	// stopped (Leader is then empty).
+	Leader        Leadership
+	LeaderChanged bool
+	// Alive and Known count the members this node knows (itself
+	// included) and those it holds alive; MembersChanged says they were
+	// counted anew (the first Update, and after a membership change).
+	Alive, Known   int
+	MembersChanged bool
+
+	// Counters are what the node counted since the previous Update:
+	// messages accepted (Received, by type) and ignored (Dropped, by
+	// core.DropReason), elections started, won, lost and restarted, and
+	// heartbeat misses.
+	core.Counters
+	// Sent counts the messages handed to the Transport, by type;
+	// SendFailed those it refused (dropped with reason send_failed).
+	Sent       [core.NumMsgTypes]uint64
+	SendFailed uint64
+	// ElectionEnded: this node knows an agreed coordinator again after
+	// ElectionDuration without one, measured from the moment it detected
+	// the need for an election (failure detected, hand-off received,
+	// preemption) until it knew a coordinator with no election running.
+	ElectionEnded    bool
+	ElectionDuration time.Duration
+}
+
+// DropSendFailed is the drop reason (the reason label of
+// coordelect_messages_dropped_total) of the messages the Transport
+// refused: Update.SendFailed. The other reasons are core.DropReason's.
 const DropSendFailed = "send_failed"
 
-// Result is what happened to an election, for Recorder.Elections: the
-// result label of coordelect_elections_total.
-type Result uint8
-
-// The results.
-const (
-	ElectionStarted   Result = iota // this node started (or joined) an election
-	ElectionWon                     // an election ended with this node as coordinator
-	ElectionLost                    // an election ended with another coordinator
-	ElectionRestarted               // an election timed out and began again
-	numResults
-)
-
-var resultNames = [...]string{"started", "won", "lost", "restarted"}
-
-// String returns the result's name, the value of the result label.
-func (r Result) String() string {
-	if r < numResults {
-		return resultNames[r]
-	}
-	return "result(" + strconv.Itoa(int(r)) + ")"
+// empty reports whether u reports nothing new: no flag set, nothing
+// counted (the current values alone are not news).
+func (u *Update) empty() bool {
+	v := *u
+	v.State, v.Term, v.Leader, v.Alive, v.Known = 0, 0, Leadership{}, 0, 0
+	return v == Update{}
 }
 
-// Results lists every result, in order; recorders use it to initialise
-// their series.
-func Results() []Result {
-	out := make([]Result, numResults)
-	for i := range out {
-		out[i] = Result(i)
-	}
-	return out
-}
-
-// NopRecorder records nothing. It is the default Recorder; embed it in a
-// Recorder implementation to inherit no-ops for methods added later.
+// NopRecorder records nothing. It is the default Recorder.
 type NopRecorder struct{}
 
 var _ Recorder = NopRecorder{}
 
-// SetState does nothing.
-func (NopRecorder) SetState(core.State) {}
-
-// SetTerm does nothing.
-func (NopRecorder) SetTerm(uint64) {}
-
-// SetLeader does nothing.
-func (NopRecorder) SetLeader(Leadership) {}
-
-// LeaderChanged does nothing.
-func (NopRecorder) LeaderChanged() {}
-
-// MessagesSent does nothing.
-func (NopRecorder) MessagesSent(core.MsgType, uint64) {}
-
-// MessagesReceived does nothing.
-func (NopRecorder) MessagesReceived(core.MsgType, uint64) {}
-
-// MessagesDropped does nothing.
-func (NopRecorder) MessagesDropped(string, uint64) {}
-
-// Elections does nothing.
-func (NopRecorder) Elections(Result, uint64) {}
-
-// ElectionDuration does nothing.
-func (NopRecorder) ElectionDuration(float64) {}
-
-// HeartbeatMisses does nothing.
-func (NopRecorder) HeartbeatMisses(uint64) {}
-
-// SetMembers does nothing.
-func (NopRecorder) SetMembers(int, int) {}
+// Record does nothing.
+func (NopRecorder) Record(Update) {}

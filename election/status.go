@@ -76,7 +76,7 @@ func (e *Elector) updateSnapshot() {
 		s.Members = old.Members
 	} else {
 		s.Members = e.members()
-		e.rec.SetMembers(s.AliveMembers(), len(s.Members))
+		e.upd.Alive, e.upd.Known, e.upd.MembersChanged = s.AliveMembers(), len(s.Members), true
 		e.membersDirty = false
 		e.checkVoters(s.Members)
 	}

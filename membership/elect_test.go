@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
 )
 
 // voter is a Node with an elector running on it, for the tests that check
@@ -19,20 +20,21 @@ type voter struct {
 	drops *dropCounter
 }
 
-// dropCounter counts the messages an elector dropped, by reason.
+// dropCounter counts the messages an elector's node dropped, by reason.
 type dropCounter struct {
-	election.NopRecorder
 	mu sync.Mutex
-	by map[string]uint64
+	by [core.NumDropReasons]uint64
 }
 
-func (r *dropCounter) MessagesDropped(reason string, n uint64) {
+func (r *dropCounter) Record(u election.Update) {
 	r.mu.Lock()
-	r.by[reason] += n
+	for reason, n := range u.Dropped {
+		r.by[reason] += n
+	}
 	r.mu.Unlock()
 }
 
-func (r *dropCounter) get(reason string) uint64 {
+func (r *dropCounter) get(reason core.DropReason) uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.by[reason]
@@ -53,7 +55,7 @@ func runVoter(t *testing.T, n *Node, cfg Config) *voter {
 	t.Helper()
 	ec := election.DefaultConfig()
 	ec.Transport = n
-	drops := &dropCounter{by: map[string]uint64{}}
+	drops := &dropCounter{}
 	ec.Recorder = drops
 	el, err := election.New(ec)
 	if err != nil {

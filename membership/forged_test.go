@@ -68,7 +68,7 @@ func TestForgedForeignTagDropped(t *testing.T) {
 		}
 		return b
 	}
-	foreignTag := func() uint64 { return n2.drops.get(core.DropForeignTag.String()) }
+	foreignTag := func() uint64 { return n2.drops.get(core.DropForeignTag) }
 	runForged(t, vs, term, []forged{
 		{"foreign-tag heartbeat", func() error { return sendUDP(n2.Addr(), frame(core.MsgHeartbeat)) }, foreignTag},
 		{"foreign-tag coordinator", func() error { return raw.SendReliable(to, frame(core.MsgCoordinator)) }, foreignTag},
@@ -118,7 +118,7 @@ func TestForgedMaxEpochTermDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	badTerm := func() uint64 { return n2.drops.get(core.DropBadTerm.String()) }
+	badTerm := func() uint64 { return n2.drops.get(core.DropBadTerm) }
 	before := badTerm()
 	if err := sendUDP(n2.Addr(), b); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func TestBadFramesDroppedAndCounted(t *testing.T) {
 	vs, term := voters(t, 3, func(c *Config) { c.SecretKey = key })
 	n1, target := vs[0], vs[1]
 	before, statusBefore := target.Stats(), target.el.Status()
-	staleTerm := func() uint64 { return target.drops.get(core.DropStaleTerm.String()) }
+	staleTerm := func() uint64 { return target.drops.get(core.DropStaleTerm) }
 	staleBefore := staleTerm()
 	raw := rawMember(t, n1.Addr(), key)
 	to := rawPeer(t, raw, "n2")

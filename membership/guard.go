@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/coordelect/coordelect/election/core"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 )
@@ -90,37 +91,64 @@ type guard struct {
 	fail  func(error)
 
 	mu       sync.Mutex
-	self     string             // this node's address, from its own NotifyJoin
-	starting bool               // New has not returned
-	alive    map[string]string  // live members' addresses, by name
-	reported map[[2]string]bool // clashes already logged: name, address
+	self     string               // this node's address, from its own NotifyJoin
+	starting bool                 // New has not returned
+	alive    map[string]string    // live members' addresses, by name
+	voters   map[string]core.Rank // live voters' ranks, by name (for topVoter)
+	reported map[[2]string]bool   // clashes already logged: name, address
 }
 
 func newGuard(name string, own meta, log hclog.Logger, stats *counters, fail func(error)) *guard {
 	return &guard{name: name, boot: own.Boot, own: own, log: log, stats: stats, fail: fail, starting: true,
-		alive: make(map[string]string), reported: make(map[[2]string]bool)}
+		alive: make(map[string]string), voters: make(map[string]core.Rank), reported: make(map[[2]string]bool)}
 }
 
 func nodeAddr(n *memberlist.Node) string {
 	return net.JoinHostPort(net.IP(n.Addr).String(), strconv.Itoa(int(n.Port)))
 }
 
-// joined and left mirror memberlist's view of live members.
+// joined and left mirror memberlist's view of live members. memberlist
+// calls them with its node lock held, so n's fields are read safely here
+// and nowhere else: the *memberlist.Node that Members returns is memberlist's
+// own, changed later under that lock.
 func (g *guard) joined(n *memberlist.Node) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if n.Name == g.name && g.self == "" {
 		g.self = nodeAddr(n)
 	}
-	if n.Name != g.name {
-		g.alive[n.Name] = nodeAddr(n)
+	if n.Name == g.name {
+		return
+	}
+	g.alive[n.Name] = nodeAddr(n)
+	if md, err := decodeMeta(n.Meta); err == nil && !md.NonVoter {
+		g.voters[n.Name] = core.Rank{Rating: md.Rating, ID: n.Name}
+	} else {
+		delete(g.voters, n.Name)
 	}
 }
 
 func (g *guard) left(n *memberlist.Node) {
 	g.mu.Lock()
 	delete(g.alive, n.Name)
+	delete(g.voters, n.Name)
 	g.mu.Unlock()
+}
+
+// topVoter returns the address of the highest-ranked live voter (by
+// rating, then name, as the elector ranks) other than this node; "" if
+// there is none.
+func (g *guard) topVoter() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var best core.Rank
+	addr := ""
+	for name, r := range g.voters {
+		if a, ok := g.alive[name]; ok && (addr == "" || r.Compare(best) > 0) {
+			best, addr = r, a
+		}
+	}
+	return addr
 }
 
 // started marks the end of New: from now on this node yields a clash only

@@ -92,7 +92,7 @@ func New(cfg Config) (*Node, error) {
 	if len(cfg.Seeds) > 0 {
 		if _, err := n.Join(cfg.Seeds...); err != nil && n.Err() == nil {
 			n.warnJoin(cfg.Seeds, err)
-		} else if top := n.topVoter(); err == nil && top != "" && !slices.Contains(cfg.Seeds, top) {
+		} else if top := n.del.guard.topVoter(); err == nil && top != "" && !slices.Contains(cfg.Seeds, top) {
 			n.introduce(top)
 		}
 	}
@@ -360,27 +360,6 @@ func (n *Node) askJoin(addr string) {
 	case n.restarted <- addr:
 	default:
 	}
-}
-
-// topVoter returns the address of the highest-ranked voter (by rating, then
-// name, as the elector ranks) that memberlist knows alive, other than this
-// node; "" if there is none.
-func (n *Node) topVoter() string {
-	var best core.Rank
-	addr := ""
-	for _, m := range n.ml.Members() {
-		if m.Name == n.cfg.Name || m.State != memberlist.StateAlive {
-			continue
-		}
-		md, err := decodeMeta(m.Meta)
-		if err != nil || md.NonVoter {
-			continue
-		}
-		if r := (core.Rank{Rating: md.Rating, ID: m.Name}); addr == "" || r.Compare(best) > 0 {
-			best, addr = r, m.FullAddress().Addr
-		}
-	}
-	return addr
 }
 
 // introduce joins addr, the highest-ranked voter this node learnt of from

@@ -171,7 +171,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SetLeader(election.Leadership{Coordinator: "n", Term: 1 << 32, IsSelf: true})
+	r.Record(election.Update{Leader: election.Leadership{Coordinator: "n", Term: 1 << 32, IsSelf: true}, LeaderChanged: true})
 	names := map[string]bool{}
 	for name, f := range gather(t, reg) {
 		names[name] = true

@@ -13,6 +13,12 @@ import (
 
 const namespace = "coordelect"
 
+// resultNames are the values of the result label of
+// coordelect_elections_total, in the order count adds them.
+var resultNames = [...]string{"started", "won", "lost", "restarted"}
+
+const numResults = len(resultNames)
+
 // NodeLabel is the constant label WithNode adds to every series.
 const NodeLabel = "node"
 
@@ -45,9 +51,11 @@ type Recorder struct {
 	members         *prometheus.GaugeVec
 	heartbeatMisses prometheus.Counter
 
-	// The children of the hot paths, looked up once.
+	// The children of the labelled counters, looked up once.
 	sentBy, receivedBy [core.NumMsgTypes]prometheus.Counter
-	electionsBy        []prometheus.Counter
+	droppedBy          [core.NumDropReasons]prometheus.Counter
+	sendFailed         prometheus.Counter
+	electionsBy        [numResults]prometheus.Counter
 	alive, dead        prometheus.Gauge
 
 	mu          sync.Mutex
@@ -167,16 +175,20 @@ func (r *Recorder) initialise() {
 		r.sentBy[t] = r.sent.WithLabelValues(t.String())
 		r.receivedBy[t] = r.received.WithLabelValues(t.String())
 	}
-	for _, ev := range election.Results() {
-		r.electionsBy = append(r.electionsBy, r.elections.WithLabelValues(ev.String()))
+	for i, res := range resultNames {
+		r.electionsBy[i] = r.elections.WithLabelValues(res)
 	}
 	r.dropped.initialise()
+	for reason := range core.DropReason(core.NumDropReasons) {
+		r.droppedBy[reason] = r.dropped.byReason[reason.String()]
+	}
+	r.sendFailed = r.dropped.byReason[election.DropSendFailed]
 	r.alive = r.members.WithLabelValues("alive")
 	r.dead = r.members.WithLabelValues("dead")
 	for _, s := range core.States() {
 		r.state.WithLabelValues(s.String())
 	}
-	r.SetState(core.StateSleep)
+	r.setState(core.StateSleep)
 }
 
 // Unregister removes the Recorder's collectors from its Registerer and
@@ -196,8 +208,37 @@ func (r *Recorder) Unregister() {
 	}
 }
 
-// SetState sets the one-hot coordelect_state gauge.
-func (r *Recorder) SetState(s core.State) {
+// Record updates the metrics with what changed in an Update:
+// coordelect_state, _term, _term_epoch, _is_coordinator,
+// _coordinator_info, _leader_deposed_total, _leader_changes_total and
+// _members where the Update says they are new; the message, election and
+// heartbeat-miss counters by its counts; _election_duration_seconds when an
+// election ended.
+func (r *Recorder) Record(u election.Update) {
+	if u.StateChanged {
+		r.setState(u.State)
+	}
+	if u.TermChanged {
+		r.setTerm(u.Term)
+	}
+	if u.LeaderChanged {
+		r.setLeader(u.Leader)
+		if u.Leader.Known() {
+			r.leaderChanges.Inc()
+		}
+	}
+	if u.MembersChanged {
+		r.alive.Set(float64(u.Alive))
+		r.dead.Set(float64(max(u.Known-u.Alive, 0)))
+	}
+	r.count(&u)
+	if u.ElectionEnded {
+		r.duration.Observe(u.ElectionDuration.Seconds())
+	}
+}
+
+// setState sets the one-hot coordelect_state gauge.
+func (r *Recorder) setState(s core.State) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.state.WithLabelValues(r.current.String()).Set(0)
@@ -205,22 +246,22 @@ func (r *Recorder) SetState(s core.State) {
 	r.current = s
 }
 
-// SetTerm sets coordelect_term and coordelect_term_epoch. A gauge holds a
+// setTerm sets coordelect_term and coordelect_term_epoch. A gauge holds a
 // float64: the term is exact below 2^53 (epochs below 2^21), the epoch
 // always.
-func (r *Recorder) SetTerm(term uint64) {
+func (r *Recorder) setTerm(term uint64) {
 	r.term.Set(float64(term))
 	r.termEpoch.Set(float64(core.Term(term).Epoch()))
 }
 
-// SetLeader sets coordelect_is_coordinator and moves
+// setLeader sets coordelect_is_coordinator and moves
 // coordelect_coordinator_info to the new coordinator, deleting the old
 // coordinator's series (none while no coordinator is known). A node that
 // goes from leading straight to following another coordinator (with no
 // "none" between, as a resignation, a lease lapse or a lost coordinator
 // have) led at the same time as that one: coordelect_leader_deposed_total
 // counts it.
-func (r *Recorder) SetLeader(l election.Leadership) {
+func (r *Recorder) setLeader(l election.Leadership) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.leading && l.Known() && !l.IsSelf {
@@ -244,48 +285,28 @@ func (r *Recorder) SetLeader(l election.Leadership) {
 	}
 }
 
-// LeaderChanged increments coordelect_leader_changes_total.
-func (r *Recorder) LeaderChanged() { r.leaderChanges.Inc() }
-
-// MessagesSent adds n to coordelect_messages_sent_total{type}.
-func (r *Recorder) MessagesSent(t core.MsgType, n uint64) {
-	counterFor(r.sent, &r.sentBy, t).Add(float64(n))
-}
-
-// MessagesReceived adds n to coordelect_messages_received_total{type}.
-func (r *Recorder) MessagesReceived(t core.MsgType, n uint64) {
-	counterFor(r.received, &r.receivedBy, t).Add(float64(n))
-}
-
-func counterFor(vec *prometheus.CounterVec, cached *[core.NumMsgTypes]prometheus.Counter, t core.MsgType) prometheus.Counter {
-	if int(t) < len(cached) && cached[t] != nil {
-		return cached[t]
+// count adds an Update's counts to coordelect_messages_sent_total{type},
+// _messages_received_total{type}, _messages_dropped_total{reason},
+// _elections_total{result} and _heartbeat_misses_total.
+func (r *Recorder) count(u *election.Update) {
+	for t := range u.Sent {
+		add(r.sentBy[t], u.Sent[t])
+		add(r.receivedBy[t], u.Received[t])
 	}
-	return vec.WithLabelValues(t.String())
-}
-
-// MessagesDropped adds n to coordelect_messages_dropped_total{reason}.
-func (r *Recorder) MessagesDropped(reason string, n uint64) { r.dropped.add(reason, n) }
-
-// Elections adds n to coordelect_elections_total{result}.
-func (r *Recorder) Elections(e election.Result, n uint64) {
-	if int(e) < len(r.electionsBy) {
-		r.electionsBy[e].Add(float64(n))
-		return
+	for reason, n := range u.Dropped {
+		add(r.droppedBy[reason], n)
 	}
-	r.elections.WithLabelValues(e.String()).Add(float64(n))
+	add(r.sendFailed, u.SendFailed)
+	for i, n := range [numResults]uint64{u.ElectionsStarted, u.ElectionsWon, u.ElectionsLost, u.ElectionsRestarted} {
+		add(r.electionsBy[i], n)
+	}
+	add(r.heartbeatMisses, u.HeartbeatMisses)
 }
 
-// ElectionDuration observes coordelect_election_duration_seconds.
-func (r *Recorder) ElectionDuration(seconds float64) { r.duration.Observe(seconds) }
-
-// HeartbeatMisses adds n to coordelect_heartbeat_misses_total.
-func (r *Recorder) HeartbeatMisses(n uint64) { r.heartbeatMisses.Add(float64(n)) }
-
-// SetMembers sets coordelect_members: state="alive" to alive and
-// state="dead" to the members known but not alive, so that their sum is
-// every member known.
-func (r *Recorder) SetMembers(alive, known int) {
-	r.alive.Set(float64(alive))
-	r.dead.Set(float64(max(known-alive, 0)))
+// add adds n to c unless it is 0 (a message type without a series has a
+// nil c, and never a count).
+func add(c prometheus.Counter, n uint64) {
+	if n > 0 {
+		c.Add(float64(n))
+	}
 }

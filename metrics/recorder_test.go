@@ -33,12 +33,12 @@ func TestRecorderScriptedElection(t *testing.T) {
 			expect(t, id+" members alive", testutil.ToFloat64(r.alive), 3)
 			expect(t, id+" members dead", testutil.ToFloat64(r.dead), 0)
 			expect(t, id+" heartbeat misses", testutil.ToFloat64(r.heartbeatMisses), 0)
-			if s := testutil.ToFloat64(r.electionsBy[election.ElectionStarted]); s < 1 {
+			if s := testutil.ToFloat64(r.elections.WithLabelValues("started")); s < 1 {
 				t.Errorf("%s: elections_total{started} = %v, want >= 1", id, s)
 			}
 		}
-		expect(t, "c won", testutil.ToFloat64(c.nodes["c"].rec.electionsBy[election.ElectionWon]), 1)
-		expect(t, "a lost", testutil.ToFloat64(c.nodes["a"].rec.electionsBy[election.ElectionLost]), 1)
+		expect(t, "c won", testutil.ToFloat64(c.nodes["c"].rec.elections.WithLabelValues("won")), 1)
+		expect(t, "a lost", testutil.ToFloat64(c.nodes["a"].rec.elections.WithLabelValues("lost")), 1)
 		before := histogram(t, c.nodes["a"].rec.duration)
 
 		// The coordinator crashes; the survivors' heartbeat detector fires
@@ -61,7 +61,7 @@ func TestRecorderScriptedElection(t *testing.T) {
 				t.Errorf("%s: heartbeat misses = %v, want >= K = %d", id, m, election.DefaultHeartbeatMisses)
 			}
 		}
-		expect(t, "b won", testutil.ToFloat64(c.nodes["b"].rec.electionsBy[election.ElectionWon]), 1)
+		expect(t, "b won", testutil.ToFloat64(c.nodes["b"].rec.elections.WithLabelValues("won")), 1)
 		after := histogram(t, c.nodes["a"].rec.duration)
 		checkFailoverDuration(t, before, after)
 		for _, id := range c.ids {
@@ -123,7 +123,7 @@ func TestSetTermEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	term := uint64(core.MakeTerm(1<<31+3, 0xffffffff))
-	r.SetTerm(term)
+	r.Record(election.Update{Term: term, TermChanged: true})
 	expect(t, "term epoch", testutil.ToFloat64(r.termEpoch), 1<<31+3)
 	if got := testutil.ToFloat64(r.term); got == float64(term) && uint64(got) == term {
 		t.Errorf("term gauge %v holds %d exactly; the case is meant to show a term a float64 rounds", got, term)

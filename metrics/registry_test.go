@@ -51,7 +51,7 @@ func TestLintClean(t *testing.T) {
 	}
 	expect(t, "initial state sleep", testutil.ToFloat64(r.state.WithLabelValues("sleep")), 1)
 	expect(t, "coordinator_info series", float64(testutil.CollectAndCount(r.coordinatorInfo)), 0)
-	r.SetLeader(election.Leadership{Coordinator: "n2", Term: 1 << 32})
+	r.Record(election.Update{Leader: election.Leadership{Coordinator: "n2", Term: 1 << 32}, LeaderChanged: true})
 	lint(t, reg)
 }
 
@@ -126,9 +126,9 @@ func TestTwoNodesOneRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.SetTerm(7)
-	b.SetTerm(9)
-	a.SetLeader(election.Leadership{Coordinator: "a", Term: 7, IsSelf: true})
+	a.Record(election.Update{Term: 7, TermChanged: true,
+		Leader: election.Leadership{Coordinator: "a", Term: 7, IsSelf: true}, LeaderChanged: true})
+	b.Record(election.Update{Term: 9, TermChanged: true})
 	terms := map[string]float64{}
 	for _, m := range gather(t, reg)["coordelect_term"].GetMetric() {
 		terms[labelValue(m, NodeLabel)] = m.GetGauge().GetValue()
@@ -163,8 +163,9 @@ func TestTransportStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.MessagesDropped(core.DropStaleTerm.String(), 1)
-	r.MessagesDropped(election.DropSendFailed, 2)
+	u := election.Update{SendFailed: 2}
+	u.Dropped[core.DropStaleTerm] = 1
+	r.Record(u)
 	f := gather(t, reg)
 	dropped := map[string]float64{}
 	for _, m := range f["coordelect_messages_dropped_total"].GetMetric() {
@@ -222,7 +223,7 @@ func TestOptionErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.ElectionDuration(1.5)
+	r.Record(election.Update{ElectionEnded: true, ElectionDuration: 1500 * time.Millisecond})
 	if b := histogram(t, r.duration).GetBucket(); len(b) != 3 || b[1].GetCumulativeCount() != 1 {
 		t.Errorf("custom buckets: %v", b)
 	}

@@ -56,14 +56,6 @@ func (c *droppedCollector) initialise() {
 	}
 }
 
-func (c *droppedCollector) add(reason string, n uint64) {
-	if ctr, ok := c.byReason[reason]; ok {
-		ctr.Add(float64(n))
-		return
-	}
-	c.vec.WithLabelValues(reason).Add(float64(n))
-}
-
 func (c *droppedCollector) Describe(ch chan<- *prometheus.Desc) { c.vec.Describe(ch) }
 
 func (c *droppedCollector) Collect(ch chan<- prometheus.Metric) {

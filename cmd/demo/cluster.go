@@ -23,6 +23,17 @@ import (
 	"github.com/coordelect/coordelect/metrics"
 )
 
+// commandsHelp ends the usage of demo -h: the commands besides the default.
+const commandsHelp = `
+Commands:
+  demo [flags]                        the live local cluster and its web page (the flags below)
+  demo node -name NAME [flags]        one node, for clusters across processes and hosts
+  demo sim [flags]                    one simulated election, or a scenario file, or an exploration
+  demo help [COMMAND]                 this text, or a command's (the same as demo COMMAND -h)
+
+Measurements (failover, soak, memory) are the bench module's coordbench:
+  (cd bench && go run ./cmd/coordbench -h)`
+
 const clusterSynopsis = `usage: demo [flags]
 
 Runs a live coordelect cluster in this process: N nodes named 1..N with

@@ -180,3 +180,9 @@ func (tc *testCluster) waitAgreed(t *testing.T, want string) clusterView {
 	})
 	return v
 }
+
+// run runs the demo with args until it finishes (the live modes: forever)
+// and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr, nil)
+}

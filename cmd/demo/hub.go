@@ -73,8 +73,8 @@ func (h *hub) unsubscribe(ch chan []byte) {
 	}
 }
 
-// publishState sends the cluster's state to every page.
-func (h *hub) publishState(v clusterView) {
+// publishState sends the cluster's state, v, to every page.
+func (h *hub) publishState(v any) {
 	f := frame("state", v)
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -42,12 +42,6 @@ func main() {
 	os.Exit(rc)
 }
 
-// run runs the demo with args until it finishes (the live modes: forever)
-// and returns the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
-	return runContext(context.Background(), args, stdout, stderr, nil)
-}
-
 // runContext runs the demo with args; the live modes stop gracefully when
 // ctx ends. sink, if not nil, is the installed go-metrics sink that carries
 // memberlist's metrics.
@@ -77,26 +71,3 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, si
 	}
 	return cli.Status(prefix, err, stderr)
 }
-
-// commandsHelp ends the usage of demo -h: the commands besides the default.
-const commandsHelp = `
-Commands:
-  demo [flags]                        the live local cluster and its web page (the flags below)
-  demo node -name NAME [flags]        one node, for clusters across processes and hosts
-  demo sim [flags]                    one simulated election, or a scenario file, or an exploration
-  demo help [COMMAND]                 this text, or a command's (the same as demo COMMAND -h)
-
-Measurements (failover, soak, memory) are the bench module's coordbench:
-  (cd bench && go run ./cmd/coordbench -h)`
-
-// simSynopsis heads demo sim -h.
-const simSynopsis = `usage: demo sim [flags]
-
-Runs one election of the chosen algorithm on a simulated network, in
-virtual time, and prints its trace (or, with -json, one JSON object):
-members 1..N with rating = id unless -ids and -ratings say otherwise.
-With -script it runs a scenario file instead (docs/scenarios.md), and with
--explore K it runs K seeded random fault schedules and checks every
-property, writing a replayable scenario for each violation.
-
-Flags:`

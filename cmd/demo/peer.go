@@ -103,15 +103,15 @@ func (p *peer) crash() error {
 
 // stop stops the member gracefully: a coordinator resigns and waits for its
 // successor (election.Config.HandoffTimeout), then the member tells the
-// cluster it leaves, waiting up to leaveTimeout for the news to go out.
-func (p *peer) stop(leaveTimeout time.Duration) error {
+// cluster it leaves, waiting up to timeout for the news to go out.
+func (p *peer) stop(timeout time.Duration) error {
 	p.cancel()
 	<-p.done
 	var errs []error
 	if p.runErr != nil {
 		errs = append(errs, fmt.Errorf("elector %s: %w", p.name, p.runErr))
 	}
-	if err := p.mem.Leave(leaveTimeout); err != nil {
+	if err := p.mem.Leave(timeout); err != nil {
 		errs = append(errs, fmt.Errorf("leaving the cluster: %w", err))
 	}
 	if err := p.mem.Close(); err != nil {

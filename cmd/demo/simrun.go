@@ -12,6 +12,41 @@ import (
 	"github.com/coordelect/coordelect/election/sim"
 )
 
+// simResult is the -json output.
+type simResult struct {
+	Algorithm  string      `json:"algorithm"`
+	IDs        []int64     `json:"ids"`
+	Crashed    []int64     `json:"crashed"`
+	Initiators []int64     `json:"initiators"`
+	Coord      *int64      `json:"coordinator"`
+	Term       uint64      `json:"term"`
+	TermStr    string      `json:"term_epoch_tag"`
+	Agreed     bool        `json:"agreed"`
+	Messages   msgCounts   `json:"messages"`
+	Heartbeats uint64      `json:"heartbeats"`
+	Lost       uint64      `json:"lost"`
+	Phases     int         `json:"phases"`
+	VirtualMs  int64       `json:"virtual_ms"`
+	Violations []string    `json:"violations,omitempty"`
+	Mode       string      `json:"mode"`
+	Network    networkInfo `json:"network"`
+}
+
+type msgCounts struct {
+	Election    uint64 `json:"election"`
+	Answer      uint64 `json:"answer"`
+	Coordinator uint64 `json:"coordinator"`
+	Ack         uint64 `json:"ack"`
+	Total       uint64 `json:"total"`
+}
+
+type networkInfo struct {
+	Seed  uint64  `json:"seed"`
+	Delay string  `json:"delay_ms"`
+	Loss  float64 `json:"loss"`
+	Dup   float64 `json:"dup"`
+}
+
 func (s *simSetup) run(f *simFlags, stdout io.Writer) error {
 	if !f.json {
 		s.cfg.Trace = func(line string) { fmt.Fprintln(stdout, line) }

@@ -7,76 +7,14 @@ import (
 	"github.com/coordelect/coordelect/election/core"
 )
 
-// fanout is an election.Recorder that passes every call to each of its
+// fanout is an election.Recorder that hands every Update to each of its
 // recorders in order. They inherit the Recorder contract: called from the
 // elector's loop goroutine, they must not block.
 type fanout []election.Recorder
 
-var _ election.Recorder = fanout(nil)
-
-func (f fanout) SetState(s core.State) {
+func (f fanout) Record(u election.Update) {
 	for _, r := range f {
-		r.SetState(s)
-	}
-}
-
-func (f fanout) SetTerm(term uint64) {
-	for _, r := range f {
-		r.SetTerm(term)
-	}
-}
-
-func (f fanout) SetLeader(l election.Leadership) {
-	for _, r := range f {
-		r.SetLeader(l)
-	}
-}
-
-func (f fanout) LeaderChanged() {
-	for _, r := range f {
-		r.LeaderChanged()
-	}
-}
-
-func (f fanout) MessagesSent(t core.MsgType, n uint64) {
-	for _, r := range f {
-		r.MessagesSent(t, n)
-	}
-}
-
-func (f fanout) MessagesReceived(t core.MsgType, n uint64) {
-	for _, r := range f {
-		r.MessagesReceived(t, n)
-	}
-}
-
-func (f fanout) MessagesDropped(reason string, n uint64) {
-	for _, r := range f {
-		r.MessagesDropped(reason, n)
-	}
-}
-
-func (f fanout) Elections(e election.Result, n uint64) {
-	for _, r := range f {
-		r.Elections(e, n)
-	}
-}
-
-func (f fanout) ElectionDuration(seconds float64) {
-	for _, r := range f {
-		r.ElectionDuration(seconds)
-	}
-}
-
-func (f fanout) HeartbeatMisses(n uint64) {
-	for _, r := range f {
-		r.HeartbeatMisses(n)
-	}
-}
-
-func (f fanout) SetMembers(alive, known int) {
-	for _, r := range f {
-		r.SetMembers(alive, known)
+		r.Record(u)
 	}
 }
 
@@ -91,7 +29,6 @@ type nodeEvent struct {
 // election events, handed to onEvent. It serves the successive electors of
 // one node, one at a time. Its counters may be read from any goroutine.
 type tally struct {
-	election.NopRecorder
 	sent     [core.NumMsgTypes]atomic.Uint64
 	received [core.NumMsgTypes]atomic.Uint64
 	dropped  atomic.Uint64
@@ -101,30 +38,30 @@ type tally struct {
 
 var _ election.Recorder = (*tally)(nil)
 
-func (t *tally) MessagesSent(m core.MsgType, n uint64) {
-	if int(m) < len(t.sent) {
-		t.sent[m].Add(n)
+// Record counts an Update's messages and turns its elections and
+// leadership changes into events.
+func (t *tally) Record(u election.Update) {
+	for m := range u.Sent {
+		t.sent[m].Add(u.Sent[m])
+		t.received[m].Add(u.Received[m])
 	}
-}
-
-func (t *tally) MessagesReceived(m core.MsgType, n uint64) {
-	if int(m) < len(t.received) {
-		t.received[m].Add(n)
+	dropped := u.SendFailed
+	for _, n := range u.Dropped {
+		dropped += n
 	}
-}
-
-func (t *tally) MessagesDropped(_ string, n uint64) { t.dropped.Add(n) }
-
-func (t *tally) Elections(e election.Result, _ uint64) {
-	switch e {
-	case election.ElectionStarted:
+	t.dropped.Add(dropped)
+	if u.ElectionsStarted > 0 {
 		t.emit(nodeEvent{Kind: "election started"})
-	case election.ElectionRestarted:
+	}
+	if u.ElectionsRestarted > 0 {
 		t.emit(nodeEvent{Kind: "election restarted"})
 	}
+	if u.LeaderChanged {
+		t.leader(u.Leader)
+	}
 }
 
-func (t *tally) SetLeader(l election.Leadership) {
+func (t *tally) leader(l election.Leadership) {
 	switch {
 	case l.IsSelf:
 		t.emit(nodeEvent{Kind: "won", Leader: l})

@@ -255,7 +255,24 @@ func (b *bully) onElection(m Message) {
 	stale := m.Term < n.term
 	if n.cfg.Mode == Textbook {
 		n.send(Message{Type: MsgAnswer, To: m.From})
-		if !stale && !n.electing {
+		switch {
+		case n.coordinator == n.self.ID && n.cfg.QuorumSize > 0:
+			// The coordinator's own election would name it again at
+			// once; with the guard it announces itself to the sender in
+			// the term it holds instead of a new one, which would throw
+			// away its lease (its followers acknowledge no other term
+			// until their promises run out) and, when it is cut off
+			// from the majority, restart its wait to abdicate (issue 13).
+			n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.self.ID})
+		case n.cfg.QuorumSize > 0 && b.vouches(m.From):
+			// It follows a coordinator that holds a majority lease and
+			// outranks the sender: its own election would end only in
+			// that coordinator's announcement, and meanwhile it and every
+			// member above it would stop following. A member cut off from
+			// that coordinator disturbed the majority so every T' (issue
+			// 13); its detector starts an election when it stops hearing
+			// the coordinator.
+		case !stale && !n.electing:
 			n.startElection()
 		}
 		return
@@ -449,5 +466,18 @@ func (b *bully) resign() {
 			n.send(Message{Type: MsgResign, To: p.ID})
 			return
 		}
+	}
+}
+
+func (b *bully) deadline() int {
+	if !b.n.electing || b.phase == bullyIdle {
+		return farTicks
+	}
+	return max(b.timer, 1)
+}
+
+func (b *bully) skip(k int) {
+	if b.n.electing && b.phase != bullyIdle {
+		b.timer -= k
 	}
 }

@@ -20,7 +20,7 @@ func TestBullyCoordinatorAnswersStaleElection(t *testing.T) {
 	old := MakeTerm(1, Tag("5"))
 	node.Bootstrap("5", old)
 	node.PeerDown("5") // 4 is top now: it declares in epoch 2 once a pre-vote passes
-	for _, m := range node.Ready() {
+	for _, m := range node.Ready().Messages {
 		if m.Type == MsgPreVote {
 			node.Step(Message{Type: MsgPreVoteAck, From: m.To, To: "4", Term: old, Seq: m.Seq, Confirmed: true, Rating: int64(m.To[0] - '0')})
 			break
@@ -31,7 +31,7 @@ func TestBullyCoordinatorAnswersStaleElection(t *testing.T) {
 	}
 	node.Ready()
 	node.Step(Message{Type: MsgElection, From: "2", To: "4", Term: old, Rating: 2})
-	out := node.Ready()
+	out := node.Ready().Messages
 	if len(out) != 1 || out[0].Type != MsgCoordinator || out[0].To != "2" || out[0].Coordinator != "4" || out[0].Term != node.Status().Term {
 		t.Fatalf("reply to a stale ELECTION: %+v, want one COORDINATOR to 2 naming 4 in the new term", out)
 	}

@@ -33,16 +33,6 @@ func (p Preemption) String() string {
 	return fmt.Sprintf("preemption(%d)", uint8(p))
 }
 
-// ParsePreemption parses "always", "margin" or "never".
-func ParsePreemption(s string) (Preemption, error) {
-	for _, p := range []Preemption{PreemptAlways, PreemptMargin, PreemptNever} {
-		if p.String() == s {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown preemption policy %q (want always, margin or never)", s)
-}
-
 // Config configures one Node. Every duration is a number of ticks: the core
 // has no clock; the runtime driver ticks every few milliseconds (see
 // election.Config.Tick) and the simulator at a virtual interval.

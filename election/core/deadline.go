@@ -16,7 +16,8 @@ package core
 const farTicks = 1 << 40
 
 // deadliner is an algorithm that can tell when its timers fire and skip
-// ticks that fire none of them. An algorithm without it is ticked at every
+// ticks that fire none of them (each algorithm's methods sit next to its
+// tick, which they mirror). An algorithm without it is ticked at every
 // tick.
 type deadliner interface {
 	// deadline returns how many ticks from now the algorithm's tick may
@@ -146,64 +147,5 @@ func (n *Node) skipFollower(k int) {
 	n.silence += k
 	if m := (n.silence - e/2 - n.grace - n.health*h) / e; m > n.misses {
 		n.misses = m
-	}
-}
-
-// The algorithms' deadlines mirror their tick methods.
-
-func (b *bully) deadline() int {
-	if !b.n.electing || b.phase == bullyIdle {
-		return farTicks
-	}
-	return max(b.timer, 1)
-}
-
-func (b *bully) skip(k int) {
-	if b.n.electing && b.phase != bullyIdle {
-		b.timer -= k
-	}
-}
-
-func (r *ring) deadline() int     { return lapDeadline(r.n, &r.link, r.timer, r.waiting) }
-func (r *ring) skip(k int)        { lapSkip(r.n, &r.link, &r.timer, r.waiting, k) }
-func (p *peterson) deadline() int { return lapDeadline(p.n, &p.link, p.timer, p.waiting) }
-func (p *peterson) skip(k int)    { lapSkip(p.n, &p.link, &p.timer, p.waiting, k) }
-
-// lapDeadline mirrors both rings' tick: the hop in flight, and the
-// election's timer, which runs while the node takes part in an election
-// and does not wait for its pre-vote.
-func lapDeadline(n *Node, l *link, timer int, waiting bool) int {
-	d := l.deadline()
-	if n.electing && timer > 0 && !waiting {
-		d = min(d, timer)
-	}
-	return d
-}
-
-// lapSkip runs k ticks of both rings' tick that reach no deadline.
-func lapSkip(n *Node, l *link, timer *int, waiting bool, k int) {
-	l.skip(k)
-	if n.electing && *timer > 0 && !waiting {
-		*timer -= k
-	}
-}
-
-// deadline mirrors link.tick: a hop in flight whose term is behind is
-// released at the next tick, else its receiver is given up on when the
-// hop timer runs out.
-func (l *link) deadline() int {
-	if !l.busy {
-		return farTicks
-	}
-	if l.out[0].m.Term < l.n.term {
-		return 1
-	}
-	return max(l.out[0].timer, 1)
-}
-
-func (l *link) skip(k int) {
-	l.noteLeader(l.n.now - k + 1) // as the first of the k ticks would
-	if l.busy {
-		l.out[0].timer -= k
 	}
 }

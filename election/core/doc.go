@@ -3,7 +3,8 @@
 // (§2) and the active/relay ring (§3).
 //
 // A Node has no goroutines, no clock, no sockets and no randomness. Its
-// owner feeds it events and drains what it wants sent:
+// owner feeds it events and, after each, takes what changed (a Ready: the
+// messages to send, the node's status, what it counted):
 //
 //	n, err := core.NewNode(cfg)
 //	for {
@@ -15,10 +16,11 @@
 //		case ev := <-membership:
 //			n.PeerUp(ev.Peer) // or PeerDown, PeerRating
 //		}
-//		for _, m := range n.Ready() {
-//			transport.Send(m)
+//		rd := n.Ready()
+//		for _, m := range rd.Messages {
+//			transport.Send(m.Clone())
 //		}
-//		report(n.Status())
+//		report(rd.Status, rd.Counters)
 //	}
 //
 // The simulator (election/sim), the scenario tests, the benchmarks and the

@@ -42,17 +42,6 @@ func (n *Node) holdFirstElection() bool {
 	return !e.settled
 }
 
-// liveVoters counts the voters the view holds alive, this node included.
-func (n *Node) liveVoters() int {
-	v := 0
-	for i := 0; i < n.view.r.Len(); i++ {
-		if p := n.view.r.At(i); !p.NonVoter && n.view.alive(p.ID) {
-			v++
-		}
-	}
-	return v
-}
-
 // Startup is the start-up hold as a node reports it.
 type Startup struct {
 	// Holding: the node is still starting and holds its first election

@@ -62,10 +62,6 @@ func (n *Node) fanningOut() bool {
 	return n.cfg.Mode == View && n.liveCount()-1 > n.cfg.HeartbeatWatchers+n.cfg.HeartbeatBatch
 }
 
-// liveCount is the number of members the view holds alive, this node
-// included.
-func (n *Node) liveCount() int { return n.view.r.Len() - len(n.view.dead) }
-
 // fast reports whether p hears every round: a watcher (in ws) or, with
 // the quorum guard, a voter.
 func (n *Node) fast(p Peer, ws []string) bool {

@@ -1,93 +1,9 @@
 package core
 
-// algorithm is one election algorithm's part of a Node. The Node owns the
-// term, the coordinator, heartbeats, the quorum guard and the membership
-// view; the algorithm owns the election itself. Every method runs inside a
-// call into the Node, so implementations never need locks.
-type algorithm interface {
-	// start begins an election (the coordinator is missing, the node has
-	// started, or a higher-rated node displaces a coordinator). It reports
-	// false when it carries on with the election already running instead.
-	start() bool
-	// step handles election traffic addressed to this node, after the Node
-	// has checked the term.
-	step(m Message)
-	// tick advances the election's own timers.
-	tick()
-	// peerDown reports a member the view now holds dead (View mode only).
-	peerDown(id string)
-	// resign hands the coordinator role on (the node is coordinator).
-	resign()
-	// reset abandons any running election: a coordinator has been accepted.
-	reset()
-	// preVoted: the pre-vote that raising the term waited for has passed.
-	preVoted()
-}
-
-// DropReason says why a Node ignored a message.
-type DropReason uint8
-
-// The reasons.
-const (
-	DropStaleTerm    DropReason = iota // the message's term is lower than the node's
-	DropMisaddressed                   // To is not this node, or From is empty or this node
-	DropUnexpected                     // nothing is waiting for it (a late Answer or Ack, ...)
-	DropOrder                          // the sender does not rank where the message implies
-	DropBadTerm                        // the term is one no honest member produces (Term.Plausible)
-	DropForeignTag                     // a claim to lead whose term names another member
-	NumDropReasons
-)
-
-var dropNames = [...]string{"stale_term", "misaddressed", "unexpected", "order", "bad_term", "foreign_tag"}
-
-// String returns the reason's name, as the metrics label it.
-func (r DropReason) String() string {
-	if r < NumDropReasons {
-		return dropNames[r]
-	}
-	return "drop"
-}
-
-// Counters are a node's cumulative counts; the driver turns their changes
-// into metrics and the simulator into reports.
-type Counters struct {
-	Sent     [NumMsgTypes]uint64
-	Received [NumMsgTypes]uint64
-	Dropped  [NumDropReasons]uint64
-	// ElectionsStarted counts elections this node started (or restarted).
-	ElectionsStarted uint64
-	// ElectionsWon and ElectionsLost count elections this node took part in
-	// that ended with it as coordinator, or with another.
-	ElectionsWon  uint64
-	ElectionsLost uint64
-	// ElectionsRestarted counts elections abandoned on a timeout and begun again.
-	ElectionsRestarted uint64
-	// HeartbeatMisses counts the heartbeats of the coordinator this node
-	// follows that never arrived: gaps in their round numbers, and K when
-	// the detector gives up on the coordinator. On a healthy cluster it
-	// stays at 0 (heartbeats that are merely late are not misses).
-	HeartbeatMisses uint64
-	// LeaderChanges counts changes of the coordinator this node reports.
-	LeaderChanges uint64
-}
-
-// Status is what a node reports.
-type Status struct {
-	ID    string
-	State State
-	// Coordinator is the coordinator this node follows (itself when it is
-	// coordinator); empty when it knows none. With the quorum guard on, it
-	// is empty unless the coordinator holds a majority lease.
-	Coordinator string
-	// Term is the term of Coordinator when there is one, else the highest
-	// term the node has seen.
-	Term   Term
-	Rating int64
-}
-
 // Node is one participant's election state machine. It has no goroutines,
 // clock, sockets or randomness: the caller feeds it ticks, messages and
-// membership changes, then drains the messages it wants sent with Ready.
+// membership changes, then takes what changed with Ready (the messages to
+// send, the status, what it counted).
 // A Node is not safe for concurrent use; one goroutine (the runtime
 // driver's loop, or the simulator) owns it.
 type Node struct {
@@ -151,8 +67,12 @@ type Node struct {
 	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
 	handoffEnd    int    // tick at which the hand-off proceeds without the driver
 
-	out      []Message
-	counters Counters
+	// What the next Ready hands over (besides Status and Electing), and
+	// the previous Ready (its buffer).
+	out       []Message
+	counters  Counters
+	decisions []PhaseDecision
+	rd        Ready
 }
 
 // NewNode validates cfg and returns a node in state sleep: after
@@ -165,6 +85,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	self, _ := cfg.Roster.Get(cfg.ID)
 	n := &Node{cfg: cfg, self: self, tag: Tag(cfg.ID), view: view{r: cfg.Roster, mode: cfg.Mode}}
+	n.rd.Status = n.Status()
 	if cfg.QuorumSize > 1 {
 		// A node that has just started may have acknowledged another
 		// coordinator before it restarted: it keeps that promise unknown.
@@ -199,59 +120,335 @@ func (n *Node) Bootstrap(coordinator string, term Term) {
 	}
 }
 
+// Tick advances the node's clock by one tick: heartbeats, the follower's
+// failure detector, the quorum lease, the start-up window and the
+// algorithm's own timeouts.
+func (n *Node) Tick() { n.Advance(1) }
+
+// Advance moves the node's clock on by k ticks at once, for a driver whose
+// loop ran late (a starved or paused process: the ticks it missed). The
+// lease and the promises behind it are deadlines, and see the whole jump
+// first: a coordinator whose lease ran out while it was not running steps
+// down before it does anything else. The failure detector, the start-up
+// window and the algorithm's timers count it as one tick: a node that was
+// not running could not hear anyone, so it does not blame the coordinator
+// for the time it slept through (docs/design.md, "Failure detection").
+func (n *Node) Advance(k int) {
+	if k <= 0 {
+		return
+	}
+	n.now += k
+	n.tickHealth(k)
+	if k > 1 && n.coordinator == n.self.ID {
+		// This coordinator's loop ran late: heartbeat at once, and say
+		// how late (Message.Phase) so that followers give it that long.
+		n.lag = max(n.lag, k-1)
+		n.hbTimer = n.cfg.HeartbeatInterval - 1
+	}
+	n.checkLease()
+	n.tickCoolOff()
+	n.tickHandoff()
+	n.tickPreVote()
+	// The algorithm's timers first: an election that the detectors below
+	// start in this tick gets its full timeout.
+	n.alg.tick()
+	switch {
+	case n.state == StateSleep:
+		if n.idle++; n.idle >= n.cfg.StartupTicks {
+			n.idle = 0
+			if !n.holdFirstElection() { // the start-up hold (expect.go)
+				n.startElection()
+			}
+		}
+	case n.coordinator == n.self.ID:
+		n.tickCoordinator()
+	case n.coordinator != "":
+		n.tickFollower()
+	case !n.electing:
+		// No coordinator and no election (after a resign, a step-down or a
+		// newer term without its coordinator): try again after K intervals.
+		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses {
+			n.idle = 0
+			n.startElection()
+		}
+	}
+}
+
+// Step hands the node a message that arrived for it.
+func (n *Node) Step(m Message) {
+	if m.To != n.self.ID || m.From == "" || m.From == n.self.ID || m.Type == 0 || m.Type >= numMsgTypes {
+		n.drop(DropMisaddressed)
+		return
+	}
+	n.counters.Received[m.Type]++
+	if !m.Term.Plausible(n.term) {
+		n.drop(DropBadTerm)
+		return
+	}
+	if !n.tagMatches(m) {
+		n.drop(DropForeignTag)
+		return
+	}
+	if !n.learnRating(m.From, m.Rating) {
+		n.drop(DropOrder) // the sender's tag is another member's
+		return
+	}
+	if m.Term < n.term && !n.takesStale(m.Type) {
+		n.drop(DropStaleTerm)
+		n.tellTerm(m)
+		return
+	}
+	n.observeTerm(m.Term)
+	switch m.Type {
+	case MsgHeartbeat:
+		n.onHeartbeat(m)
+	case MsgHeartbeatAck:
+		n.onHeartbeatAck(m)
+	case MsgPreVote:
+		n.onPreVote(m)
+	case MsgPreVoteAck:
+		n.onPreVoteAck(m)
+	case MsgPreempt:
+		n.onPreempt(m)
+	default:
+		n.alg.step(m)
+	}
+}
+
+// PeerUp reports a member alive (joined, restarted, or back after a
+// partition) with its rating.
+func (n *Node) PeerUp(p Peer) {
+	if p.ID == "" || p.ID == n.self.ID {
+		return
+	}
+	if !n.view.up(p) {
+		return // its tag is another member's: membership refuses such a member too
+	}
+	n.idle = max(n.idle, 0) // a lone member's wait for its hold (preVoteFailed) ends
+	if n.coordinator == n.self.ID {
+		n.heartbeatTo(p.ID) // let a starting node learn the term at once
+	}
+}
+
+// PeerDown reports a member dead (View mode; Textbook nodes have no view and
+// ignore it). If it was the coordinator, the node starts an election: the
+// membership layer is the backstop of the heartbeat detector.
+func (n *Node) PeerDown(id string) {
+	if n.cfg.Mode != View || id == n.self.ID || !n.view.down(id) {
+		return
+	}
+	n.noteDeparture(id)
+	n.alg.peerDown(id)
+	if id == n.coordinator {
+		n.coordinatorFailed()
+	}
+}
+
+// PeerRating reports a member's new rating.
+func (n *Node) PeerRating(id string, rating int64) {
+	if p, ok := n.view.r.Get(id); ok && id != n.self.ID && p.Rating != rating {
+		p.Rating = rating
+		n.view.update(p)
+		n.maybePreempt()
+	}
+}
+
+// SetRating changes this node's own rating. If it now outranks the
+// coordinator by the preemption policy, it starts an election.
+func (n *Node) SetRating(r int64) {
+	n.self.Rating = r
+	n.view.update(n.self)
+	n.maybePreempt()
+}
+
+// Detect tells the node that the coordinator is not working, as its own
+// heartbeat detector would: it starts an election (non-voters wait for the
+// outcome instead).
+func (n *Node) Detect() {
+	if n.coordinator != "" && n.coordinator != n.self.ID {
+		n.coordinatorFailed()
+		return
+	}
+	n.startElection()
+}
+
+// Ready is what a Node hands over to its driver (etcd raft's Ready): what
+// to send, what the node reports now, and what happened since the previous
+// Ready. Taking it is acknowledging it: the next Ready starts afresh.
+type Ready struct {
+	// Messages to send, in the order the node queued them. A driver that
+	// keeps a message, or hands it to another goroutine, must Clone it.
+	Messages []Message
+	// Status is what the node reports now; Electing whether an election it
+	// takes part in is running now.
+	Status   Status
+	Electing bool
+	// ViewChanged: the node's view of the members changed (a member came,
+	// went, or changed its rating; learned from membership or a message).
+	ViewChanged bool
+	// Counters count what happened since the previous Ready.
+	Counters
+	// Decisions are the active/relay ring's phase decisions since the
+	// previous Ready, in order (none for the other algorithms).
+	Decisions []PhaseDecision
+}
+
+// Ready hands over what changed since the previous Ready: the messages
+// queued, the node's status, and what it counted. Call it after every call
+// into the node that may have changed something (every input and tick);
+// what it hands over is not handed over again. The Ready, its slices
+// included, is the node's buffer: it is valid until the next call into
+// the node.
+func (n *Node) Ready() *Ready {
+	rd := &n.rd
+	rd.Messages, rd.Decisions = n.out, n.decisions
+	if n.statusChanged() {
+		rd.Status = n.Status()
+	}
+	rd.Electing, rd.ViewChanged, rd.Counters = n.electing, n.view.changed, n.counters
+	n.out, n.decisions = n.out[:0], n.decisions[:0]
+	n.counters, n.view.changed = Counters{}, false
+	return rd
+}
+
+// HasReady reports whether a Ready is due: messages are queued, or the
+// node's Status differs from the previous Ready's. A driver that skips
+// Ready otherwise (the simulator, after a tick) loses nothing: the counts
+// and flags wait for the next Ready.
+func (n *Node) HasReady() bool { return len(n.out) > 0 || n.statusChanged() }
+
+// statusChanged reports whether Status differs from the previous Ready's,
+// without building it (the ID never changes; most Readies change nothing).
+func (n *Node) statusChanged() bool {
+	s := &n.rd.Status
+	return n.state != s.State || n.term != s.Term || n.self.Rating != s.Rating || n.reported() != s.Coordinator
+}
+
+// Counters count what happened in a node between two hand-overs (Ready):
+// the driver adds them to its metrics, the simulator to its reports.
+type Counters struct {
+	// Received counts the messages the node accepted for processing, by
+	// type (a message dropped as misaddressed is not counted).
+	Received [NumMsgTypes]uint64
+	// Dropped counts the messages the node ignored, by reason.
+	Dropped [NumDropReasons]uint64
+	// ElectionsStarted counts elections this node started (or restarted).
+	ElectionsStarted uint64
+	// ElectionsWon and ElectionsLost count elections this node took part in
+	// that ended with it as coordinator, or with another.
+	ElectionsWon  uint64
+	ElectionsLost uint64
+	// ElectionsRestarted counts elections abandoned on a timeout and begun again.
+	ElectionsRestarted uint64
+	// HeartbeatMisses counts the heartbeats of the coordinator this node
+	// follows that never arrived: gaps in their round numbers, and K when
+	// the detector gives up on the coordinator. On a healthy cluster it
+	// stays at 0 (heartbeats that are merely late are not misses).
+	HeartbeatMisses uint64
+}
+
+// Add adds d to c, for a driver that keeps totals.
+func (c *Counters) Add(d *Counters) {
+	for t := range c.Received {
+		c.Received[t] += d.Received[t]
+	}
+	for r := range c.Dropped {
+		c.Dropped[r] += d.Dropped[r]
+	}
+	c.ElectionsStarted += d.ElectionsStarted
+	c.ElectionsWon += d.ElectionsWon
+	c.ElectionsLost += d.ElectionsLost
+	c.ElectionsRestarted += d.ElectionsRestarted
+	c.HeartbeatMisses += d.HeartbeatMisses
+}
+
+// DropReason says why a Node ignored a message.
+type DropReason uint8
+
+// The reasons.
+const (
+	DropStaleTerm    DropReason = iota // the message's term is lower than the node's
+	DropMisaddressed                   // To is not this node, or From is empty or this node
+	DropUnexpected                     // nothing is waiting for it (a late Answer or Ack, ...)
+	DropOrder                          // the sender does not rank where the message implies
+	DropBadTerm                        // the term is one no honest member produces (Term.Plausible)
+	DropForeignTag                     // a claim to lead whose term names another member
+	NumDropReasons
+)
+
+var dropNames = [...]string{"stale_term", "misaddressed", "unexpected", "order", "bad_term", "foreign_tag"}
+
+// String returns the reason's name, as the metrics label it.
+func (r DropReason) String() string {
+	if r < NumDropReasons {
+		return dropNames[r]
+	}
+	return "drop"
+}
+
+// Status is what a node reports.
+type Status struct {
+	ID    string
+	State State
+	// Coordinator is the coordinator this node follows (itself when it is
+	// coordinator); empty when it knows none. With the quorum guard on, it
+	// is empty unless the coordinator holds a majority lease.
+	Coordinator string
+	// Term is the term of Coordinator when there is one, else the highest
+	// term the node has seen.
+	Term   Term
+	Rating int64
+}
+
+// Status returns what the node reports now.
+func (n *Node) Status() Status {
+	return Status{ID: n.self.ID, State: n.state, Coordinator: n.reported(), Term: n.term, Rating: n.self.Rating}
+}
+
+// reported is the coordinator Status reports: with the quorum guard, only
+// one that holds a lease.
+func (n *Node) reported() string {
+	if n.cfg.QuorumSize == 0 || n.confirmed {
+		return n.coordinator
+	}
+	return ""
+}
+
 // ID returns the node's ID.
 func (n *Node) ID() string { return n.self.ID }
 
 // Config returns the node's configuration with defaults filled in.
 func (n *Node) Config() Config { return n.cfg }
 
-// Status returns what the node reports now.
-func (n *Node) Status() Status {
-	s := Status{ID: n.self.ID, State: n.state, Term: n.term, Rating: n.self.Rating}
-	if n.coordinator != "" && (n.cfg.QuorumSize == 0 || n.confirmed) {
-		s.Coordinator = n.coordinator
-	}
-	return s
-}
-
 // Now returns the ticks the node has counted since NewNode.
 func (n *Node) Now() int { return n.now }
-
-// LeaseEnd returns the tick at which this coordinator's quorum lease
-// lapses, and false when the node is not a coordinator holding a lease
-// (quorum guard off, a follower, or a lease not yet confirmed). The driver
-// turns it into a deadline on its monotonic clock.
-func (n *Node) LeaseEnd() (int, bool) {
-	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.confirmed {
-		return 0, false
-	}
-	return n.leaseEnd, true
-}
-
-// Counters returns the node's cumulative counts.
-func (n *Node) Counters() *Counters { return &n.counters }
 
 // Electing reports whether an election this node takes part in is running.
 func (n *Node) Electing() bool { return n.electing }
 
-// Ready returns the messages queued since the last call. The slice is the
-// node's buffer: it is valid until the next call into the node.
-func (n *Node) Ready() []Message {
-	out := n.out
-	n.out = n.out[:0]
-	return out
+// algorithm is one election algorithm's part of a Node. The Node owns the
+// term, the coordinator, heartbeats, the quorum guard and the membership
+// view; the algorithm owns the election itself. Every method runs inside a
+// call into the Node, so implementations never need locks.
+type algorithm interface {
+	// start begins an election (the coordinator is missing, the node has
+	// started, or a higher-rated node displaces a coordinator). It reports
+	// false when it carries on with the election already running instead.
+	start() bool
+	// step handles election traffic addressed to this node, after the Node
+	// has checked the term.
+	step(m Message)
+	// tick advances the election's own timers.
+	tick()
+	// peerDown reports a member the view now holds dead (View mode only).
+	peerDown(id string)
+	// resign hands the coordinator role on (the node is coordinator).
+	resign()
+	// reset abandons any running election: a coordinator has been accepted.
+	reset()
+	// preVoted: the pre-vote that raising the term waited for has passed.
+	preVoted()
 }
-
-// Pending returns the messages queued since the last Ready, without
-// draining them.
-func (n *Node) Pending() []Message { return n.out }
-
-// Roster returns the node's current member list.
-func (n *Node) Roster() *Roster { return n.view.r }
-
-// Alive reports whether the node's view holds id alive (always true in
-// Textbook mode, which has no view).
-func (n *Node) Alive(id string) bool { return n.view.alive(id) }
 
 // send queues a message from this node, stamping From, Term and Rating.
 func (n *Node) send(m Message) {
@@ -260,7 +457,6 @@ func (n *Node) send(m Message) {
 		m.Term = n.term
 	}
 	m.Rating = n.self.Rating
-	n.counters.Sent[m.Type]++
 	n.out = append(n.out, m)
 }
 

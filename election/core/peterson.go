@@ -47,8 +47,7 @@ package core
 // at once (a message may have died with it), and a leader the view holds
 // dead is not announced.
 type peterson struct {
-	n    *Node
-	link link
+	lap       // its timer counts ticks without traffic of the election (idleTicks)
 	term Term // the election this node takes part in (while n.electing)
 	// Active state: d, the e received in this phase, the phase, and
 	// whether the phase's first message (e) has been received.
@@ -62,7 +61,6 @@ type peterson struct {
 	// went round because no active is left to take it, or a duplicate).
 	last  uint32
 	woken bool // a relay has passed a hand-off's wake-up call on
-	timer int  // ticks without traffic of the election before it restarts
 	// heard: a message of the election reached this node. unheard: the
 	// last election timed out with none reaching it (its predecessors
 	// skip it), so the next one it starts it starts as a relay.
@@ -70,21 +68,6 @@ type peterson struct {
 	// phases is the number of phases of the last election this node saw
 	// end, as announced (Node.Phases).
 	phases int
-	sentTo string // the member the last election message went to
-	// coord is the last COORDINATOR forwarded and coordTo its receiver:
-	// View mode resends it if that receiver dies.
-	coord   Message
-	coordTo string
-	// handingOff: this node resigned and does not stand until a
-	// coordinator is known.
-	handingOff bool
-	// waiting: this node wants to start an election and its pre-vote runs
-	// (Node.pv); preVoted starts the election that follows base, the
-	// highest term it had seen when it wanted to.
-	waiting bool
-	base    Term
-	// decisions not yet taken by Node.Decisions.
-	decisions []PhaseDecision
 }
 
 // PhaseDecision is what an active process decided at the end of a phase of
@@ -98,21 +81,9 @@ type PhaseDecision struct {
 	Outcome string
 }
 
-// Decisions returns the phase decisions this node made since the last
-// call (active/relay ring only; nil otherwise). The simulator traces them.
-func (n *Node) Decisions() []PhaseDecision {
-	p, ok := n.alg.(*peterson)
-	if !ok || len(p.decisions) == 0 {
-		return nil
-	}
-	out := p.decisions
-	p.decisions = nil
-	return out
-}
-
 func newPeterson(n *Node) *peterson {
-	p := &peterson{n: n}
-	p.link = link{n: n, exhausted: p.local}
+	p := &peterson{}
+	p.lap = newLap(n, p, clockwise, p.local)
 	return p
 }
 
@@ -271,37 +242,16 @@ func (p *peterson) local(m Message) {
 }
 
 func (p *peterson) step(m Message) {
-	p.link.heard(m.From)
-	switch m.Type {
-	case MsgElection:
-		if p.link.refuses(m) {
-			return
-		}
-		p.link.ack(m)
-		p.onElection(m)
-	case MsgCoordinator:
-		p.link.ack(m)
-		if m.Term < p.n.term {
-			p.n.drop(DropStaleTerm) // acknowledged, then ignored
-			return
-		}
-		p.onCoordinator(m)
-	case MsgAck:
-		if !p.link.acked(m) {
-			p.n.drop(DropUnexpected)
-		}
-		if n := p.n; m.Initiator == "" && n.electing && !p.waiting && p.term < n.term && n.coordinator == "" {
-			// A member that does not take part told us its newer term
-			// (onElection: an Ack that echoes no hop): the election of
-			// p.term cannot pass it. Start the next one now rather than
-			// after idleTicks. (A hop's Ack carries its sender's term too,
-			// but that sender takes part in an election of its own,
-			// which will reach this node.)
-			n.counters.ElectionsRestarted++
-			p.restart()
-		}
-	default:
-		p.n.drop(DropUnexpected)
+	p.lap.step(m)
+	if n := p.n; m.Type == MsgAck && m.Initiator == "" && n.electing && !p.waiting && p.term < n.term && n.coordinator == "" {
+		// A member that does not take part told us its newer term
+		// (onElection: an Ack that echoes no hop): the election of
+		// p.term cannot pass it. Start the next one now rather than
+		// after idleTicks. (A hop's Ack carries its sender's term too,
+		// but that sender takes part in an election of its own,
+		// which will reach this node.)
+		n.counters.ElectionsRestarted++
+		p.restart()
 	}
 }
 
@@ -381,7 +331,7 @@ func (p *peterson) forward(m Message) {
 // onE: the phase's first message, the d of the nearest active neighbour.
 func (p *peterson) onE(e Rank) {
 	if e == p.d {
-		p.decisions = append(p.decisions, PhaseDecision{Phase: p.phase, D: p.d, E: e, Outcome: "leader"})
+		p.n.decisions = append(p.n.decisions, PhaseDecision{Phase: p.phase, D: p.d, E: e, Outcome: "leader"})
 		p.finish()
 		return
 	}
@@ -394,12 +344,12 @@ func (p *peterson) onF(f Rank) {
 	dec := PhaseDecision{Phase: p.phase, D: p.d, E: p.e, F: f, Outcome: "relay"}
 	if p.e.Compare(p.d) > 0 && p.e.Compare(f) > 0 {
 		dec.Outcome = "active"
-		p.decisions = append(p.decisions, dec)
+		p.n.decisions = append(p.n.decisions, dec)
 		p.d, p.phase, p.second = p.e, p.phase+1, false
 		p.emit(p.d, false)
 		return
 	}
-	p.decisions = append(p.decisions, dec)
+	p.n.decisions = append(p.n.decisions, dec)
 	p.relay = true
 	p.n.setState(StateRelay)
 }
@@ -425,16 +375,8 @@ func (p *peterson) finish() {
 // record accepts c as coordinator in term t after an election of the given
 // number of phases; the COORDINATOR lap reaches c hops after this node.
 func (p *peterson) record(c string, t Term, phases uint32, hops int) {
-	p.phases, p.handingOff = int(phases), false
-	recordLap(p.n, c, t, hops)
-	p.link.noteLeader(p.n.now)
-}
-
-// announce sends the COORDINATOR lap on clockwise after ring position at;
-// the lap ends at its Initiator.
-func (p *peterson) announce(m Message, at int) {
-	p.coord = m
-	p.coordTo, _ = p.link.send(m, clockwise, at)
+	p.phases = int(phases)
+	p.lap.record(c, t, hops)
 }
 
 func (p *peterson) onCoordinator(m Message) {
@@ -476,11 +418,7 @@ func (p *peterson) doubt(m Message, at, hops int) {
 }
 
 func (p *peterson) tick() {
-	p.link.tick()
-	if !p.n.electing || p.timer <= 0 || p.waiting {
-		return // (the pre-vote has its own deadline)
-	}
-	if p.timer--; p.timer > 0 {
+	if !p.tickTimers() {
 		return
 	}
 	if p.n.self.NonVoter {
@@ -490,30 +428,6 @@ func (p *peterson) tick() {
 	p.n.counters.ElectionsRestarted++
 	p.unheard = !p.heard
 	p.restart()
-}
-
-// restart abandons the election and starts the next one (a new term),
-// which every other node joins when its first message reaches it; nodes
-// that time out together start the same one. A hand-off that did not come
-// through becomes an ordinary election.
-func (p *peterson) restart() { restartLap(p.n, p.reset) }
-
-func (p *peterson) abandon() { abandonLap(p.n, p.reset) }
-
-// peerDown (View mode): our successor died, and an election message may
-// have died with it: restart. A COORDINATOR lap handed to it goes on to the
-// next member instead.
-func (p *peterson) peerDown(id string) {
-	n := p.n
-	if n.electing && id == p.sentTo {
-		n.counters.ElectionsRestarted++
-		p.restart()
-		return
-	}
-	if id == p.coordTo && p.coord.Term == n.term {
-		p.coordTo = ""
-		p.announce(p.coord, n.view.r.Index(id))
-	}
 }
 
 // resign hands off at once: the coordinator starts an election in a new

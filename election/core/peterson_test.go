@@ -254,7 +254,7 @@ func TestPetersonCrashMidElectionRestarts(t *testing.T) {
 	w.detect(w.ids...)
 	w.deliverUntil(func(m Message) bool { return m.Type == MsgElection && m.To == "3" && m.Phase > 1 })
 	w.nodes["3"].Step(w.pop())
-	for _, m := range w.nodes["3"].Ready() {
+	for _, m := range w.nodes["3"].Ready().Messages {
 		if m.Type == MsgAck {
 			w.queue = append(w.queue, m)
 		}
@@ -275,7 +275,7 @@ func TestPetersonViewSuccessorDownRestarts(t *testing.T) {
 	w.detect(w.ids...)
 	w.deliverUntil(func(m Message) bool { return m.Type == MsgElection && m.To == "4" && m.Phase > 2 })
 	w.crash("4")
-	if got := w.nodes["3"].Counters().ElectionsRestarted; got != 1 {
+	if got := w.total("3").ElectionsRestarted; got != 1 {
 		t.Fatalf("node 3 restarted %d elections, want 1", got)
 	}
 	if c, _ := w.settle(10); c != "6" {

@@ -7,7 +7,9 @@ package core
 // does not start a term that would depose a healthy coordinator when the
 // link comes back); with the guard, when a majority of QuorumSize is free of
 // its promises to another term (so a minority never raises the term, and a
-// winner can gather its lease). A preemption check asks only whether a
+// winner can gather its lease), in Textbook mode too, which that test needs
+// no view for (a cut-off member deposed the majority's coordinator through
+// the one member it still reached; issue 13). A preemption check asks only whether a
 // majority answers at all: a member that cannot reach a majority does not
 // take the role from one that can.
 
@@ -29,18 +31,43 @@ type preVoteRound struct {
 	deadline int  // guard: tick at which the round is given up
 	hint     string
 	granted  map[string]bool // voters that granted (election) or answered (preempt)
+	// others is sampleWide's buffer: the rank positions of the eligible
+	// voters that are not watchers.
+	others []int32
+	// slow counts this node's election pre-votes in a row, without the
+	// guard, that nobody answered in time; each doubles the next one's
+	// wait for answers (slowWait).
+	slow int
 }
 
-// preVoteNeeded reports whether raising the term needs a pre-vote: View
-// mode with at least one other live voter (a member alone in its view, or
-// a guard of one, decides alone), or a member alone that is held back
-// (soloHeld): its round asks nobody, fails, and the election is abandoned.
+// maxSlow caps preVoteRound.slow: a round waits at most 16 times T.
+const maxSlow = 4
+
+// slowWait is how long a pre-vote round without the guard waits for its
+// answers: T, doubled for each round in a row that nobody answered in
+// time. The answers are only late when every member is slow: a process
+// starved of CPU, as 64 members in one process on 2 shared cores were
+// (issue 13), where a question and its answer took longer than 2 T, so
+// every round failed, the late grants were dropped, and nobody raised
+// the term for minutes. A member that is cut off waits longer between its
+// failed rounds, which costs nothing: nobody answers it anyway.
+func (n *Node) slowWait() int { return n.cfg.AnswerTimeout << n.pv.slow }
+
+// preVoteNeeded reports whether raising the term needs a pre-vote: with
+// the guard, a majority of more than one (or a promise of this node's own)
+// in either mode, except for a sitting Textbook coordinator; without it,
+// View mode with at least one other live voter (a member alone in its
+// view decides alone), or a member alone that is held back (soloHeld): its
+// round asks nobody, fails, and the election is abandoned.
 func (n *Node) preVoteNeeded() bool {
+	if n.cfg.QuorumSize > 0 {
+		if n.cfg.Mode != View && n.coordinator == n.self.ID {
+			return false // Textbook bully: a lower member's ELECTION makes it win anew
+		}
+		return n.cfg.QuorumSize/2 > 0 || n.bound()
+	}
 	if n.cfg.Mode != View {
 		return false
-	}
-	if n.cfg.QuorumSize > 0 {
-		return n.cfg.QuorumSize/2 > 0 || n.bound()
 	}
 	return n.otherVoterAlive() || n.soloHeld()
 }
@@ -59,6 +86,12 @@ func (n *Node) preVoteNeeded() bool {
 // noteDeparture is told of a member that has just left the view: the
 // departure of a voter that leaves another one alive opens the window.
 func (n *Node) noteDeparture(id string) {
+	// The view changed: answers may come at once now, or nobody is left
+	// to ask (a lone member decides alone), so the waits start over.
+	if n.pv.slow > 0 {
+		n.pv.slow = 0
+		n.pv.timer = min(n.pv.timer, n.cfg.AnswerTimeout)
+	}
 	if p, ok := n.view.r.Get(id); ok && !p.NonVoter && n.otherVoterAlive() {
 		n.soloUntil = n.now + n.cfg.SoloDelay
 	}
@@ -69,15 +102,6 @@ func (n *Node) noteDeparture(id string) {
 // with it).
 func (n *Node) soloHeld() bool {
 	return n.cfg.QuorumSize == 0 && n.now < n.soloUntil && !n.otherVoterAlive()
-}
-
-func (n *Node) otherVoterAlive() bool {
-	for i := 0; i < n.view.r.Len(); i++ {
-		if p := n.view.r.At(i); p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
-			return true
-		}
-	}
-	return false
 }
 
 // beginPreVote starts a round. hint names a coordinator that resigned to
@@ -104,50 +128,105 @@ func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 
 // askPreVote sends the round's question. Without the guard a first round
 // goes to the two live voters nearest below this node by rank (above when
-// there are none below), skipping the suspect and the hint; a wide one
-// (and every round with the guard) to every live voter that has not
-// granted yet, or, in a fanned-out cluster without the guard, to the W
-// top-rated ones. It returns how many were asked.
+// there are none below), skipping the suspect and the hint; a wide one to
+// every live voter, or to wideAsk of them (sampleWide) in a larger
+// cluster, the watchers first when the coordinator's rounds fan out; with
+// the guard, and for a preemption check, every round goes to every live
+// voter that has not granted yet. It returns how many were asked.
 func (n *Node) askPreVote(wide bool) int {
 	pv := &n.pv
 	r := n.view.r
 	self := r.RankOf(r.Index(n.self.ID))
 	asked := 0
+	eligible := func(p Peer) bool {
+		return p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) && !pv.granted[p.ID] &&
+			(wide || p.ID != n.suspect && p.ID != pv.hint)
+	}
 	ask := func(p Peer) bool {
-		if p.ID == n.self.ID || p.NonVoter || !n.view.alive(p.ID) || pv.granted[p.ID] ||
-			!wide && (p.ID == n.suspect || p.ID == pv.hint) {
+		if !eligible(p) {
 			return true
 		}
 		n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Phase: uint32(pv.kind)})
 		asked++
 		return wide || asked < 2
 	}
-	if wide && n.cfg.QuorumSize == 0 && pv.kind == preVoteElection && n.fanningOut() {
-		// A fanned-out cluster: the widened round asks the top-rated
-		// voters, the coordinator's watchers, who hear it every round and
-		// are the ones that act on its silence, not every voter: a lone
-		// suspicion (a newcomer that missed its first heartbeat, a member
-		// whose loop ran late) costs at most 2 + W questions, not n.
-		for k := r.Len() - 1; k >= 0 && asked < n.cfg.HeartbeatWatchers; k-- {
-			if p := r.ByRank(k); p.ID != n.self.ID && p.ID != n.suspect && !p.NonVoter && n.view.alive(p.ID) && !pv.granted[p.ID] {
-				n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Phase: uint32(pv.kind)})
-				asked++
+	if !wide || n.cfg.QuorumSize > 0 || pv.kind != preVoteElection || !n.sampleWide(self, eligible, ask) {
+		for k := self - 1; k >= 0 && ask(r.ByRank(k)); k-- {
+		}
+		if wide || asked == 0 {
+			for k := self + 1; k < r.Len() && ask(r.ByRank(k)); k++ {
 			}
 		}
-		pv.timer = n.cfg.AnswerTimeout
-		return asked
 	}
-	for k := self - 1; k >= 0 && ask(r.ByRank(k)); k-- {
-	}
-	if wide || asked == 0 {
-		for k := self + 1; k < r.Len() && ask(r.ByRank(k)); k++ {
-		}
-	}
-	pv.timer = n.cfg.AnswerTimeout
+	pv.timer = n.slowWait()
 	if n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt {
 		pv.timer = 2 * n.cfg.RoundTrip
 	}
 	return asked
+}
+
+// wideAsk bounds a wide pre-vote round without the guard. One grant is
+// all such a round needs, and asking every live voter costs O(n) messages
+// a round: at 64 members in one process (issue 13) the wide rounds of
+// members whose answers came late (a process starved of CPU) were 2,000
+// pre-votes a second, which starved it further (docs/reliability.md, "64
+// members on real memberlist").
+const wideAsk = 8
+
+// sampleWide asks the wide round of an election's pre-vote without the
+// guard when more than wideAsk + 2 voters are eligible (else it asks
+// nobody and reports false: the round asks them all, as always). When the
+// coordinator's rounds fan out it asks the watchers first: the W
+// top-rated eligible voters other than the suspect, who hear every
+// heartbeat round and are the ones that act on its silence, so a lone
+// suspicion (a newcomer that missed its first heartbeat, a member whose
+// loop ran late) is answered by those who know. It fills the rest of the
+// round's wideAsk questions (at least one, if W ≥ wideAsk) with the other
+// eligible voters, consecutive in rank order going down from this node
+// (round the top), from an offset that moves on with each round, so that
+// the rounds of a node that keeps failing come to ask every voter in turn
+// (a member on the majority side of a partition whose nearest voters by
+// rank and whose watchers are on the other side finds one of its own).
+func (n *Node) sampleWide(self int, eligible, ask func(Peer) bool) bool {
+	r := n.view.r
+	size := r.Len()
+	watcher := size // the watchers are the eligible voters from this rank position up, but the suspect
+	if n.fanningOut() {
+		for k, got := size-1, 0; k >= 0 && got < n.cfg.HeartbeatWatchers; k-- {
+			if p := r.ByRank(k); p.ID != n.suspect && eligible(p) {
+				watcher, got = k, got+1
+			}
+		}
+	}
+	others, total := n.pv.others[:0], 0
+	for k := 1; k < size; k++ {
+		rk := (self - k + size) % size
+		if p := r.ByRank(rk); eligible(p) {
+			total++
+			if rk < watcher || p.ID == n.suspect {
+				others = append(others, int32(rk))
+			}
+		}
+	}
+	n.pv.others = others
+	if total <= wideAsk+2 {
+		return false
+	}
+	for k := size - 1; k >= watcher; k-- {
+		if p := r.ByRank(k); p.ID != n.suspect {
+			ask(p)
+		}
+	}
+	fill := max(wideAsk-(total-len(others)), 1)
+	if len(others) == 0 {
+		return true
+	}
+	fill = min(fill, len(others))
+	from := int(n.pv.round%uint64((len(others)+fill-1)/fill)) * fill
+	for i := range fill {
+		ask(r.ByRank(int(others[(from+i)%len(others)])))
+	}
+	return true
 }
 
 // onPreVote answers a pre-vote. A non-voter does not answer.
@@ -157,7 +236,11 @@ func (n *Node) onPreVote(m Message) {
 		return
 	}
 	ok, heard := n.grantsPreVote(m)
-	n.send(Message{Type: MsgPreVoteAck, To: m.From, Seq: m.Seq, Confirmed: ok, Coordinator: heard})
+	a := Message{Type: MsgPreVoteAck, To: m.From, Seq: m.Seq, Confirmed: ok, Coordinator: heard}
+	if !ok && heard == "" && n.cfg.QuorumSize > 0 {
+		a.Phase = uint32(n.grantEnd - n.now) // refused for a promise: free in Phase ticks
+	}
+	n.send(a)
 }
 
 // grantsPreVote decides an answer; heard names the coordinator this node
@@ -193,6 +276,13 @@ func (n *Node) onPreVoteAck(m Message) {
 		n.preVoteDecide()
 		return
 	}
+	if n.cfg.QuorumSize > 0 && m.Phase > 0 && int(m.Phase) < pv.timer {
+		// Refused for a promise that runs out in Phase ticks: ask again
+		// then rather than a round later (the promises of the old
+		// coordinator's followers run out together, a little after their
+		// detectors give up on it; issue 13).
+		pv.timer = int(m.Phase)
+	}
 	c := m.Coordinator
 	if n.cfg.QuorumSize == 0 && c != "" && c != n.self.ID && m.Term.Tag() == Tag(c) && m.Term >= n.term {
 		// Refused: the answerer hears c. Follow c on its word; its own
@@ -223,6 +313,7 @@ func (n *Node) preVoteDecide() {
 	n.endPreVote()
 	switch kind {
 	case preVoteElection:
+		pv.slow = 0
 		n.alg.preVoted()
 	case preVotePreempt:
 		n.sendPreempt()
@@ -289,6 +380,9 @@ func (n *Node) preVoteFailed() {
 	if kind == preVotePreempt {
 		n.preemptAfter = n.now + n.preemptRetry()
 		return
+	}
+	if n.cfg.QuorumSize == 0 {
+		n.pv.slow = min(n.pv.slow+1, maxSlow)
 	}
 	n.alg.reset()
 	n.electing = false

@@ -6,8 +6,8 @@ func newRingAlgorithm(n *Node, a Algorithm) algorithm {
 	if a == Peterson {
 		return newPeterson(n)
 	}
-	r := &ring{n: n}
-	r.link = link{n: n, exhausted: r.exhausted}
+	r := &ring{}
+	r.lap = newLap(n, r, listed, r.exhausted)
 	return r
 }
 
@@ -45,30 +45,13 @@ func newRingAlgorithm(n *Node, a Algorithm) algorithm {
 // Phase, the receiver's place in the list. Both are acknowledged as the
 // link says (ringlink.go).
 type ring struct {
-	n    *Node
-	link link
-	// timer counts down while this node takes part in an election.
-	timer int
+	lap // its timer is the lap's timeout (lapTicks)
 	// own is the epoch of the lap this node opened (0: none), its ID on
 	// the wire being (self, own) in Initiator and Phase.
 	own uint32
 	// seen lists the laps forwarded in this election, to tell a lap that
 	// has gone round (this node is in its list) from a duplicate.
 	seen []lapID
-	// sentTo is the member the last ELECTION was handed to (View mode).
-	sentTo string
-	// coord is the last COORDINATOR lap forwarded and coordTo its
-	// receiver: View mode resends it if that receiver dies.
-	coord   Message
-	coordTo string
-	// handingOff: this node resigned and does not stand until a
-	// coordinator is known.
-	handingOff bool
-	// waiting: this node wants to open a lap and its pre-vote runs
-	// (Node.pv); preVoted opens it one epoch past base, the highest term
-	// it had seen when it wanted to.
-	waiting bool
-	base    Term
 }
 
 type lapID struct {
@@ -173,31 +156,6 @@ func (r *ring) forward(m Message) {
 	r.sentTo = to
 }
 
-func (r *ring) step(m Message) {
-	r.link.heard(m.From)
-	switch m.Type {
-	case MsgElection:
-		if r.link.refuses(m) {
-			return
-		}
-		r.link.ack(m)
-		r.onElection(m)
-	case MsgCoordinator:
-		r.link.ack(m)
-		if m.Term < r.n.term {
-			r.n.drop(DropStaleTerm) // acknowledged, then ignored
-			return
-		}
-		r.onCoordinator(m)
-	case MsgAck:
-		if !r.link.acked(m) {
-			r.n.drop(DropUnexpected) // late: the hop was passed on already
-		}
-	default:
-		r.n.drop(DropUnexpected)
-	}
-}
-
 func (r *ring) onElection(m Message) {
 	n := r.n
 	// A lap of the term of the coordinator this node knows was overtaken by
@@ -298,20 +256,6 @@ func (r *ring) choose(list []Peer) (Peer, bool) {
 	return best, found
 }
 
-// record accepts c as coordinator in term t; the COORDINATOR lap reaches
-// c hops after this node (0: c has had it already).
-func (r *ring) record(c string, t Term, hops int) {
-	r.handingOff = false
-	recordLap(r.n, c, t, hops)
-	r.link.noteLeader(r.n.now)
-}
-
-// announce sends the COORDINATOR lap on from list position at.
-func (r *ring) announce(m Message, at int) {
-	r.coord = m
-	r.coordTo, _ = r.link.send(m, listed, at)
-}
-
 func (r *ring) onCoordinator(m Message) {
 	n := r.n
 	switch {
@@ -353,11 +297,7 @@ func (r *ring) exhausted(m Message) {
 }
 
 func (r *ring) tick() {
-	r.link.tick()
-	if !r.n.electing || r.timer <= 0 || r.waiting {
-		return // (the pre-vote has its own deadline)
-	}
-	if r.timer--; r.timer > 0 {
+	if !r.tickTimers() {
 		return
 	}
 	if r.n.coordinator != "" || r.n.self.NonVoter {
@@ -366,31 +306,6 @@ func (r *ring) tick() {
 	}
 	r.n.counters.ElectionsRestarted++
 	r.restart()
-}
-
-// restart abandons the election and opens a new lap in a new term. A
-// hand-off that did not come through becomes an ordinary election.
-func (r *ring) restart() { restartLap(r.n, r.reset) }
-
-// abandon stops taking part without a result; the node's idle timer will
-// start an election later if no coordinator turns up.
-func (r *ring) abandon() { abandonLap(r.n, r.reset) }
-
-// peerDown (View mode): the member we handed the lap to died, so the lap
-// may be lost with it: restart in a new term (docs/algorithms.md: a ring whose
-// membership changes mid-election restarts). A COORDINATOR lap handed to a
-// member that died is sent on to the next one instead: its outcome stands.
-func (r *ring) peerDown(id string) {
-	n := r.n
-	if n.electing && id == r.sentTo {
-		n.counters.ElectionsRestarted++
-		r.restart()
-		return
-	}
-	if id == r.coordTo && r.coord.Term == n.term {
-		r.coordTo = ""
-		r.announce(r.coord, listIndex(r.coord.List, id, int(r.coord.Phase)+1))
-	}
 }
 
 // resign hands off at once: the coordinator opens a lap in which it does

@@ -363,103 +363,22 @@ func (l *link) pop() {
 	}
 }
 
-// lapTicks bounds one lap of the ring: every member may cost a one-way trip
-// (at most RoundTrip) and, in Textbook mode, a hop timeout if it is dead;
-// CoordinatorTimeout is slack. It grows with the ring, so that a 10,000
-// member ring is not timed out mid-lap.
-func lapTicks(n *Node) int {
-	per := n.cfg.RoundTrip
-	if n.cfg.Mode == Textbook {
-		per += n.cfg.HopTimeout
+// deadline mirrors link.tick: a hop in flight whose term is behind is
+// released at the next tick, else its receiver is given up on when the
+// hop timer runs out.
+func (l *link) deadline() int {
+	if !l.busy {
+		return farTicks
 	}
-	return n.view.r.Len()*per + n.cfg.CoordinatorTimeout
+	if l.out[0].m.Term < l.n.term {
+		return 1
+	}
+	return max(l.out[0].timer, 1)
 }
 
-// hopTicks bounds one hop of a lap: a one-way trip (at most RoundTrip)
-// and, in Textbook mode, a hop timeout for a dead member skipped on the way.
-func hopTicks(n *Node) int {
-	if n.cfg.Mode == Textbook {
-		return n.cfg.RoundTrip + n.cfg.HopTimeout
-	}
-	return n.cfg.RoundTrip
-}
-
-// lapHops is how many hops after position self a lap that started at
-// position start reaches position c, on a ring (or list) of size members:
-// 0 when the lap has passed c already. An unknown start counts from self;
-// an unknown c is taken as the farthest.
-func lapHops(start, self, c, size int) int {
-	if size == 0 || self < 0 {
-		return 0
-	}
-	if c < 0 {
-		return size - 1
-	}
-	if start < 0 {
-		start = self
-	}
-	ds, dc := (self-start+size)%size, (c-start+size)%size
-	return max(dc-ds, 0)
-}
-
-// recordLap accepts c as coordinator in term t as a COORDINATOR lap tells
-// it, the lap reaching c hops after this node. Both rings use it.
-//
-// The lap is how the winner learns that it has won, so a follower that the
-// lap reaches before the winner cannot hear a heartbeat until the lap has
-// gone those hops: its failure detector starts counting only then (plus
-// the heartbeat's own trip). Counting from the moment the lap passed made
-// every follower more than about K·H of lap time upstream of the winner
-// (some 45 hops at the defaults) time out and start a new election, over
-// and over (docs/reliability.md, "Ring liveness at scale").
-func recordLap(n *Node, c string, t Term, hops int) {
-	if n.coordinator == c && n.term == t {
-		return
-	}
-	if c == n.self.ID {
-		n.becomeCoordinator(t)
-		if n.cfg.QuorumSize > 0 {
-			n.heartbeat() // collect the acks that confirm us
-		}
-		return
-	}
-	n.follow(c, t, false)
-	n.silence = -(hops*hopTicks(n) + n.cfg.RoundTrip)
-}
-
-// doubtTicks is how long a node whose view holds dead the coordinator that
-// a COORDINATOR lap names waits for that coordinator's heartbeat before it
-// elects again: the lap's remaining hops and K heartbeat intervals, as a
-// follower's detector would (at most a lap's timeout). The node passes the
-// lap on but does not follow: the view may be right (the member died since
-// the lap collected it) or behind (a paused member resumed, and gossip has
-// not told every member yet). Restarting the election at once, as the
-// rings did, made every such member veto the outcome, lap after lap, until
-// gossip caught up: an epoch from 49 to 313 in 1.3 s after a paused ring
-// coordinator resumed (issue 13 item 6). A live coordinator's heartbeat
-// ends the doubt; the view holding it dead does not stop the heartbeats.
-func doubtTicks(n *Node, hops int) int {
-	d := (hops+1)*hopTicks(n) + n.cfg.HeartbeatInterval*min(n.cfg.HeartbeatMisses, 1<<20)
-	return min(d, lapTicks(n))
-}
-
-// restartLap abandons a ring election and starts the next one, in a new
-// term; a non-voter, which cannot stand, only abandons. Both rings use it.
-func restartLap(n *Node, reset func()) {
-	n.electing = false
-	if n.self.NonVoter {
-		abandonLap(n, reset)
-		return
-	}
-	n.startElection()
-}
-
-// abandonLap stops taking part in a ring election without a result; the
-// node's idle timer starts an election later if no coordinator turns up.
-func abandonLap(n *Node, reset func()) {
-	reset()
-	n.electing = false
-	if n.coordinator == "" {
-		n.setState(StateLost)
+func (l *link) skip(k int) {
+	l.noteLeader(l.n.now - k + 1) // as the first of the k ticks would
+	if l.busy {
+		l.out[0].timer -= k
 	}
 }

@@ -22,6 +22,9 @@ type testNet struct {
 	queue  []Message
 	head   int
 	sent   [NumMsgTypes]int
+	// counts keeps what each node counted in the Readies taken so far
+	// (since its last restart).
+	counts map[string]*Counters
 	// observe, when set, sees every message a node sends.
 	observe func(Message)
 	rng     *rand.Rand
@@ -44,7 +47,8 @@ func newTestNet(tb testing.TB, cfg Config, members []Peer) *testNet {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w := &testNet{tb: tb, roster: r, nodes: make(map[string]*Node, len(members)), down: map[string]bool{}}
+	w := &testNet{tb: tb, roster: r, nodes: make(map[string]*Node, len(members)), down: map[string]bool{},
+		counts: make(map[string]*Counters, len(members))}
 	for _, p := range members {
 		c := cfg
 		c.ID, c.Roster = p.ID, r
@@ -54,6 +58,7 @@ func newTestNet(tb testing.TB, cfg Config, members []Peer) *testNet {
 		}
 		w.ids = append(w.ids, p.ID)
 		w.nodes[p.ID] = n
+		w.counts[p.ID] = &Counters{}
 	}
 	return w
 }
@@ -68,7 +73,9 @@ func members(n int, rating func(i int) int64) []Peer {
 }
 
 func (w *testNet) flush(id string) {
-	for _, m := range w.nodes[id].Ready() {
+	rd := w.nodes[id].Ready()
+	w.counts[id].Add(&rd.Counters)
+	for _, m := range rd.Messages {
 		w.sent[m.Type]++
 		if w.observe != nil {
 			w.observe(m)
@@ -189,7 +196,7 @@ func (w *testNet) restart(id string) {
 	if err != nil {
 		w.tb.Fatal(err)
 	}
-	w.nodes[id], w.down[id] = n, false
+	w.nodes[id], w.down[id], w.counts[id] = n, false, &Counters{}
 	if n.cfg.Mode != View {
 		return
 	}
@@ -257,10 +264,19 @@ func (w *testNet) highestLive(except ...string) string {
 	return ""
 }
 
+// total returns what node id has counted since it last started: the
+// Readies taken and what the next one holds.
+func (w *testNet) total(id string) Counters {
+	c := *w.counts[id]
+	c.Add(&w.nodes[id].counters)
+	return c
+}
+
 func (w *testNet) counter(f func(*Counters) uint64) uint64 {
 	var sum uint64
-	for _, n := range w.nodes {
-		sum += f(n.Counters())
+	for _, id := range w.ids {
+		c := w.total(id)
+		sum += f(&c)
 	}
 	return sum
 }

@@ -5,21 +5,22 @@ import (
 	"slices"
 )
 
-// Roster is an immutable member list: ring (clockwise) order, ranks and an
-// index. Nodes of a simulated cluster share one Roster, so a 10,000-node
-// cluster keeps one copy; a node that learns a change makes its own copy.
+// Roster is a member list: ring (clockwise) order, ranks and an index.
+// Nodes of a simulated cluster share one Roster, which nothing changes, so
+// a 10,000-node cluster keeps one copy; a node that learns a change makes
+// its own copy.
 //
 // A node's own copy (the view's, once it has changed anything) is updated
 // in place (set): a member joining a cluster of n costs O(n) moves and no
 // allocation, where building a new roster cost O(n log n) and 180 KB of
 // garbage at n = 1,000, for each of the n members every member learns.
-// Gen tells a reader holding the pointer that it changed.
+// Node.Roster's result is therefore valid until the next call into the
+// node; the node's Ready says when its view changed (ViewChanged).
 type Roster struct {
 	ring    []Peer
 	index   map[string]int
 	byRank  []int32 // ring positions, ascending by rank
 	rankPos []int32 // ring position -> position in byRank
-	gen     uint64  // changes made in place (set)
 }
 
 // NewRoster builds a roster from members in ring order. IDs must be unique
@@ -111,14 +112,10 @@ func (r *Roster) tagClash(id string) string {
 	return ""
 }
 
-// Gen counts the changes made to r in place: a reader that keeps the
-// pointer sees a change by a new pointer or a new Gen.
-func (r *Roster) Gen() uint64 { return r.gen }
-
 // clone returns a copy of r that shares nothing with it.
 func (r *Roster) clone() *Roster {
 	out := &Roster{ring: slices.Clone(r.ring), index: make(map[string]int, len(r.ring)),
-		byRank: slices.Clone(r.byRank), rankPos: slices.Clone(r.rankPos), gen: r.gen}
+		byRank: slices.Clone(r.byRank), rankPos: slices.Clone(r.rankPos)}
 	for id, i := range r.index {
 		out.index[id] = i
 	}
@@ -140,7 +137,6 @@ func (r *Roster) with(p Peer) *Roster {
 // need one order. The result equals NewRoster's of the changed ring. Only
 // a node's own copy may be changed (view.update).
 func (r *Roster) set(p Peer) {
-	r.gen++
 	byRank := func(a int32, rk Rank) int { return r.ring[a].Rank().Compare(rk) }
 	if i, ok := r.index[p.ID]; ok {
 		old := r.ring[i]

@@ -24,7 +24,7 @@ func TestForgedMaxEpochTermIsRefused(t *testing.T) {
 			before := w.nodes["1"].Status().Term
 			forged := Message{Type: MsgHeartbeat, From: "5", To: "1", Coordinator: "5", Term: MakeTerm(1<<32-1, Tag("5"))}
 			w.nodes["1"].Step(forged)
-			if got := w.nodes["1"].Counters().Dropped[DropBadTerm]; got != 1 {
+			if got := w.total("1").Dropped[DropBadTerm]; got != 1 {
 				t.Fatalf("bad_term drops = %d, want 1", got)
 			}
 			if st := w.nodes["1"].Status(); st.Term != before {
@@ -68,7 +68,7 @@ func TestNoElectionPastMaxEpoch(t *testing.T) {
 	w.nodes["3"].Bootstrap("3", top)
 	w.nodes["3"].term = top
 	w.nodes["3"].Detect()
-	for _, m := range w.nodes["3"].Ready() {
+	for _, m := range w.nodes["3"].Ready().Messages {
 		if m.Term.Epoch() > MaxEpoch {
 			t.Fatalf("sent %+v with epoch past MaxEpoch", m)
 		}
@@ -118,7 +118,7 @@ func TestRelayedCoordinatorIsNotAcknowledged(t *testing.T) {
 	n.Bootstrap("4", MakeTerm(1, Tag("4")))
 	n.Ready()
 	n.Step(Message{Type: MsgCoordinator, From: "3", To: "1", Coordinator: "5", Term: MakeTerm(2, Tag("5")), Rating: 2})
-	for _, m := range n.Ready() {
+	for _, m := range n.Ready().Messages {
 		if m.Type == MsgHeartbeatAck {
 			t.Fatalf("acknowledged a relayed announcement: %+v", m)
 		}
@@ -217,19 +217,15 @@ func connectedMajorityElects(t *testing.T, alg Algorithm, mode Mode, quorum int)
 		return 1
 	}
 	lease := w.nodes["1"].cfg.LeaseTicks
+	// Two leases from the cut, for every algorithm and mode (issue 13):
+	// the winner, 4, which still heard 5 and so still acknowledged it,
+	// leads once 1..3 acknowledge it (renewLease: a bound coordinator
+	// needs a majority without itself), a pre-vote refused for a promise
+	// is asked again when the promise runs out, and a Textbook bully
+	// coordinator whose lease lapsed abdicates a heartbeat interval later
+	// even if 4's ELECTION made it win again meanwhile. Before: 31 ticks
+	// for the rings in View mode, 51 for Textbook bully.
 	bound := 2 * lease
-	if alg == Bully && mode == Textbook {
-		// Textbook bully has no pre-vote and no release reaches 1..3:
-		// they elect only after their detectors give up on 5 (K
-		// intervals) and 4 has waited T for 5, which, backing off,
-		// stays silent: 51 ticks, 3.4 leases (issue 13).
-		bound = 4 * lease
-	}
-	if alg != Bully {
-		// The rings' lap after the pre-vote: 31 ticks in View mode with the
-		// guard, one round trip over two leases (docs/reliability.md).
-		bound += w.nodes["1"].cfg.RoundTrip
-	}
 	elected := -1
 	var c string
 	var term Term
@@ -284,7 +280,7 @@ func TestGrantHoldsAgainstANewTerm(t *testing.T) {
 	newer := MakeTerm(2, Tag("2"))
 	for n.now < granted+n.cfg.LeaseTicks+n.cfg.LeaseMargin {
 		n.Step(Message{Type: MsgHeartbeat, From: "2", To: "1", Coordinator: "2", Term: newer, Seq: 1, Rating: 1})
-		for _, m := range n.Ready() {
+		for _, m := range n.Ready().Messages {
 			if m.Type == MsgHeartbeatAck {
 				t.Fatalf("tick %d: acknowledged term %s while the promise to 1.3 holds (until %d)", n.now, newer, granted+n.cfg.LeaseTicks+n.cfg.LeaseMargin)
 			}
@@ -294,7 +290,7 @@ func TestGrantHoldsAgainstANewTerm(t *testing.T) {
 	}
 	n.Step(Message{Type: MsgHeartbeat, From: "2", To: "1", Coordinator: "2", Term: newer, Seq: 2, Rating: 1})
 	acked := false
-	for _, m := range n.Ready() {
+	for _, m := range n.Ready().Messages {
 		acked = acked || m.Type == MsgHeartbeatAck && m.Seq == 2
 	}
 	if !acked {
@@ -322,7 +318,7 @@ func TestAdvanceAfterPause(t *testing.T) {
 	if st := c.Status(); st.State == StateCoordinator {
 		t.Fatalf("coordinator after a pause past its lease: %+v", st)
 	}
-	for _, m := range c.Ready() {
+	for _, m := range c.Ready().Messages {
 		if m.Type == MsgHeartbeat && m.Confirmed && !m.Released {
 			t.Fatalf("heartbeat claiming a lease after the pause: %+v", m)
 		}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -96,18 +97,20 @@ func TestSoloHoldThenReturn(t *testing.T) {
 			n := soloNode(t, alg, 5)
 			term := n.Status().Term
 			down(n, "2", "3", "4", "5")
-			started := n.Counters().ElectionsStarted
+			var started uint64 // elections started after the departures
 			for i := 0; i < n.Config().SoloDelay/2; i++ {
 				n.Tick()
-				if out := n.Ready(); len(out) > 0 {
-					t.Fatalf("tick %d: alone, sent %v", i, out)
+				rd := n.Ready()
+				if len(rd.Messages) > 0 {
+					t.Fatalf("tick %d: alone, sent %v", i, rd.Messages)
 				}
+				started += rd.ElectionsStarted
 			}
 			if st := n.Status(); st.Coordinator != "" || st.Term != term || st.State == StateCoordinator {
 				t.Fatalf("held: %+v, want no coordinator in %s", st, term)
 			}
-			if d := n.Counters().ElectionsStarted - started; d > 0 {
-				t.Errorf("held: %d elections started after the first, want none until the hold ends", d)
+			if started > 0 {
+				t.Errorf("held: %d elections started after the first, want none until the hold ends", started)
 			}
 			for _, id := range []string{"2", "3", "4", "5"} {
 				p, _ := n.Roster().Get(id)
@@ -119,7 +122,7 @@ func TestSoloHoldThenReturn(t *testing.T) {
 			limit := c.HeartbeatInterval*(c.HeartbeatMisses+1) + c.AnswerTimeout + c.RoundTrip
 			for i := 0; i <= limit && !asked; i++ {
 				n.Tick()
-				asked = len(n.Ready()) > 0
+				asked = len(n.Ready().Messages) > 0
 			}
 			if !asked {
 				t.Fatalf("nothing sent within %d ticks of the members' return", limit)
@@ -247,11 +250,156 @@ func TestSoloNoHoldWithGuard(t *testing.T) {
 	limit := 2 * c.HeartbeatInterval * c.HeartbeatMisses
 	for i := 0; i < limit; i++ {
 		n.Tick()
-		for _, m := range n.Ready() {
+		for _, m := range n.Ready().Messages {
 			if m.Type == MsgPreVote {
 				return
 			}
 		}
 	}
 	t.Fatalf("no pre-vote within %d ticks of the members' return", limit)
+}
+
+// A wide pre-vote round without the guard asks wideAsk voters of a large
+// cluster, not every one (issue 13: at 64 members in one process the wide
+// rounds of starved members, 63 questions each, were 2,000 pre-votes a
+// second), and the rounds of a member that keeps failing come to ask
+// every voter in turn. Node "1" of 64 loses coordinator "64" and nobody
+// ever answers.
+func TestPreVoteWideRoundIsBounded(t *testing.T) {
+	for _, alg := range []Algorithm{Bully, Ring, Peterson} {
+		t.Run(alg.String(), func(t *testing.T) {
+			const n = 64
+			node := soloNode(t, alg, n)
+			perRound := map[uint64]map[string]bool{}
+			asked := map[string]bool{}
+			for range 5000 {
+				node.Tick()
+				for _, m := range node.Ready().Messages {
+					if m.Type != MsgPreVote {
+						continue
+					}
+					if perRound[m.Seq] == nil {
+						perRound[m.Seq] = map[string]bool{}
+					}
+					perRound[m.Seq][m.To] = true
+					asked[m.To] = true
+				}
+			}
+			if len(perRound) < 8 {
+				t.Fatalf("%d pre-vote rounds in 5,000 ticks, want at least 8", len(perRound))
+			}
+			for round, to := range perRound {
+				if len(to) > 2+wideAsk {
+					t.Errorf("round %d asked %d voters, want at most %d", round, len(to), 2+wideAsk)
+				}
+			}
+			if len(asked) != n-1 {
+				t.Errorf("%d rounds asked %d distinct voters, want all %d others", len(perRound), len(asked), n-1)
+			}
+		})
+	}
+}
+
+// In a fanned-out cluster the wide round asks the coordinator's watchers
+// first (the W top-rated voters other than the suspect: they hear every
+// heartbeat round) and fills the rest of its wideAsk questions from the
+// moving offset. Node "1" of 64 (W = 4, B = 5: fanned out) loses
+// coordinator "64": every wide round asks "63" to "60" and wideAsk - 4
+// others, and no two rounds in a row ask the same others.
+func TestPreVoteWideRoundAsksWatchersFirst(t *testing.T) {
+	for _, alg := range threeAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			node := soloNode(t, alg, 64)
+			if !node.fanningOut() {
+				t.Fatal("64 members with the default W and B do not fan out")
+			}
+			watchers := []string{"63", "62", "61", "60"}
+			var rounds []uint64
+			perRound := map[uint64][]string{}
+			for range 5000 {
+				node.Tick()
+				for _, m := range node.Ready().Messages {
+					if m.Type != MsgPreVote {
+						continue
+					}
+					if perRound[m.Seq] == nil {
+						rounds = append(rounds, m.Seq)
+					}
+					perRound[m.Seq] = append(perRound[m.Seq], m.To)
+				}
+			}
+			var prevOthers []string
+			wide := 0
+			for _, round := range rounds {
+				to := perRound[round]
+				if len(to) <= 2 {
+					continue // the last round may not have widened yet
+				}
+				wide++
+				first, rest := to[:2], to[2:] // the narrow round: "2" and "3"
+				if !slices.Equal(first, []string{"2", "3"}) {
+					t.Fatalf("round %d: the narrow round asked %v, want [2 3]", round, first)
+				}
+				if len(rest) != wideAsk {
+					t.Fatalf("round %d: the wide round asked %d voters %v, want %d", round, len(rest), rest, wideAsk)
+				}
+				if !slices.Equal(rest[:len(watchers)], watchers) {
+					t.Fatalf("round %d: the wide round asked %v first, want the watchers %v", round, rest[:len(watchers)], watchers)
+				}
+				others := rest[len(watchers):]
+				for _, id := range others {
+					if slices.Contains(watchers, id) {
+						t.Fatalf("round %d: watcher %s asked twice: %v", round, id, rest)
+					}
+				}
+				if slices.Equal(others, prevOthers) {
+					t.Fatalf("round %d asked the same others as the round before: %v", round, others)
+				}
+				prevOthers = others
+			}
+			if wide < 8 {
+				t.Fatalf("%d wide rounds in 5,000 ticks, want at least 8", wide)
+			}
+		})
+	}
+}
+
+// Pre-vote answers that come later than a round waits (2 T: a process
+// starved of CPU, where every member is slow; issue 13, 64 members in one
+// process) must not keep the term from rising for ever: each round that
+// nobody answered in time doubles the next one's wait, and the node
+// raises the term once its wait covers the answers' delay. Node "1" of 5
+// loses coordinator "5"; every pre-vote is granted, 3 T after it was
+// asked. Before, every round failed and the late grants were dropped.
+func TestPreVoteLateAnswersCount(t *testing.T) {
+	for _, alg := range threeAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			node := soloNode(t, alg, 5)
+			before := node.Status().Term
+			delay := 3 * node.Config().AnswerTimeout
+			type late struct {
+				at int
+				m  Message
+			}
+			var due []late
+			for tick := range 2000 {
+				node.Tick()
+				for _, m := range node.Ready().Messages {
+					if m.Type == MsgPreVote {
+						due = append(due, late{tick + delay, Message{Type: MsgPreVoteAck, From: m.To, To: "1",
+							Term: before, Seq: m.Seq, Confirmed: true}})
+					}
+				}
+				for len(due) > 0 && due[0].at <= tick {
+					node.Step(due[0].m)
+					due = due[1:]
+				}
+				if node.Status().Term != before {
+					t.Logf("term raised after %d ticks", tick)
+					return
+				}
+			}
+			t.Fatalf("term still %s after 2,000 ticks: every pre-vote answered after %d ticks failed", before, delay)
+		})
+	}
 }

@@ -9,6 +9,12 @@
 // death later, as a membership layer would. It uses no sockets and no
 // goroutines of its own (only time.AfterFunc when a latency is set), so it
 // runs inside a testing/synctest bubble.
+//
+// It also holds the cluster harness of the tests and benchmarks that start
+// N members: Cluster runs Electors on a Network, and its real-memberlist
+// twin, membership/clustertest, runs them on membership.Nodes. Both run
+// each Elector as a Member, and Agree, Describe, Eventually and Hold serve
+// either.
 package electiontest
 
 import (

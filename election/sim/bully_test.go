@@ -328,7 +328,7 @@ func TestBullyLoneFalseDetectionChangesNothing(t *testing.T) {
 	before, _ := s.Agreement()
 	counts := func() (two, others uint64) {
 		for _, id := range s.IDs() {
-			if c := s.Node(id).Counters().ElectionsStarted; id == "2" {
+			if c := s.Counted(id).ElectionsStarted; id == "2" {
 				two = c
 			} else {
 				others += c

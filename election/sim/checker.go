@@ -26,9 +26,6 @@ const (
 var Kinds = []string{KindTwoCoordinators, KindTermTag, KindTermDecrease, KindMinority, KindConfirmedOverlap,
 	KindRunaway, KindNoAgreement, KindNotHighest, KindCoordinatorNoQuor, KindMajorityLeaderless}
 
-// SafetyKinds are the kinds that no fault, however harsh, excuses.
-var SafetyKinds = []string{KindTwoCoordinators, KindTermTag, KindTermDecrease}
-
 // Checker asserts the safety properties after every event:
 //   - at most one coordinator per term, and a term names its winner (its
 //     tag is the coordinator's tag);

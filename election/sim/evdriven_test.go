@@ -42,8 +42,8 @@ func traceScript(t *testing.T, script string, dense bool) string {
 		fmt.Fprintf(&b, "violations: %v\nnow: %d\n", sc.sim.Checker().Violations, sc.sim.Now())
 		for _, id := range sc.sim.IDs() {
 			if sc.sim.Up(id) {
-				n := sc.sim.Node(id) // brought up to the present: its counters too
-				fmt.Fprintf(&b, "%s: tick %d %+v\n", id, n.Now(), *n.Counters())
+				n := sc.sim.Node(id) // brought up to the present
+				fmt.Fprintf(&b, "%s: tick %d %+v\n", id, n.Now(), sc.sim.Counted(id))
 			}
 		}
 	}

@@ -134,7 +134,7 @@ func (s *Sim) tickPhase(ph int) {
 		s.syncTo(sn, t-1)
 		sn.node.Tick()
 		sn.synced = t
-		if len(sn.node.Pending()) == 0 && sn.node.Status() == sn.last {
+		if !sn.node.HasReady() {
 			s.reschedule(sn)
 			continue
 		}
@@ -179,11 +179,14 @@ func (s *Sim) reschedule(sn *simNode) {
 	s.phases[sn.phase].wakes.push(wake{tick: t, node: sn.idx})
 }
 
-// flush hands a node's outbox to the network, fires triggers, traces state
-// changes and runs the checker.
+// flush takes a node's Ready: it hands the messages to the network, fires
+// triggers, traces decisions and state changes, adds up the counts and runs
+// the checker.
 func (s *Sim) flush(sn *simNode) {
-	msgs := sn.node.Ready()
-	for _, d := range sn.node.Decisions() {
+	rd := sn.node.Ready()
+	msgs := rd.Messages
+	sn.counted.Add(&rd.Counters)
+	for _, d := range rd.Decisions {
 		f := "-"
 		if d.F.ID != "" {
 			f = d.F.ID
@@ -196,8 +199,7 @@ func (s *Sim) flush(sn *simNode) {
 	for _, m := range msgs {
 		s.sendFrom(sn.idx, m)
 	}
-	st := sn.node.Status()
-	if st != sn.last {
+	if st := rd.Status; st != sn.last {
 		if st.State != sn.last.State || st.Coordinator != sn.last.Coordinator {
 			s.tracef("%s: %s -> %s coordinator=%s term=%s", sn.id, sn.last.State, st.State, orNone(st.Coordinator), st.Term)
 		}

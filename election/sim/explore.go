@@ -120,13 +120,6 @@ func RunScriptResult(script string) (ScriptResult, error) {
 	return ScriptResult{ConvergenceMs: conv, Violations: v, Kinds: k}, err
 }
 
-// RunScript runs a scenario script and returns how long the final "check"
-// took to reach agreement (virtual ms) and every violation.
-func RunScript(script string) (convergenceMs int64, violations []string, err error) {
-	c, v, _, err := runScript(script)
-	return c, v, err
-}
-
 func runScript(script string) (convergenceMs int64, violations, kinds []string, err error) {
 	var sc Script
 	for _, line := range strings.Split(script, "\n") {

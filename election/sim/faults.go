@@ -147,10 +147,6 @@ func (s *Sim) SetViewDelay(minMs, maxMs int64) {
 	s.cfg.ViewDelayMs, s.cfg.ViewDelayMaxMs = minMs, maxMs
 }
 
-// ViewSettledAt is the virtual time by which every view change scheduled so
-// far has arrived.
-func (s *Sim) ViewSettledAt() int64 { return s.viewUntil }
-
 // Partition splits the cluster: nodes in different groups cannot exchange
 // messages. Nodes not named form one more group. In View mode each side's
 // views drop the other side after ViewDelayMs.

@@ -68,7 +68,7 @@ func TestRingsAgreeAtScale(t *testing.T) {
 			} {
 				t.Run(fmt.Sprintf("%s/n=%d/%s", alg, n, tc.name), func(t *testing.T) {
 					script := ringScript(alg, n, tc.mode, tc.viewDelay, tc.crash, 60_000)
-					conv, v, err := RunScript(script)
+					conv, v, err := checkScript(script)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -82,17 +82,39 @@ func TestRingsAgreeAtScale(t *testing.T) {
 	}
 }
 
-// Any single crash at n = 64, whichever member it takes (the coordinator,
-// the member that turns the lap, the runner-up, or any other): the rest
-// agree on the highest-rated survivor.
+// Any single crash, whichever member it takes (the coordinator, the member
+// that turns the lap, the runner-up, or any other): the rest agree on the
+// highest-rated survivor. Every position at n = 64 and 128; at n = 1,000
+// (without -short and the race detector: a run takes about a second) a
+// sample: the first two members, one in the middle, and the last four,
+// which are the runner-up (n-2), the coordinator (n-1), the member that
+// turns the lap (n) and the one before the runner-up (n-3).
 func TestRingsAgreeAfterAnySingleCrash(t *testing.T) {
-	const n = 64
+	cases := map[int][]int{64: nil, 128: nil}
+	if !testing.Short() && !raceEnabled {
+		cases[1000] = []int{1, 2, 500, 997, 998, 999, 1000}
+	}
 	for _, alg := range []core.Algorithm{core.Ring, core.Peterson} {
-		for c := 1; c <= n; c++ {
-			script := ringScript(alg, n, core.View, 0, strconv.Itoa(c), 60_000)
-			if _, v, err := RunScript(script); err != nil || len(v) > 0 {
-				t.Errorf("%s, crash %d: %v %v", alg, c, err, v)
+		for _, n := range []int{64, 128, 1000} {
+			crashes, ok := cases[n]
+			if !ok {
+				continue
 			}
+			if crashes == nil {
+				for c := 1; c <= n; c++ {
+					crashes = append(crashes, c)
+				}
+			}
+			worst := int64(0)
+			for _, c := range crashes {
+				script := ringScript(alg, n, core.View, 0, strconv.Itoa(c), 60_000)
+				conv, v, err := checkScript(script)
+				if err != nil || len(v) > 0 {
+					t.Errorf("%s, n = %d, crash %d: %v %v", alg, n, c, err, v)
+				}
+				worst = max(worst, conv)
+			}
+			t.Logf("%s, n = %d: %d single crashes, every one agreed; the slowest in %dms", alg, n, len(crashes), worst)
 		}
 	}
 }

@@ -119,13 +119,16 @@ type Sim struct {
 }
 
 type simNode struct {
-	idx   int
-	id    string
-	node  *core.Node
-	up    bool
-	last  core.Status
-	phase int   // index in Sim.phases
-	inc   int64 // incarnation: bumped by every restart
+	idx  int
+	id   string
+	node *core.Node
+	up   bool
+	last core.Status // the status of the node's last Ready
+	// counted sums the Counters of the node's Readies since it last
+	// started (Counted).
+	counted core.Counters
+	phase   int   // index in Sim.phases
+	inc     int64 // incarnation: bumped by every restart
 	// synced is the phase tick up to which the node has been ticked (or
 	// skipped); wake is the phase tick at which it is next due (0: none).
 	synced, wake int
@@ -227,7 +230,7 @@ func (s *Sim) boot(sn *simNode) error {
 		return fmt.Errorf("sim: node %s: %w", sn.id, err)
 	}
 	sn.node, sn.up = n, true
-	sn.last = n.Status()
+	sn.last, sn.counted = n.Status(), core.Counters{}
 	// A node (re)started now has had none of its phase's ticks so far.
 	// (No restart happens while a phase's nodes are being ticked: only
 	// crashes do, through triggers.)
@@ -278,6 +281,16 @@ func (s *Sim) Node(id string) *core.Node {
 		return sn.node
 	}
 	return nil
+}
+
+// Counted returns what node id has counted since it last started (drops
+// by reason, elections, heartbeat misses...): the Counters of the Readies
+// the simulator has taken from it.
+func (s *Sim) Counted(id string) core.Counters {
+	if sn, ok := s.byID[id]; ok {
+		return sn.counted
+	}
+	return core.Counters{}
 }
 
 // Up reports whether a node is running.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -19,17 +18,21 @@ import (
 	"github.com/coordelect/coordelect/bench/internal/failover"
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/electiontest"
 	"github.com/coordelect/coordelect/membership"
+	"github.com/coordelect/coordelect/membership/clustertest"
 )
 
 // benchCluster is the cluster the benchmarks measure: n members named
 // 1..n with ratings 1..n, each a membership.Node on its own 127.0.0.1 port
 // with an election.Elector on top, as an embedding service runs them
-// (default configurations, no metrics registry, no web page). Its methods
-// are called from one goroutine.
+// (default configurations, no metrics registry, no web page), run by the
+// tests' harness, clustertest.Cluster. Its methods are called
+// from one goroutine.
 type benchCluster struct {
 	opts  benchOptions
 	log   hclog.Logger // progress, on stderr
+	ml    *clustertest.Cluster
 	nodes []*benchNode
 	// changes is the last waitAgreement's record of leadership changes.
 	changes changeLog
@@ -53,36 +56,30 @@ type benchNode struct {
 	count  *benchCounter // survives restarts: counts only grow
 	mem    *membership.Node
 	el     *election.Elector
-	cancel context.CancelFunc
-	done   chan struct{} // closed when Run has returned
+	member *clustertest.Member // nil while stopped
 }
 
 // benchCounter is the Recorder of one node: the counts the benchmarks read,
 // updated by the elector's loop and read by the bench goroutine.
 type benchCounter struct {
-	election.NopRecorder
 	sent    [core.NumMsgTypes]atomic.Uint64 // messages sent, by type
-	started atomic.Uint64                   // ElectionStarted
+	started atomic.Uint64                   // elections started
 	misses  atomic.Uint64                   // heartbeat intervals missed
 }
 
-func (c *benchCounter) MessagesSent(t core.MsgType, n uint64) {
-	if int(t) < len(c.sent) {
-		c.sent[t].Add(n)
+func (c *benchCounter) Record(u election.Update) {
+	for t, n := range u.Sent {
+		if n > 0 {
+			c.sent[t].Add(n)
+		}
 	}
+	c.started.Add(u.ElectionsStarted)
+	c.misses.Add(u.HeartbeatMisses)
 }
-
-func (c *benchCounter) Elections(e election.Result, n uint64) {
-	if e == election.ElectionStarted {
-		c.started.Add(n)
-	}
-}
-
-func (c *benchCounter) HeartbeatMisses(n uint64) { c.misses.Add(n) }
 
 // newBenchCluster names the nodes; start starts them.
 func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
-	c := &benchCluster{opts: o, log: logger, rng: rand.New(rand.NewPCG(o.seed, 19))}
+	c := &benchCluster{opts: o, log: logger, ml: clustertest.New(nil), rng: rand.New(rand.NewPCG(o.seed, 19))}
 	for i := range o.n {
 		c.nodes = append(c.nodes, &benchNode{name: strconv.Itoa(i + 1), rating: int64(i + 1), count: &benchCounter{}})
 	}
@@ -112,8 +109,7 @@ func (c *benchCluster) start(ctx context.Context) error {
 				"starters", c.starters(), "messages", sent.election(), "by_type", sent.String())
 		}
 	}
-	_, err := c.waitAgreement(ctx, c.top().name, "")
-	if err != nil {
+	if _, err := c.waitAgreement(ctx, c.top().name, ""); err != nil {
 		c.stop()
 		return err
 	}
@@ -181,13 +177,13 @@ func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 		mc.Memberlist = func(ml *memberlist.Config) { ml.EnableCompression = false }
 	}
 	mc.Seeds = c.seeds(b)
-	mem, err := membership.New(mc)
+	m, err := c.ml.Join(mc)
 	if err != nil {
-		return fmt.Errorf("node %s: %w", b.name, err)
+		return err
 	}
-	b.mem = mem
+	b.member, b.mem = m, m.Node
 	if b.port == 0 {
-		_, port, _ := net.SplitHostPort(mem.Addr())
+		_, port, _ := net.SplitHostPort(b.mem.Addr())
 		b.port, _ = strconv.Atoi(port)
 	}
 	if !elector {
@@ -198,53 +194,38 @@ func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 
 // startElector runs an elector with the default configuration on b's member.
 func (c *benchCluster) startElector(b *benchNode) error {
-	el, err := election.New(election.Config{
-		Transport: b.mem, Recorder: b.count, QuorumSize: c.opts.quorum,
-	})
+	err := c.ml.Elect(b.member, election.Config{Recorder: b.count, QuorumSize: c.opts.quorum})
 	if err != nil {
-		_ = b.mem.Close()
-		b.mem = nil
-		return fmt.Errorf("node %s: %w", b.name, err)
+		b.member, b.mem = nil, nil
+		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b.el, b.cancel, b.done = el, cancel, make(chan struct{})
-	go func() {
-		defer close(b.done)
-		_ = el.Run(ctx)
-	}()
+	b.el = b.member.Elector
 	return nil
 }
 
 // crash stops b the way a crash looks to the others: the elector stops
 // without a hand-off, memberlist shuts down without leaving.
-func (b *benchNode) crash() error {
-	var err error
-	if b.el != nil {
-		_ = b.el.Close() // before cancel, which would hand off
-		b.cancel()
-		<-b.done
+func (c *benchCluster) crash(b *benchNode) error {
+	if b.member == nil {
+		return nil
 	}
-	if b.mem != nil {
-		err = b.mem.Close()
-	}
-	b.el, b.mem = nil, nil
+	err := c.ml.Crash(b.name)
+	b.member, b.el, b.mem = nil, nil, nil
 	return err
 }
 
 // leave stops b gracefully: the elector (a follower here) stops, the
 // member tells the cluster it leaves.
-func (b *benchNode) leave() error {
-	b.cancel()
-	<-b.done
-	err := errors.Join(b.mem.Leave(time.Second), b.mem.Close())
-	b.el, b.mem = nil, nil
+func (c *benchCluster) leave(b *benchNode) error {
+	err := c.ml.Leave(b.name, time.Second)
+	b.member, b.el, b.mem = nil, nil, nil
 	return err
 }
 
 // stop crashes every running node (the cluster is going away).
 func (c *benchCluster) stop() {
 	for _, b := range c.nodes {
-		_ = b.crash()
+		_ = c.crash(b)
 	}
 }
 
@@ -262,16 +243,8 @@ func (c *benchCluster) running() []*benchNode {
 // agreed reports whether every running node reports the same coordinator
 // and term, and names it.
 func (c *benchCluster) agreed() (string, bool) {
-	var coord string
-	var term uint64
-	for i, b := range c.running() {
-		id, t, ok := b.el.Leader()
-		if !ok || i > 0 && (id != coord || t != term) {
-			return "", false
-		}
-		coord, term = id, t
-	}
-	return coord, coord != ""
+	coord, _, ok := electiontest.Agree(c.ml.Electors()...)
+	return coord, ok
 }
 
 // reports summarises who the running nodes report as coordinator, e.g.
@@ -466,7 +439,8 @@ func (c *benchCluster) starters() string {
 
 // logProgress logs, every d until the returned function is called, the
 // elections and messages so far (all types, heartbeats included), so that
-// a start that stalls (a large cluster) shows what it is sending.
+// a start that stalls (a large cluster) shows what it is sending. It reads
+// only the nodes' atomic counters.
 func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
 	done := make(chan struct{})
 	go func() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -44,43 +45,36 @@ type failoverResult struct {
 }
 
 func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
-	o := benchOptions{}
-	fs, profile := benchFlags("failover", &o, 5)
 	var alg algorithmFlag
-	fs.IntVar(&o.rounds, "rounds", 20, "number of failovers to measure")
-	fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson")
-	fs.StringVar(&o.mode, "mode", "crash", "crash: crash the coordinator; resign: it hands off")
-	fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object")
-	fs.StringVar(&o.samples, "samples", "", "file to write every failover time to, in ms, one per line")
-	fs.DurationVar(&o.quiet, "quiet", time.Second, "settled window before each round in which elections are spurious")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of each wait for agreement")
-	fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard: a coordinator leads only while a majority of it holds its lease); 0: off")
-	fs.IntVar(&o.busy, "busy-per-core", 0, "busy processes per core (sh -c 'while :; do :; done') that load the host from outside the bench's process during the rounds")
-	fs.BoolVar(&o.verbose, "v", false, "log, per round, the node the agreement waited for and the survivors' membership counters")
-	if err := parseFlags(fs, args, stdout, benchFailoverSynopsis); err != nil {
-		return o, err
-	}
-	o.alg = alg.a
-	if err := checkBenchCommon(&o, *profile); err != nil {
-		return o, err
-	}
-	switch {
-	case o.rounds < 1:
-		return o, usagef("-rounds %d: want at least 1", o.rounds)
-	case o.mode != "crash" && o.mode != "resign":
-		return o, usagef("-mode %q: want crash or resign", o.mode)
-	case o.quiet < 0:
-		return o, usagef("-quiet %v: want 0 or more", o.quiet)
-	case o.timeout <= 0:
-		return o, usagef("-timeout %v: want more than 0", o.timeout)
-	case o.busy < 0:
-		return o, usagef("-busy-per-core %d: want 0 or more", o.busy)
-	case o.quorum < 0 || o.quorum > o.n:
-		return o, usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
-	case o.voters > 0 && o.quorum > o.voters:
-		return o, usagef("-quorum %d: more than the -voters %d (QuorumSize counts voters)", o.quorum, o.voters)
-	}
-	return o, nil
+	return parseBench("failover", 5, benchFailoverSynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
+		fs.IntVar(&o.rounds, "rounds", 20, "number of failovers to measure")
+		fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson")
+		fs.StringVar(&o.mode, "mode", "crash", "crash: crash the coordinator; resign: it hands off")
+		fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object")
+		fs.StringVar(&o.samples, "samples", "", "file to write every failover time to, in ms, one per line")
+		fs.DurationVar(&o.quiet, "quiet", time.Second, "settled window before each round in which elections are spurious")
+		fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of each wait for agreement")
+		fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard: a coordinator leads only while a majority of it holds its lease); 0: off")
+		fs.IntVar(&o.busy, "busy-per-core", 0, "busy processes per core (sh -c 'while :; do :; done') that load the host from outside the bench's process during the rounds")
+		fs.BoolVar(&o.verbose, "v", false, "log, per round, the node the agreement waited for and the survivors' membership counters")
+	}, func(o *benchOptions) error {
+		o.alg = alg.a
+		switch {
+		case o.rounds < 1:
+			return usagef("-rounds %d: want at least 1", o.rounds)
+		case o.mode != "crash" && o.mode != "resign":
+			return usagef("-mode %q: want crash or resign", o.mode)
+		case o.quiet < 0:
+			return usagef("-quiet %v: want 0 or more", o.quiet)
+		case o.busy < 0:
+			return usagef("-busy-per-core %d: want 0 or more", o.busy)
+		case o.quorum < 0 || o.quorum > o.n:
+			return usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
+		case o.voters > 0 && o.quorum > o.voters:
+			return usagef("-quorum %d: more than the -voters %d (QuorumSize counts voters)", o.quorum, o.voters)
+		}
+		return nil
+	})
 }
 
 func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -173,7 +167,7 @@ func (c *benchCluster) TakeOut(ctx context.Context, name string) error {
 		defer cancel()
 		return b.el.Resign(ctx)
 	}
-	return b.crash()
+	return c.crash(b)
 }
 
 // WaitAgreement waits until the running nodes agree on a coordinator
@@ -202,7 +196,7 @@ func (c *benchCluster) BringBack(ctx context.Context, name string) error {
 		return err
 	}
 	if b.el != nil {
-		if err := b.leave(); err != nil {
+		if err := c.leave(b); err != nil {
 			c.log.Warn("leaving", "node", b.name, "error", err)
 		}
 	}

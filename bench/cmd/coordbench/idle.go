@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -59,30 +60,28 @@ type idleResult struct {
 }
 
 func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, error) {
-	o := benchOptions{}
-	fs, profile := benchFlags("idle", &o, 100)
-	fs.DurationVar(&o.dur, "d", 20*time.Second, "how long the idle window lasts")
-	fs.DurationVar(&o.quiet, "settle", 5*time.Second, "how long to wait after agreement before the window")
-	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of the wait for the cluster to agree at start")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the idle window to this file")
-	fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard); 0: off")
-	if err := parseFlags(fs, args, stdout, benchIdleSynopsis); err != nil {
+	var cpuprofile *string
+	o, err := parseBench("idle", 100, benchIdleSynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
+		fs.DurationVar(&o.dur, "d", 20*time.Second, "how long the idle window lasts")
+		fs.DurationVar(&o.quiet, "settle", 5*time.Second, "how long to wait after agreement before the window")
+		fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of the wait for the cluster to agree at start")
+		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the idle window to this file")
+		fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard); 0: off")
+	}, func(o *benchOptions) error {
+		switch {
+		case o.dur <= 0:
+			return usagef("-d %v: want more than 0", o.dur)
+		case o.quiet < 0:
+			return usagef("-settle %v: want 0 or more", o.quiet)
+		case o.quorum < 0 || o.quorum > o.n:
+			return usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
+		case o.voters > 0 && o.quorum > o.voters:
+			return usagef("-quorum %d: more than the -voters %d (QuorumSize counts voters)", o.quorum, o.voters)
+		}
+		return nil
+	})
+	if err != nil {
 		return o, "", err
-	}
-	if err := checkBenchCommon(&o, *profile); err != nil {
-		return o, "", err
-	}
-	switch {
-	case o.dur <= 0:
-		return o, "", usagef("-d %v: want more than 0", o.dur)
-	case o.quiet < 0:
-		return o, "", usagef("-settle %v: want 0 or more", o.quiet)
-	case o.timeout <= 0:
-		return o, "", usagef("-timeout %v: want more than 0", o.timeout)
-	case o.quorum < 0 || o.quorum > o.n:
-		return o, "", usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
-	case o.voters > 0 && o.quorum > o.voters:
-		return o, "", usagef("-quorum %d: more than the -voters %d (QuorumSize counts voters)", o.quorum, o.voters)
 	}
 	return o, *cpuprofile, nil
 }

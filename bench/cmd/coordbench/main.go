@@ -120,6 +120,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return usagef("unknown subcommand %q (want failover, compare, soak, nodesoak, memory or idle)", args[0])
 }
 
+// parseBench parses the command line of subcommand name: the flags every
+// subcommand has (benchFlags) and those that define adds to them, -timeout
+// among them. It checks the common flags, then check checks the
+// subcommand's own, then it checks -timeout.
+func parseBench(name string, nDefault int, synopsis string, args []string, stdout io.Writer,
+	define func(*flag.FlagSet, *benchOptions), check func(*benchOptions) error) (benchOptions, error) {
+	o := benchOptions{}
+	fs, profile := benchFlags(name, &o, nDefault)
+	define(fs, &o)
+	if err := parseFlags(fs, args, stdout, synopsis); err != nil {
+		return o, err
+	}
+	if err := checkBenchCommon(&o, *profile); err != nil {
+		return o, err
+	}
+	if err := check(&o); err != nil {
+		return o, err
+	}
+	if o.timeout <= 0 {
+		return o, usagef("-timeout %v: want more than 0", o.timeout)
+	}
+	return o, servePprof(o.pprof) // once the command line is valid
+}
+
 // benchFlags returns a flag set with the flags every subcommand has.
 func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("coordbench "+name, flag.ContinueOnError)
@@ -147,7 +171,7 @@ func checkBenchCommon(o *benchOptions, profile string) error {
 		return usagef("-profile %q: want lan, local or wan", profile)
 	}
 	o.profile = profile
-	return servePprof(o.pprof)
+	return nil
 }
 
 // newBenchLogger logs the bench's progress (not the members') on w.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -25,44 +26,16 @@ electors, then the same members with an elector each. Prints one JSON
 object; per-node figures are differences from the heap before the step,
 divided by -n.`
 
-// memoryResult is what memory prints, in bytes.
-type memoryResult struct {
-	N        int    `json:"n"`
-	Profile  string `json:"profile"`
-	Compress bool   `json:"compress"`
-	// MemberlistPerNode: a bare memberlist node.
-	MemberlistPerNode int64 `json:"memberlist_bytes_per_node"`
-	// MembershipPerNode: a membership.Node (memberlist and the adapter).
-	MembershipPerNode int64 `json:"membership_bytes_per_node"`
-	// ElectorPerNode: what an elector adds to a membership.Node.
-	ElectorPerNode int64 `json:"elector_bytes_per_node"`
-	// AboveMemberlistPerNode: adapter and elector above bare memberlist.
-	AboveMemberlistPerNode int64 `json:"above_memberlist_bytes_per_node"`
-	// The goroutine stacks (runtime.MemStats.StackInuse), which the heap
-	// figures leave out, per node.
-	MemberlistStackPerNode int64 `json:"memberlist_stack_bytes_per_node"`
-	MembershipStackPerNode int64 `json:"membership_stack_bytes_per_node"`
-	ElectorStackPerNode    int64 `json:"elector_stack_bytes_per_node"`
-}
-
 func parseBenchMemory(args []string, stdout io.Writer) (benchOptions, error) {
-	o := benchOptions{}
-	fs, profile := benchFlags("memory", &o, 50)
-	fs.DurationVar(&o.quiet, "settle", 3*time.Second, "how long each step runs before the heap is read")
-	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound of the wait for the electors to agree")
-	if err := parseFlags(fs, args, stdout, benchMemorySynopsis); err != nil {
-		return o, err
-	}
-	if err := checkBenchCommon(&o, *profile); err != nil {
-		return o, err
-	}
-	switch {
-	case o.quiet < 0:
-		return o, usagef("-settle %v: want 0 or more", o.quiet)
-	case o.timeout <= 0:
-		return o, usagef("-timeout %v: want more than 0", o.timeout)
-	}
-	return o, nil
+	return parseBench("memory", 50, benchMemorySynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
+		fs.DurationVar(&o.quiet, "settle", 3*time.Second, "how long each step runs before the heap is read")
+		fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound of the wait for the electors to agree")
+	}, func(o *benchOptions) error {
+		if o.quiet < 0 {
+			return usagef("-settle %v: want 0 or more", o.quiet)
+		}
+		return nil
+	})
 }
 
 func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -107,6 +80,26 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	lg.Info("membership and electors", "membership_bytes_per_node", res.MembershipPerNode,
 		"elector_bytes_per_node", res.ElectorPerNode)
 	return printJSON(stdout, res)
+}
+
+// memoryResult is what memory prints, in bytes.
+type memoryResult struct {
+	N        int    `json:"n"`
+	Profile  string `json:"profile"`
+	Compress bool   `json:"compress"`
+	// MemberlistPerNode: a bare memberlist node.
+	MemberlistPerNode int64 `json:"memberlist_bytes_per_node"`
+	// MembershipPerNode: a membership.Node (memberlist and the adapter).
+	MembershipPerNode int64 `json:"membership_bytes_per_node"`
+	// ElectorPerNode: what an elector adds to a membership.Node.
+	ElectorPerNode int64 `json:"elector_bytes_per_node"`
+	// AboveMemberlistPerNode: adapter and elector above bare memberlist.
+	AboveMemberlistPerNode int64 `json:"above_memberlist_bytes_per_node"`
+	// The goroutine stacks (runtime.MemStats.StackInuse), which the heap
+	// figures leave out, per node.
+	MemberlistStackPerNode int64 `json:"memberlist_stack_bytes_per_node"`
+	MembershipStackPerNode int64 `json:"membership_stack_bytes_per_node"`
+	ElectorStackPerNode    int64 `json:"elector_stack_bytes_per_node"`
 }
 
 // memSample is the live heap and the goroutine stacks, in bytes.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"io"
 	"runtime"
 	"sync"
@@ -37,26 +38,19 @@ type soakResult struct {
 }
 
 func parseBenchSoak(args []string, stdout io.Writer) (benchOptions, error) {
-	o := benchOptions{}
-	fs, profile := benchFlags("soak", &o, 5)
-	fs.DurationVar(&o.dur, "d", 0, "how long to run, e.g. 10m (required)")
-	fs.IntVar(&o.burners, "burners", runtime.GOMAXPROCS(0), "CPU-burning goroutines (default one per usable core)")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of the wait for the cluster to agree at start")
-	if err := parseFlags(fs, args, stdout, benchSoakSynopsis); err != nil {
-		return o, err
-	}
-	if err := checkBenchCommon(&o, *profile); err != nil {
-		return o, err
-	}
-	switch {
-	case o.dur <= 0:
-		return o, usagef("-d %v: want a duration more than 0, e.g. -d 10m", o.dur)
-	case o.burners < 0:
-		return o, usagef("-burners %d: want 0 or more", o.burners)
-	case o.timeout <= 0:
-		return o, usagef("-timeout %v: want more than 0", o.timeout)
-	}
-	return o, nil
+	return parseBench("soak", 5, benchSoakSynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
+		fs.DurationVar(&o.dur, "d", 0, "how long to run, e.g. 10m (required)")
+		fs.IntVar(&o.burners, "burners", runtime.GOMAXPROCS(0), "CPU-burning goroutines (default one per usable core)")
+		fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of the wait for the cluster to agree at start")
+	}, func(o *benchOptions) error {
+		switch {
+		case o.dur <= 0:
+			return usagef("-d %v: want a duration more than 0, e.g. -d 10m", o.dur)
+		case o.burners < 0:
+			return usagef("-burners %d: want 0 or more", o.burners)
+		}
+		return nil
+	})
 }
 
 func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -1,0 +1,388 @@
+package core
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Heartbeats (docs/design.md, "Failure detection" and "Leases"): the
+// coordinator's heartbeat rounds, the follower's failure detector that
+// counts their silence, the node's own health score, and the quorum lease
+// that rides on the rounds' acknowledgements: the follower's promise
+// (grant), the coordinator's lease (renewLease), its lapse (checkLease)
+// and the abdication and back-off of a coordinator that cannot hold one.
+
+func (n *Node) tickCoordinator() {
+	if n.cfg.QuorumSize > 0 && !n.confirmed {
+		n.renewLease() // a promise to another term may just have run out
+		lapsed := n.leaseEnd > 0 && n.now-n.leaseEnd >= n.cfg.HeartbeatInterval && n.lag == 0 && n.health == 0
+		never := n.leaseEnd == 0 && n.now-n.declared > n.abdicateWait()
+		if !n.confirmed && (lapsed || never) {
+			// Before this tick's heartbeat round, not after it: a round
+			// sent with the release can arrive after it and make the
+			// follower follow the coordinator again (issue 13: the
+			// member that still reached a cut-off Textbook bully
+			// coordinator went back to it and answered the majority's
+			// ELECTIONs for it, 500 ms instead of 250 to replace it).
+			n.abdicate()
+			return
+		}
+	}
+	if n.hbTimer++; n.hbTimer >= n.cfg.HeartbeatInterval {
+		n.hbTimer = 0
+		n.heartbeat()
+	}
+	if n.cfg.QuorumSize > 0 && n.confirmed && n.now-n.confirmedAt > 8*n.cfg.LeaseTicks {
+		n.failedLeads = 0 // a leadership that lasted: forget the back-off
+	}
+}
+
+// heartbeat sends a heartbeat round to every member the coordinator should
+// reach: the live view in View mode, every configured member in Textbook
+// mode. Each round has a number, and the quorum lease runs from the send
+// tick of the newest round a majority acknowledged.
+func (n *Node) heartbeat() {
+	n.hbSeq++
+	n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.LeaseTicks), round{seq: n.hbSeq, at: n.now})
+	if n.fanningOut() {
+		n.heartbeatFanOut() // fanout.go
+	} else {
+		n.fan.period, n.fan.promised = 1, 1 // everyone hears every round
+		for i := 0; i < n.view.r.Len(); i++ {
+			if p := n.view.r.At(i); p.ID != n.self.ID && n.view.alive(p.ID) {
+				n.sendHeartbeat(p.ID, 0)
+			}
+		}
+	}
+	n.lag /= 2 // reported for a few rounds after the late tick
+	if n.cfg.QuorumSize > 0 {
+		n.renewLease()
+	}
+}
+
+// round is one heartbeat round: its number and the tick it was sent at.
+type round struct {
+	seq uint64
+	at  int
+}
+
+// trimRounds drops the rounds sent before tick from (their acks could no
+// longer give a lease), reusing rs.
+func trimRounds(rs []round, from int) []round {
+	i := 0
+	for i < len(rs) && rs[i].at < from {
+		i++
+	}
+	if i == 0 {
+		return rs
+	}
+	return append(rs[:0], rs[i:]...)
+}
+
+// heartbeatTo sends the current round to one member (a member that has
+// just come up gets it at once rather than at the next round).
+func (n *Node) heartbeatTo(id string) { n.sendHeartbeat(id, n.heartbeatEvery(id)) }
+
+// sendHeartbeat sends the current round to id, telling it to expect the
+// next within every ticks (0: H).
+func (n *Node) sendHeartbeat(id string, every uint32) {
+	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.confirmed, Seq: n.hbSeq,
+		Phase: uint32(min(n.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every})
+}
+
+func (n *Node) onHeartbeat(m Message) {
+	if m.Coordinator != m.From {
+		n.drop(DropMisaddressed)
+		return
+	}
+	if m.Term.Tag() != Tag(m.From) {
+		// A term names its winner; a mismatch is a forged or broken sender.
+		n.drop(DropOrder)
+		return
+	}
+	if m.Released {
+		n.onReleased(m)
+		return
+	}
+	if n.coordinator != m.From || n.term != m.Term {
+		n.follow(m.From, m.Term, m.Confirmed)
+	}
+	if m.Seq > n.lastSeq+1 && n.lastSeq > 0 && n.every == n.cfg.HeartbeatInterval {
+		// Heartbeats the coordinator sent that never arrived (a member
+		// that hears every round; the others hear one round in a period).
+		n.counters.HeartbeatMisses += m.Seq - n.lastSeq - 1
+	}
+	n.lastSeq = max(n.lastSeq, m.Seq)
+	n.every = n.cfg.HeartbeatInterval
+	if m.Every != 0 {
+		n.every = int(min(m.Every, maxEvery))
+	}
+	n.grace = min(int(m.Phase), n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)
+	n.silence, n.misses = 0, 0
+	if n.relayed == m.From {
+		n.relayed = "" // heard directly again
+	}
+	n.confirmed = m.Confirmed || n.cfg.QuorumSize == 0
+	if n.cfg.QuorumSize > 0 {
+		n.grant(m)
+	}
+	n.maybePreempt()
+}
+
+// tickFollower is the heartbeat failure detector (docs/design.md, "Failure
+// detection"): it gives up on the coordinator after K intervals of
+// silence (K periods, for a member the coordinator heartbeats less often
+// than every round: fanout.go), plus the lag the coordinator last reported (a starved
+// coordinator says how late its loop ran, and is given that much more).
+// misses counts the intervals of silence beyond half an interval of
+// jitter; a member that has missed K-1 no longer vouches for the
+// coordinator. Ticks a late loop missed are not silence (Advance).
+func (n *Node) tickFollower() {
+	n.silence++
+	h, e := n.cfg.HeartbeatInterval, n.period()
+	patience := n.grace + n.health*h // a late coordinator, or a late self
+	if m := (n.silence - e/2 - patience) / e; m > n.misses {
+		n.misses = m
+	}
+	if n.silence >= e*n.cfg.HeartbeatMisses+patience {
+		n.counters.HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
+		n.coordinatorFailed()
+	}
+}
+
+// period is the follower's heartbeat period in ticks: H, or the longer
+// one the coordinator told it (fanout.go).
+func (n *Node) period() int {
+	if n.every > 0 {
+		return n.every
+	}
+	return n.cfg.HeartbeatInterval
+}
+
+// coordinatorFailed: the source texts' "waited too long for a message from the
+// coordinator", or the view reports it dead.
+func (n *Node) coordinatorFailed() {
+	n.suspect = n.coordinator
+	n.unfollow()
+	n.startElection()
+}
+
+// maxHealth caps the local health score: at most maxHealth heartbeat
+// intervals of extra patience.
+const maxHealth = 4
+
+// tickHealth keeps the node's local health score (Lifeguard's awareness,
+// as memberlist's Awareness): each time its own loop ran late (Advance by
+// more than a tick: CPU starvation, GC, CFS throttling, a pause) it rises
+// by one, up to maxHealth; every K*H ticks on time it falls by one. A node
+// that is itself late gives others that many more heartbeat intervals
+// before it suspects them, and does not skip T on a corroborated suspicion.
+func (n *Node) tickHealth(k int) {
+	if k > 1 {
+		n.health, n.healthyFor = min(n.health+1, maxHealth), 0
+		return
+	}
+	if n.health > 0 {
+		if n.healthyFor++; n.healthyFor >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses {
+			n.health, n.healthyFor = n.health-1, 0
+		}
+	}
+}
+
+// grant acknowledges a heartbeat round (quorum guard). An acknowledgement
+// is a promise: until LeaseTicks + LeaseMargin after its receipt, this node
+// acknowledges no coordinator of another term, so no other coordinator can
+// gather a majority before the lease it helps to hold has run out on the
+// coordinator's clock (docs/design.md, "Leases"). Non-voters never count
+// toward a majority and do not acknowledge.
+func (n *Node) grant(m Message) {
+	if n.self.NonVoter || n.now < n.grantEnd && n.grantTerm != m.Term {
+		return
+	}
+	n.grantTerm, n.grantEnd = m.Term, n.now+n.cfg.LeaseTicks+n.cfg.LeaseMargin
+	n.send(Message{Type: MsgHeartbeatAck, To: m.From, Seq: m.Seq})
+}
+
+// bound reports whether this node has promised its acknowledgement to a
+// coordinator of another term than its own current one and the promise still holds.
+func (n *Node) bound() bool { return n.now < n.grantEnd && n.grantTerm != n.term }
+
+func (n *Node) onHeartbeatAck(m Message) {
+	if n.coordinator != n.self.ID || m.Term != n.term || n.cfg.QuorumSize == 0 || m.Seq == 0 || m.Seq > n.hbSeq {
+		n.drop(DropUnexpected)
+		return
+	}
+	if p, ok := n.view.r.Get(m.From); !ok || p.NonVoter {
+		n.drop(DropUnexpected) // a non-voter never counts toward a majority
+		return
+	}
+	if m.Seq > n.acks[m.From] {
+		n.acks[m.From] = m.Seq
+		n.renewLease()
+	}
+}
+
+// renewLease moves the lease end to the send tick of the newest round that
+// a majority of QuorumSize (this node included) acknowledged, plus
+// LeaseTicks, and confirms a pending coordinator at once. A coordinator
+// still bound by its own promise to another term (bound) does not count
+// itself until that promise runs out: it needs acks from a majority
+// without itself. Every such majority meets every majority the other
+// term's lease could rest on in a member that is free of its promise to
+// that term, so the leases still never overlap; and the connected
+// majority's winner, often the member that still heard the cut-off
+// coordinator (and so still acknowledged it), leads as soon as the others
+// acknowledge it instead of a lease and a margin after its last
+// acknowledgement of the old coordinator (issue 13).
+func (n *Node) renewLease() {
+	if end := n.quorumLeaseEnd(n.bound()); end > n.leaseEnd {
+		n.leaseEnd = end
+	}
+	if !n.confirmed && n.now < n.leaseEnd {
+		n.confirmed, n.confirmedAt = true, n.now
+		n.setState(StateCoordinator)
+		n.heartbeat()
+	}
+}
+
+// quorumLeaseEnd returns the tick at which the lease given by the acks so
+// far lapses: the send tick of the newest round that need voters besides
+// this one acknowledged, plus LeaseTicks; 0 when no round qualifies. It is
+// a floor on the configured size, not on the live view. A bound node does
+// not count itself: it needs one ack more.
+func (n *Node) quorumLeaseEnd(bound bool) int {
+	need := n.cfg.QuorumSize / 2 // acks needed besides our own
+	if bound {
+		need++
+	}
+	if len(n.rounds) == 0 {
+		return 0
+	}
+	var seq uint64
+	if need == 0 {
+		seq = n.rounds[len(n.rounds)-1].seq
+	} else {
+		if len(n.acks) < need {
+			return 0
+		}
+		seqs := n.scratch[:0]
+		for _, s := range n.acks {
+			seqs = append(seqs, s)
+		}
+		slices.SortFunc(seqs, func(a, b uint64) int { return cmp.Compare(b, a) })
+		seq, n.scratch = seqs[need-1], seqs
+	}
+	for _, r := range n.rounds {
+		if r.seq == seq {
+			return r.at + n.cfg.LeaseTicks
+		}
+	}
+	return 0 // a round too old to give a lease (and never a later one's send time)
+}
+
+// tickCoordinatorLease re-evaluates the lease at once (an ack can confirm a
+// pending coordinator without waiting for the next tick).
+func (n *Node) tickCoordinatorLease() { n.renewLease() }
+
+// LeaseEnd returns the tick at which this coordinator's quorum lease
+// lapses, and false when the node is not a coordinator holding a lease
+// (quorum guard off, a follower, or a lease not yet confirmed). The driver
+// turns it into a deadline on its monotonic clock.
+func (n *Node) LeaseEnd() (int, bool) {
+	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.confirmed {
+		return 0, false
+	}
+	return n.leaseEnd, true
+}
+
+// checkLease ends a confirmed coordinator's leadership once its lease has
+// lapsed (first, whenever the clock moves: a resumed process stops leading
+// before it does anything else). It keeps heartbeating, unconfirmed: acks
+// that come back soon (a loaded host, a lost round) confirm it again in the
+// same term; a heartbeat interval later it abdicates (tickCoordinator),
+// unless its own loop ran late lately (then the acks are late because it
+// was). On a loaded host the health score stays above 0 for hundreds of ms
+// after the lease lapsed, and a cut-off bully coordinator re-announces
+// itself to the connected majority's candidate all that while (issue 13:
+// 380-860 ms to replace it on real memberlist at load 10-17, against 2
+// leases, 300; docs/reliability.md, "The guard's two-lease target").
+// Counting only lag here was tried: it abdicated 80-105 ms after the
+// lapse, but a loaded coordinator that is merely slow then abdicates too.
+func (n *Node) checkLease() {
+	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.leaseEnd {
+		n.confirmed = false
+		n.setState(StateCandidate)
+	}
+}
+
+// abdicateWait is how long after declaring a coordinator that no majority
+// confirms waits before it abdicates.
+func (n *Node) abdicateWait() int { return 2*n.cfg.LeaseTicks + n.cfg.LeaseMargin }
+
+// abdicate: with the guard, a coordinator whose lease lapsed a heartbeat
+// interval ago (and whose own loop ran on time), or that no majority confirmed within 2 * LeaseTicks + LeaseMargin
+// of declaring, cannot reach a majority. It steps down and releases its followers, who
+// elect at once (the connected majority does not wait for its detectors,
+// nor defend a coordinator that some of it still hears), and displaces
+// the new coordinator only after a back-off that doubles with each failed
+// leadership, from 2 leases to 64.
+func (n *Node) abdicate() {
+	n.backOff()
+	if n.handingOff {
+		return
+	}
+	n.beginHandoff("", false, false)
+}
+
+// backOff starts the back-off of a coordinator that failed to lead: it
+// doubles with each failed leadership, from 2 leases to 64.
+func (n *Node) backOff() {
+	n.failedLeads = min(n.failedLeads+1, 6)
+	n.coolUntil = n.now + n.cfg.LeaseTicks<<n.failedLeads
+}
+
+// backingOff reports an abdicated node's back-off: it does not stand in
+// elections nor displace a coordinator.
+func (n *Node) backingOff() bool { return n.now < n.coolUntil }
+
+// tickCoolOff ends an abdicated node's back-off: it may displace the
+// coordinator again by the preemption policy.
+func (n *Node) tickCoolOff() {
+	if n.coolUntil == 0 || n.now < n.coolUntil {
+		return
+	}
+	n.coolUntil = 0
+	if n.yielded {
+		n.yielded = false
+		n.maybePreempt()
+	}
+}
+
+// VerifyRound sends a heartbeat round now and returns its number, for a
+// leader that wants a majority to confirm it before a side effect
+// (hashicorp/raft's VerifyLeader). It returns 0 unless the quorum guard is
+// on and this node is a confirmed coordinator.
+func (n *Node) VerifyRound() uint64 {
+	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.confirmed {
+		return 0
+	}
+	n.heartbeat()
+	n.hbTimer = 0
+	return n.hbSeq
+}
+
+// Verified reports whether, while this node still leads, voters that make
+// a majority of QuorumSize with it have acknowledged round seq of the
+// current term or a later one.
+func (n *Node) Verified(seq uint64) bool {
+	if seq == 0 || seq > n.hbSeq || n.coordinator != n.self.ID || !n.confirmed {
+		return false
+	}
+	k := 0
+	for _, s := range n.acks {
+		if s >= seq {
+			k++
+		}
+	}
+	return k >= n.cfg.QuorumSize/2
+}

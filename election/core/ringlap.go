@@ -1,0 +1,248 @@
+package core
+
+// lap is what the two rings share (ring and peterson embed it): the link
+// that carries their messages hop by hop (ringlink.go), the election's timer, the
+// COORDINATOR lap that each passes on to the next working member, and how
+// a ring election ends, restarts or is abandoned.
+type lap struct {
+	n    *Node
+	alg  ringAlgorithm // the ring that embeds the lap
+	link link
+	// timer counts down while this node takes part in an election: the
+	// ring's lap timeout, the active/relay ring's silence (idleTicks).
+	timer int
+	// sentTo is the member the last election message was handed to
+	// (View mode: its death restarts the election).
+	sentTo string
+	// coord is the last COORDINATOR lap forwarded and coordTo its
+	// receiver: View mode resends it if that receiver dies. coordRoute is
+	// how it goes round: along the ring's list (listed), or clockwise.
+	coord      Message
+	coordTo    string
+	coordRoute route
+	// handingOff: this node resigned and does not stand until a
+	// coordinator is known.
+	handingOff bool
+	// waiting: this node wants to start an election and its pre-vote runs
+	// (Node.pv); preVoted starts the one that follows base, the highest
+	// term it had seen when it wanted to.
+	waiting bool
+	base    Term
+}
+
+// ringAlgorithm is a ring that embeds a lap: the lap hands it the
+// election messages it takes (step), and resets it (abandon).
+type ringAlgorithm interface {
+	algorithm
+	onElection(m Message)
+	onCoordinator(m Message)
+}
+
+// newLap returns the lap of alg, a ring whose COORDINATOR lap goes by
+// coordRoute; exhausted is told of a queued message that found no member
+// left to try.
+func newLap(n *Node, alg ringAlgorithm, coordRoute route, exhausted func(Message)) lap {
+	return lap{n: n, alg: alg, link: link{n: n, exhausted: exhausted}, coordRoute: coordRoute}
+}
+
+// step takes a ring message: the sender is working (link.heard); an
+// ELECTION the link does not refuse and a COORDINATOR are acknowledged as
+// the link says, then handed to the ring, a COORDINATOR only if its term
+// is current; an Ack goes to the link.
+func (l *lap) step(m Message) {
+	l.link.heard(m.From)
+	switch m.Type {
+	case MsgElection:
+		if l.link.refuses(m) {
+			return
+		}
+		l.link.ack(m)
+		l.alg.onElection(m)
+	case MsgCoordinator:
+		l.link.ack(m)
+		if m.Term < l.n.term {
+			l.n.drop(DropStaleTerm) // acknowledged, then ignored
+			return
+		}
+		l.alg.onCoordinator(m)
+	case MsgAck:
+		if !l.link.acked(m) {
+			l.n.drop(DropUnexpected) // late: the hop was passed on already
+		}
+	default:
+		l.n.drop(DropUnexpected)
+	}
+}
+
+// tickTimers runs the link's hop timer and the election's timer, which
+// runs while the node takes part in an election and does not wait for its
+// pre-vote (the pre-vote has its own deadline). It reports whether the
+// election's timer ran out in this tick.
+func (l *lap) tickTimers() bool {
+	l.link.tick()
+	if !l.n.electing || l.timer <= 0 || l.waiting {
+		return false
+	}
+	l.timer--
+	return l.timer <= 0
+}
+
+// record accepts c as coordinator in term t as a COORDINATOR lap tells
+// it, the lap reaching c hops after this node.
+//
+// The lap is how the winner learns that it has won, so a follower that the
+// lap reaches before the winner cannot hear a heartbeat until the lap has
+// gone those hops: its failure detector starts counting only then (plus
+// the heartbeat's own trip). Counting from the moment the lap passed made
+// every follower more than about K·H of lap time upstream of the winner
+// (some 45 hops at the defaults) time out and start a new election, over
+// and over (docs/reliability.md, "Ring liveness at scale").
+func (l *lap) record(c string, t Term, hops int) {
+	l.handingOff = false
+	l.accept(c, t, hops)
+	l.link.noteLeader(l.n.now)
+}
+
+// accept follows c, or becomes coordinator, in term t, unless it does
+// already (record).
+func (l *lap) accept(c string, t Term, hops int) {
+	n := l.n
+	if n.coordinator == c && n.term == t {
+		return
+	}
+	if c == n.self.ID {
+		n.becomeCoordinator(t)
+		if n.cfg.QuorumSize > 0 {
+			n.heartbeat() // collect the acks that confirm us
+		}
+		return
+	}
+	n.follow(c, t, false)
+	n.silence = -(hops*hopTicks(n) + n.cfg.RoundTrip)
+}
+
+// announce sends the COORDINATOR lap m on from position at (in its list,
+// or on the ring); the lap ends at its Initiator.
+func (l *lap) announce(m Message, at int) {
+	l.coord = m
+	l.coordTo, _ = l.link.send(m, l.coordRoute, at)
+}
+
+// restart abandons the election and starts the next one, in a new term,
+// which every other node joins when its first message reaches it (in the
+// active/relay ring, nodes that time out together start the same one); a
+// non-voter, which cannot stand, only abandons. A hand-off that did not
+// come through becomes an ordinary election.
+func (l *lap) restart() {
+	l.n.electing = false
+	if l.n.self.NonVoter {
+		l.abandon()
+		return
+	}
+	l.n.startElection()
+}
+
+// abandon stops taking part in the election without a result; the node's
+// idle timer starts an election later if no coordinator turns up.
+func (l *lap) abandon() {
+	l.alg.reset()
+	l.n.electing = false
+	if l.n.coordinator == "" {
+		l.n.setState(StateLost)
+	}
+}
+
+// peerDown (View mode): the member this node handed the election's
+// message to died, and the message may have died with it: restart in a
+// new term (docs/algorithms.md: a ring whose membership changes
+// mid-election restarts). A COORDINATOR lap handed to a member that died
+// is sent on to the next one instead: its outcome stands.
+func (l *lap) peerDown(id string) {
+	n := l.n
+	if n.electing && id == l.sentTo {
+		n.counters.ElectionsRestarted++
+		l.restart()
+		return
+	}
+	if id == l.coordTo && l.coord.Term == n.term {
+		l.coordTo = ""
+		at := n.view.r.Index(id)
+		if l.coordRoute == listed {
+			at = listIndex(l.coord.List, id, int(l.coord.Phase)+1)
+		}
+		l.announce(l.coord, at)
+	}
+}
+
+// deadline mirrors tickTimers: the hop in flight, and the election's
+// timer.
+func (l *lap) deadline() int {
+	d := l.link.deadline()
+	if l.n.electing && l.timer > 0 && !l.waiting {
+		d = min(d, l.timer)
+	}
+	return d
+}
+
+// skip runs k ticks of tickTimers that reach no deadline.
+func (l *lap) skip(k int) {
+	l.link.skip(k)
+	if l.n.electing && l.timer > 0 && !l.waiting {
+		l.timer -= k
+	}
+}
+
+// lapTicks bounds one lap of the ring: every member may cost a one-way trip
+// (at most RoundTrip) and, in Textbook mode, a hop timeout if it is dead;
+// CoordinatorTimeout is slack. It grows with the ring, so that a 10,000
+// member ring is not timed out mid-lap.
+func lapTicks(n *Node) int {
+	per := n.cfg.RoundTrip
+	if n.cfg.Mode == Textbook {
+		per += n.cfg.HopTimeout
+	}
+	return n.view.r.Len()*per + n.cfg.CoordinatorTimeout
+}
+
+// hopTicks bounds one hop of a lap: a one-way trip (at most RoundTrip)
+// and, in Textbook mode, a hop timeout for a dead member skipped on the way.
+func hopTicks(n *Node) int {
+	if n.cfg.Mode == Textbook {
+		return n.cfg.RoundTrip + n.cfg.HopTimeout
+	}
+	return n.cfg.RoundTrip
+}
+
+// lapHops is how many hops after position self a lap that started at
+// position start reaches position c, on a ring (or list) of size members:
+// 0 when the lap has passed c already. An unknown start counts from self;
+// an unknown c is taken as the farthest.
+func lapHops(start, self, c, size int) int {
+	if size == 0 || self < 0 {
+		return 0
+	}
+	if c < 0 {
+		return size - 1
+	}
+	if start < 0 {
+		start = self
+	}
+	ds, dc := (self-start+size)%size, (c-start+size)%size
+	return max(dc-ds, 0)
+}
+
+// doubtTicks is how long a node whose view holds dead the coordinator that
+// a COORDINATOR lap names waits for that coordinator's heartbeat before it
+// elects again: the lap's remaining hops and K heartbeat intervals, as a
+// follower's detector would (at most a lap's timeout). The node passes the
+// lap on but does not follow: the view may be right (the member died since
+// the lap collected it) or behind (a paused member resumed, and gossip has
+// not told every member yet). Restarting the election at once, as the
+// rings did, made every such member veto the outcome, lap after lap, until
+// gossip caught up: an epoch from 49 to 313 in 1.3 s after a paused ring
+// coordinator resumed (issue 13 item 6). A live coordinator's heartbeat
+// ends the doubt; the view holding it dead does not stop the heartbeats.
+func doubtTicks(n *Node, hops int) int {
+	d := (hops+1)*hopTicks(n) + n.cfg.HeartbeatInterval*min(n.cfg.HeartbeatMisses, 1<<20)
+	return min(d, lapTicks(n))
+}

@@ -1,0 +1,204 @@
+package core
+
+// Terms and coordinators: how a node starts an election, learns a newer
+// term, follows a coordinator, becomes one and forgets one
+// (docs/design.md, "Terms are fencing tokens").
+
+func (n *Node) startElection() {
+	if n.self.NonVoter {
+		if n.state == StateSleep {
+			n.setState(StateLost)
+		}
+		return
+	}
+	if n.term.Epoch() >= MaxEpoch {
+		n.setState(StateLost) // the term space is used up: never wrap
+		return
+	}
+	if n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.backingOff() && n.coordinator != n.self.ID {
+		// A Textbook bully member that failed to lead lately does not
+		// stand (it would win at once, nobody above it answering; View
+		// mode has the pre-vote for this); it tries again when its idle
+		// timer runs out after the back-off.
+		n.idle = 0
+		if n.state == StateSleep || n.state == StateCandidate {
+			n.setState(StateLost)
+		}
+		return
+	}
+	n.yielded = false
+	n.idle = 0
+	if n.coordinator != "" && n.coordinator != n.self.ID {
+		n.unfollow() // a candidate does not know the outcome yet
+	}
+	if n.alg.start() {
+		n.counters.ElectionsStarted++
+	}
+}
+
+// observeTerm raises the node's term. A newer term means a newer
+// coordinator exists: a coordinator steps down, a follower forgets the one
+// it followed until it learns the new one.
+func (n *Node) observeTerm(t Term) {
+	if t <= n.term {
+		return
+	}
+	n.term = t
+	if n.coordinator != "" {
+		if n.coordinator == n.self.ID && n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.cfg.QuorumSize > 0 && n.leaseEnd == 0 {
+			// Deposed before any majority confirmed it: a failed
+			// leadership, as one that abdicates (issue 13). In Textbook
+			// mode (no pre-vote) a bully member
+			// cut off from the majority that is deposed this way before its
+			// abdication deadline would otherwise stand again at once, win
+			// (nobody above it answers) and depose the majority's
+			// coordinator in turn, over and over.
+			n.backOff()
+		}
+		n.unfollow()
+		if n.state == StateCoordinator || n.state == StateCandidate && !n.electing {
+			n.setState(StateLost)
+		}
+	}
+}
+
+// takesStale says which messages of a lower term the algorithm sees: an
+// ELECTION or a pre-vote is a question, not a claim (the answer teaches the
+// sender the term), a pre-vote's answer is about its sender's state, and a ring acknowledges every hop, stale or not, so
+// that its sender does not skip a live successor.
+func (n *Node) takesStale(t MsgType) bool {
+	return t == MsgElection || t == MsgPreVote || t == MsgPreVoteAck ||
+		n.cfg.Algorithm != Bully && (t == MsgCoordinator || t == MsgAck)
+}
+
+// tagMatches checks a claim to lead before its term is observed: a term
+// names its winner, so a heartbeat, or an announcement, whose term's tag is
+// not the named coordinator's is forged or broken, and must not raise the
+// term (which would depose the coordinator this node follows).
+func (n *Node) tagMatches(m Message) bool {
+	switch {
+	case m.Type == MsgHeartbeat:
+		return m.Term.Tag() == Tag(m.From)
+	case m.Type == MsgCoordinator && n.cfg.Algorithm == Bully:
+		c := m.Coordinator
+		if c == "" {
+			c = m.From
+		}
+		return m.Term.Tag() == Tag(c)
+	}
+	return true
+}
+
+// tellTerm answers a stale claim to lead (a heartbeat, or a bully
+// COORDINATOR sent by the coordinator it names) with this node's newer
+// term, as raft's followers do: the sender steps down at once and its next
+// election starts above that term. Without it a coordinator elected by
+// restarted voters would never learn the term that members which kept
+// running (non-voters) hold, and they would drop its heartbeats for ever.
+func (n *Node) tellTerm(m Message) {
+	claim := m.Type == MsgHeartbeat || m.Type == MsgCoordinator && (m.Coordinator == "" || m.Coordinator == m.From)
+	if claim {
+		n.send(Message{Type: MsgHeartbeatAck, To: m.From})
+	}
+}
+
+// nextTerm is the term this node would win with: one epoch past the highest
+// it has seen, tagged with its own tag.
+func (n *Node) nextTerm() Term { return MakeTerm(n.term.Epoch()+1, n.tag) }
+
+// becomeCoordinator makes this node coordinator in term t (t's tag is this
+// node's). With the quorum guard on it stays a candidate until a majority
+// acknowledges it.
+func (n *Node) becomeCoordinator(t Term) {
+	if t > n.term {
+		n.term = t
+	}
+	again := n.coordinator == n.self.ID && !n.confirmed // see below
+	wasElecting := n.electing
+	n.alg.reset()
+	n.electing = false
+	n.suspect = ""
+	n.coordinator = n.self.ID
+	n.hbTimer = 0
+	n.idle = 0
+	n.fan.reset()
+	if wasElecting {
+		n.counters.ElectionsWon++
+	}
+	if n.cfg.QuorumSize == 0 {
+		n.confirmed = true
+		n.setState(StateCoordinator)
+		return
+	}
+	// A coordinator that wins again while no majority has confirmed it
+	// (Textbook bully: a lower member's ELECTION makes it elect itself
+	// anew) keeps the tick it first declared at, so that it still abdicates
+	// 2 * LeaseTicks + LeaseMargin after that (tickCoordinator): otherwise
+	// each such ELECTION restarts that wait, and a top member cut off from
+	// the majority wins again and again and never backs off (issue 13).
+	// One whose lease lapsed keeps the abdication that the lapse set, a
+	// heartbeat interval after it: winning again used to give it a new
+	// declaration and so 2 * LeaseTicks + LeaseMargin more, during which
+	// the member that still reached it followed it and answered the
+	// connected majority's ELECTIONs for it (3.4 leases to replace it).
+	n.confirmed = false
+	clear(n.acks)
+	if n.acks == nil {
+		n.acks = make(map[string]uint64)
+	}
+	declared := n.now
+	switch {
+	case again && n.leaseEnd > 0:
+		declared = n.leaseEnd + n.cfg.HeartbeatInterval - n.abdicateWait() - 1
+	case again:
+		declared = n.declared
+	}
+	n.leaseEnd, n.hbSeq, n.rounds, n.declared = 0, 0, n.rounds[:0], declared
+	n.setState(StateCandidate)
+}
+
+// follow accepts coordinator c in term t (t >= n.term), ending any election.
+func (n *Node) follow(c string, t Term, confirmed bool) {
+	if c == n.self.ID {
+		n.becomeCoordinator(t)
+		return
+	}
+	wasElecting := n.electing
+	n.alg.reset()
+	n.electing = false
+	n.suspect = ""
+	if n.pv.kind == preVoteElection {
+		n.endPreVote()
+	}
+	n.term = t
+	switch {
+	case !n.yielded || n.coolUntil != 0:
+	case n.yieldTo == "":
+		n.yieldTo = c
+	case n.yieldTo != c:
+		// The successor it handed the role to has been succeeded in turn:
+		// the bully rule applies again.
+		n.yielded = false
+	}
+	if n.coordinator != c {
+		n.preemptAfter = 0 // a preemption request waited for the previous one
+	}
+	n.coordinator = c
+	n.confirmed = confirmed || n.cfg.QuorumSize == 0
+	n.silence, n.misses, n.idle, n.lastSeq, n.grace = 0, 0, 0, 0, 0
+	n.every = n.followerEvery(c) // until its first heartbeat says (fanout.go)
+	if wasElecting {
+		n.counters.ElectionsLost++
+	}
+	n.setState(StateLost)
+}
+
+// unfollow forgets the coordinator (it failed, resigned or is outdated).
+func (n *Node) unfollow() {
+	n.coordinator = ""
+	n.confirmed = false
+	n.idle = 0
+	if n.state == StateCoordinator {
+		n.setState(StateLost)
+	}
+}

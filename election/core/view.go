@@ -1,0 +1,112 @@
+package core
+
+// The view: what a node knows of the members (the roster, shared until the
+// node learns a change) and, in View mode, which of them are dead.
+
+// view is the node's membership knowledge: a shared roster (copied on the
+// first change) and, in View mode, the set of members known dead.
+type view struct {
+	r    *Roster
+	own  bool // r is this node's own copy
+	mode Mode
+	dead map[string]struct{}
+	// changed: a member came, went or changed since the last Ready.
+	changed bool
+}
+
+func (v *view) alive(id string) bool {
+	if v.mode != View || v.dead == nil {
+		return true
+	}
+	_, d := v.dead[id]
+	return !d
+}
+
+// down marks id dead; it reports whether anything changed.
+func (v *view) down(id string) bool {
+	if v.r.Index(id) < 0 || !v.alive(id) {
+		return false
+	}
+	if v.dead == nil {
+		v.dead = make(map[string]struct{})
+	}
+	v.dead[id] = struct{}{}
+	v.changed = true
+	return true
+}
+
+// up marks p alive, adding it to the roster if it is new. It reports
+// false, changing nothing, for a new member whose tag another member has.
+func (v *view) up(p Peer) bool {
+	q, ok := v.r.Get(p.ID)
+	if !ok && v.r.tagClash(p.ID) != "" {
+		return false
+	}
+	if _, d := v.dead[p.ID]; d {
+		delete(v.dead, p.ID)
+		v.changed = true
+	}
+	if !ok || q != p {
+		v.update(p)
+	}
+	return true
+}
+
+// update sets p in the node's own roster, copying the shared one on the
+// first change (Roster.set: in place, O(n) moves and no allocation).
+func (v *view) update(p Peer) {
+	if !v.own {
+		v.r = v.r.clone() // the roster shared with other nodes stays as it was
+		v.own = true
+	}
+	v.r.set(p)
+	v.changed = true
+}
+
+// learnRating keeps the view's rating of a sender current; messages carry
+// the sender's rating so that a change reaches peers with the next message.
+// It reports false for an unknown sender whose tag another member has.
+func (n *Node) learnRating(id string, rating int64) bool {
+	p, ok := n.view.r.Get(id)
+	if !ok {
+		return n.view.up(Peer{ID: id, Rating: rating})
+	}
+	if p.Rating != rating {
+		p.Rating = rating
+		n.view.update(p)
+	}
+	return true
+}
+
+// Roster returns the node's current member list, valid until the next call
+// into the node (its own copy changes in place; Ready's ViewChanged says
+// when).
+func (n *Node) Roster() *Roster { return n.view.r }
+
+// Alive reports whether the node's view holds id alive (always true in
+// Textbook mode, which has no view).
+func (n *Node) Alive(id string) bool { return n.view.alive(id) }
+
+// liveCount is the number of members the view holds alive, this node
+// included.
+func (n *Node) liveCount() int { return n.view.r.Len() - len(n.view.dead) }
+
+// liveVoters counts the voters the view holds alive, this node included.
+func (n *Node) liveVoters() int {
+	v := 0
+	for i := 0; i < n.view.r.Len(); i++ {
+		if p := n.view.r.At(i); !p.NonVoter && n.view.alive(p.ID) {
+			v++
+		}
+	}
+	return v
+}
+
+func (n *Node) otherVoterAlive() bool {
+	for i := 0; i < n.view.r.Len(); i++ {
+		if p := n.view.r.At(i); p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
+			return true
+		}
+	}
+	return false
+}
