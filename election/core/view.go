@@ -52,14 +52,9 @@ func (v *view) up(p Peer) bool {
 	return true
 }
 
-// update sets p in the node's own roster, copying the shared one on the
-// first change (Roster.set: in place, O(n) moves and no allocation).
 func (v *view) update(p Peer) {
-	if !v.own {
-		v.r = v.r.clone() // the roster shared with other nodes stays as it was
-		v.own = true
-	}
-	v.r.set(p)
+	v.r = v.r.with(p)
+	v.own = true
 	v.changed = true
 }
 
@@ -78,9 +73,7 @@ func (n *Node) learnRating(id string, rating int64) bool {
 	return true
 }
 
-// Roster returns the node's current member list, valid until the next call
-// into the node (its own copy changes in place; Ready's ViewChanged says
-// when).
+// Roster returns the node's current member list.
 func (n *Node) Roster() *Roster { return n.view.r }
 
 // Alive reports whether the node's view holds id alive (always true in
