@@ -33,7 +33,12 @@ type Config struct {
 	// With S > 0 a coordinator leads only while a majority of S members
 	// (itself included) acknowledge its heartbeats within QuorumLease, and a
 	// follower reports a coordinator only while it holds that majority.
-	// Set it to the configured cluster size, the same on every member.
+	// Set it to the number of voters (members without NonVoter), the same
+	// on every member; an elector warns once if its view holds more live
+	// voters. The coordinator heartbeats every voter every round and hears
+	// each one's ack, so a large cluster that wants the guard runs it with
+	// a few voters and the rest non-voters (docs/design.md, "The quorum
+	// guard at scale").
 	QuorumSize int
 
 	// Tick is the period of the driver's ticker, the core's unit of time.

@@ -51,6 +51,7 @@ type Elector struct {
 	unsettledSince time.Time
 	electionBegan  bool // the node started an election during this flush
 	membersDirty   bool // the member list changed since the snapshot
+	warnedVoters   bool // checkVoters has warned
 	// origin is when Run started: the core's tick 0 on the monotonic clock.
 	origin    time.Time
 	lateTicks uint64     // ticks the loop missed (it ran late)

@@ -78,6 +78,7 @@ func (e *Elector) updateSnapshot() {
 		s.Members = e.members()
 		e.upd.Alive, e.upd.Known, e.upd.MembersChanged = s.AliveMembers(), len(s.Members), true
 		e.membersDirty = false
+		e.checkVoters(s.Members)
 	}
 	e.snap.Store(s)
 }
@@ -90,4 +91,25 @@ func (e *Elector) members() []Member {
 		out[i] = Member{ID: p.ID, Rating: p.Rating, NonVoter: p.NonVoter, Alive: e.node.Alive(p.ID)}
 	}
 	return out
+}
+
+// checkVoters warns, once, when the view holds more live voters than
+// QuorumSize: the guard's majority is of QuorumSize, so voters beyond it
+// could make two majorities, and the coordinator heartbeats every voter
+// every round (docs/design.md, "The quorum guard at scale").
+func (e *Elector) checkVoters(ms []Member) {
+	if e.cfg.QuorumSize == 0 || e.warnedVoters {
+		return
+	}
+	v := 0
+	for _, m := range ms {
+		if m.Alive && !m.NonVoter {
+			v++
+		}
+	}
+	if v > e.cfg.QuorumSize {
+		e.warnedVoters = true
+		e.log.Warn("more live voters than QuorumSize: set QuorumSize to the number of voters and make the other members non-voters",
+			"voters", v, "quorum", e.cfg.QuorumSize)
+	}
 }

@@ -70,7 +70,8 @@ type table struct {
 	self    entry
 	selfTag uint32
 	peers   map[string]*entry
-	forget  time.Duration // how long departed members stay listed
+	byTag   map[uint32]*entry // the admitted peers, by core.Tag of their name
+	forget  time.Duration     // how long departed members stay listed
 	log     hclog.Logger
 	stats   *counters
 }
@@ -80,6 +81,7 @@ func newTable(name string, m meta, forget time.Duration, log hclog.Logger, stats
 		self:    entry{info: nodeInfo{Name: name}, meta: m, alive: true, admitted: true},
 		selfTag: core.Tag(name),
 		peers:   make(map[string]*entry),
+		byTag:   make(map[uint32]*entry),
 		forget:  forget,
 		log:     log,
 		stats:   stats,
@@ -182,6 +184,7 @@ func (t *table) admit(e *entry) []election.Event {
 		t.refuseTag(h, e.info.Name, tag)
 	}
 	e.admitted, e.refused = true, ""
+	t.byTag[tag] = e
 	return append(out, upEvent(e))
 }
 
@@ -201,14 +204,10 @@ func (t *table) promote(tag uint32) []election.Event {
 	return t.admit(best)
 }
 
-func (t *table) tagHolder(tag uint32) *entry {
-	for _, e := range t.peers {
-		if e.admitted && core.Tag(e.info.Name) == tag {
-			return e
-		}
-	}
-	return nil
-}
+// tagHolder returns the admitted peer whose name has tag, or nil: a map
+// look-up, since every member admits every other (a scan was O(n) per
+// admission, O(n²) per member at start-up).
+func (t *table) tagHolder(tag uint32) *entry { return t.byTag[tag] }
 
 func (t *table) refuseTag(e *entry, other string, tag uint32) {
 	if e.refused != RefusedTagCollision {
@@ -225,6 +224,9 @@ func (t *table) demote(e *entry) []election.Event {
 		return nil
 	}
 	e.admitted = false
+	if tag := core.Tag(e.info.Name); t.byTag[tag] == e {
+		delete(t.byTag, tag)
+	}
 	return []election.Event{downEvent(e)}
 }
 

@@ -31,6 +31,9 @@ type preVoteRound struct {
 	deadline int  // guard: tick at which the round is given up
 	hint     string
 	granted  map[string]bool // voters that granted (election) or answered (preempt)
+	// others is sampleWide's buffer: the rank positions of the eligible
+	// voters that are not watchers.
+	others []int32
 	// slow counts this node's election pre-votes in a row, without the
 	// guard, that nobody answered in time; each doubles the next one's
 	// wait for answers (slowWait).
@@ -127,9 +130,9 @@ func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 // goes to the two live voters nearest below this node by rank (above when
 // there are none below), skipping the suspect and the hint; a wide one to
 // every live voter, or to wideAsk of them (sampleWide) in a larger
-// cluster; with the guard, and for a preemption check, every round goes to
-// every live voter that has not granted yet. It returns how many were
-// asked.
+// cluster, the watchers first when the coordinator's rounds fan out; with
+// the guard, and for a preemption check, every round goes to every live
+// voter that has not granted yet. It returns how many were asked.
 func (n *Node) askPreVote(wide bool) int {
 	pv := &n.pv
 	r := n.view.r
@@ -147,9 +150,7 @@ func (n *Node) askPreVote(wide bool) int {
 		asked++
 		return wide || asked < 2
 	}
-	if wide && n.cfg.QuorumSize == 0 && pv.kind == preVoteElection && n.sampleWide(self, eligible, ask) {
-		asked = wideAsk
-	} else {
+	if !wide || n.cfg.QuorumSize > 0 || pv.kind != preVoteElection || !n.sampleWide(self, eligible, ask) {
 		for k := self - 1; k >= 0 && ask(r.ByRank(k)); k-- {
 		}
 		if wide || asked == 0 {
@@ -174,26 +175,56 @@ const wideAsk = 8
 
 // sampleWide asks the wide round of an election's pre-vote without the
 // guard when more than wideAsk + 2 voters are eligible (else it asks
-// nobody and reports false: the round asks them all, as always): wideAsk
-// of them, consecutive in rank order going down from this node (round the
-// top), from an offset that moves on with each round, so that the rounds
-// of a node that keeps failing come to ask every voter in turn (a member
-// on the majority side of a partition whose nearest voters by rank are on
-// the other side finds one of its own).
+// nobody and reports false: the round asks them all, as always). When the
+// coordinator's rounds fan out it asks the watchers first: the W
+// top-rated eligible voters other than the suspect, who hear every
+// heartbeat round and are the ones that act on its silence, so a lone
+// suspicion (a newcomer that missed its first heartbeat, a member whose
+// loop ran late) is answered by those who know. It fills the rest of the
+// round's wideAsk questions (at least one, if W ≥ wideAsk) with the other
+// eligible voters, consecutive in rank order going down from this node
+// (round the top), from an offset that moves on with each round, so that
+// the rounds of a node that keeps failing come to ask every voter in turn
+// (a member on the majority side of a partition whose nearest voters by
+// rank and whose watchers are on the other side finds one of its own).
 func (n *Node) sampleWide(self int, eligible, ask func(Peer) bool) bool {
 	r := n.view.r
-	var cands []Peer
-	for k := 1; k < r.Len(); k++ {
-		if p := r.ByRank((self - k + r.Len()) % r.Len()); eligible(p) {
-			cands = append(cands, p)
+	size := r.Len()
+	watcher := size // the watchers are the eligible voters from this rank position up, but the suspect
+	if n.fanningOut() {
+		for k, got := size-1, 0; k >= 0 && got < n.cfg.HeartbeatWatchers; k-- {
+			if p := r.ByRank(k); p.ID != n.suspect && eligible(p) {
+				watcher, got = k, got+1
+			}
 		}
 	}
-	if len(cands) <= wideAsk+2 {
+	others, total := n.pv.others[:0], 0
+	for k := 1; k < size; k++ {
+		rk := (self - k + size) % size
+		if p := r.ByRank(rk); eligible(p) {
+			total++
+			if rk < watcher || p.ID == n.suspect {
+				others = append(others, int32(rk))
+			}
+		}
+	}
+	n.pv.others = others
+	if total <= wideAsk+2 {
 		return false
 	}
-	from := int(n.pv.round%uint64(len(cands)/wideAsk+1)) * wideAsk
-	for i := range wideAsk {
-		ask(cands[(from+i)%len(cands)])
+	for k := size - 1; k >= watcher; k-- {
+		if p := r.ByRank(k); p.ID != n.suspect {
+			ask(p)
+		}
+	}
+	fill := max(wideAsk-(total-len(others)), 1)
+	if len(others) == 0 {
+		return true
+	}
+	fill = min(fill, len(others))
+	from := int(n.pv.round%uint64((len(others)+fill-1)/fill)) * fill
+	for i := range fill {
+		ask(r.ByRank(int(others[(from+i)%len(others)])))
 	}
 	return true
 }

@@ -5,9 +5,17 @@ import (
 	"slices"
 )
 
-// Roster is an immutable member list: ring (clockwise) order, ranks and an
-// index. Nodes of a simulated cluster share one Roster, so a 10,000-node
-// cluster keeps one copy; a node that learns a change makes its own copy.
+// Roster is a member list: ring (clockwise) order, ranks and an index.
+// Nodes of a simulated cluster share one Roster, which nothing changes, so
+// a 10,000-node cluster keeps one copy; a node that learns a change makes
+// its own copy.
+//
+// A node's own copy (the view's, once it has changed anything) is updated
+// in place (set): a member joining a cluster of n costs O(n) moves and no
+// allocation, where building a new roster cost O(n log n) and 180 KB of
+// garbage at n = 1,000, for each of the n members every member learns.
+// Node.Roster's result is therefore valid until the next call into the
+// node; the node's Ready says when its view changed (ViewChanged).
 type Roster struct {
 	ring    []Peer
 	index   map[string]int
@@ -104,22 +112,67 @@ func (r *Roster) tagClash(id string) string {
 	return ""
 }
 
-// with returns a copy of r in which p is replaced or, if new, inserted
-// before the first member with a greater ID; p's tag must not clash (see
-// tagClash). A roster grown from membership events (the runtime starts with
-// itself alone) is therefore in ID order on every node, whatever order the
-// events came in: the rings need one order.
-func (r *Roster) with(p Peer) *Roster {
-	ring := slices.Clone(r.ring)
-	if i, ok := r.index[p.ID]; ok {
-		ring[i] = p
-	} else {
-		at := slices.IndexFunc(ring, func(q Peer) bool { return CompareID(p.ID, q.ID) < 0 })
-		if at < 0 {
-			at = len(ring)
-		}
-		ring = slices.Insert(ring, at, p)
+// clone returns a copy of r that shares nothing with it.
+func (r *Roster) clone() *Roster {
+	out := &Roster{ring: slices.Clone(r.ring), index: make(map[string]int, len(r.ring)),
+		byRank: slices.Clone(r.byRank), rankPos: slices.Clone(r.rankPos)}
+	for id, i := range r.index {
+		out.index[id] = i
 	}
-	out, _ := NewRoster(ring) // IDs and tags stay unique, IDs non-empty
 	return out
+}
+
+// with returns a copy of r in which p is replaced or, if new, inserted
+// before the first member with a greater ID (see set).
+func (r *Roster) with(p Peer) *Roster {
+	out := r.clone()
+	out.set(p)
+	return out
+}
+
+// set replaces p in r or, if new, inserts it before the first member with
+// a greater ID; p's tag must not clash (see tagClash). A roster grown from
+// membership events (the runtime starts with itself alone) is therefore in
+// ID order on every node, whatever order the events came in: the rings
+// need one order. The result equals NewRoster's of the changed ring. Only
+// a node's own copy may be changed (view.update).
+func (r *Roster) set(p Peer) {
+	byRank := func(a int32, rk Rank) int { return r.ring[a].Rank().Compare(rk) }
+	if i, ok := r.index[p.ID]; ok {
+		old := r.ring[i]
+		r.ring[i] = p
+		if old.Rating == p.Rating {
+			return
+		}
+		// Move i to its new rank position.
+		r.byRank = slices.Delete(r.byRank, int(r.rankPos[i]), int(r.rankPos[i])+1)
+		k, _ := slices.BinarySearchFunc(r.byRank, p.Rank(), byRank)
+		r.byRank = slices.Insert(r.byRank, k, int32(i))
+		r.reindexRanks()
+		return
+	}
+	at := slices.IndexFunc(r.ring, func(q Peer) bool { return CompareID(p.ID, q.ID) < 0 })
+	if at < 0 {
+		at = len(r.ring)
+	}
+	r.ring = slices.Insert(r.ring, at, p)
+	for j := at; j < len(r.ring); j++ {
+		r.index[r.ring[j].ID] = j
+	}
+	for k, pos := range r.byRank {
+		if int(pos) >= at {
+			r.byRank[k] = pos + 1
+		}
+	}
+	k, _ := slices.BinarySearchFunc(r.byRank, p.Rank(), byRank)
+	r.byRank = slices.Insert(r.byRank, k, int32(at))
+	r.reindexRanks()
+}
+
+// reindexRanks rebuilds rankPos from byRank.
+func (r *Roster) reindexRanks() {
+	r.rankPos = slices.Grow(r.rankPos[:0], len(r.byRank))[:len(r.byRank)]
+	for pos, i := range r.byRank {
+		r.rankPos[i] = int32(pos)
+	}
 }

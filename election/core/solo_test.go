@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -294,6 +295,70 @@ func TestPreVoteWideRoundIsBounded(t *testing.T) {
 			}
 			if len(asked) != n-1 {
 				t.Errorf("%d rounds asked %d distinct voters, want all %d others", len(perRound), len(asked), n-1)
+			}
+		})
+	}
+}
+
+// In a fanned-out cluster the wide round asks the coordinator's watchers
+// first (the W top-rated voters other than the suspect: they hear every
+// heartbeat round) and fills the rest of its wideAsk questions from the
+// moving offset. Node "1" of 64 (W = 4, B = 5: fanned out) loses
+// coordinator "64": every wide round asks "63" to "60" and wideAsk - 4
+// others, and no two rounds in a row ask the same others.
+func TestPreVoteWideRoundAsksWatchersFirst(t *testing.T) {
+	for _, alg := range threeAlgorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			node := soloNode(t, alg, 64)
+			if !node.fanningOut() {
+				t.Fatal("64 members with the default W and B do not fan out")
+			}
+			watchers := []string{"63", "62", "61", "60"}
+			var rounds []uint64
+			perRound := map[uint64][]string{}
+			for range 5000 {
+				node.Tick()
+				for _, m := range node.Ready().Messages {
+					if m.Type != MsgPreVote {
+						continue
+					}
+					if perRound[m.Seq] == nil {
+						rounds = append(rounds, m.Seq)
+					}
+					perRound[m.Seq] = append(perRound[m.Seq], m.To)
+				}
+			}
+			var prevOthers []string
+			wide := 0
+			for _, round := range rounds {
+				to := perRound[round]
+				if len(to) <= 2 {
+					continue // the last round may not have widened yet
+				}
+				wide++
+				first, rest := to[:2], to[2:] // the narrow round: "2" and "3"
+				if !slices.Equal(first, []string{"2", "3"}) {
+					t.Fatalf("round %d: the narrow round asked %v, want [2 3]", round, first)
+				}
+				if len(rest) != wideAsk {
+					t.Fatalf("round %d: the wide round asked %d voters %v, want %d", round, len(rest), rest, wideAsk)
+				}
+				if !slices.Equal(rest[:len(watchers)], watchers) {
+					t.Fatalf("round %d: the wide round asked %v first, want the watchers %v", round, rest[:len(watchers)], watchers)
+				}
+				others := rest[len(watchers):]
+				for _, id := range others {
+					if slices.Contains(watchers, id) {
+						t.Fatalf("round %d: watcher %s asked twice: %v", round, id, rest)
+					}
+				}
+				if slices.Equal(others, prevOthers) {
+					t.Fatalf("round %d asked the same others as the round before: %v", round, others)
+				}
+				prevOthers = others
+			}
+			if wide < 8 {
+				t.Fatalf("%d wide rounds in 5,000 ticks, want at least 8", wide)
 			}
 		})
 	}

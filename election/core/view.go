@@ -52,9 +52,14 @@ func (v *view) up(p Peer) bool {
 	return true
 }
 
+// update sets p in the node's own roster, copying the shared one on the
+// first change (Roster.set: in place, O(n) moves and no allocation).
 func (v *view) update(p Peer) {
-	v.r = v.r.with(p)
-	v.own = true
+	if !v.own {
+		v.r = v.r.clone() // the roster shared with other nodes stays as it was
+		v.own = true
+	}
+	v.r.set(p)
 	v.changed = true
 }
 
@@ -73,7 +78,9 @@ func (n *Node) learnRating(id string, rating int64) bool {
 	return true
 }
 
-// Roster returns the node's current member list.
+// Roster returns the node's current member list, valid until the next call
+// into the node (its own copy changes in place; Ready's ViewChanged says
+// when).
 func (n *Node) Roster() *Roster { return n.view.r }
 
 // Alive reports whether the node's view holds id alive (always true in

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"runtime/pprof"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
 
 	"github.com/coordelect/coordelect/bench/internal/failover"
 	"github.com/coordelect/coordelect/election"
@@ -42,6 +44,8 @@ type benchCluster struct {
 	// labels: each member's goroutines carry pprof labels role and node
 	// (coordbench idle -cpuprofile).
 	labels bool
+	// rng draws the members a starting member joins (-seed).
+	rng *rand.Rand
 }
 
 // benchNode is one member across its restarts.
@@ -75,7 +79,7 @@ func (c *benchCounter) Record(u election.Update) {
 
 // newBenchCluster names the nodes; start starts them.
 func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
-	c := &benchCluster{opts: o, log: logger, ml: clustertest.New(nil)}
+	c := &benchCluster{opts: o, log: logger, ml: clustertest.New(nil), rng: rand.New(rand.NewPCG(o.seed, 19))}
 	for i := range o.n {
 		c.nodes = append(c.nodes, &benchNode{name: strconv.Itoa(i + 1), rating: int64(i + 1), count: &benchCounter{}})
 	}
@@ -88,6 +92,7 @@ func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
 // the coordinator in place and follows it: no election (started the other
 // way round, each member would displace the one before it).
 func (c *benchCluster) start(ctx context.Context) error {
+	defer c.logProgress(10 * time.Second)()
 	for i, b := range slices.Backward(c.nodes) {
 		i = len(c.nodes) - 1 - i
 		if err := c.startNode(b, true); err != nil {
@@ -99,7 +104,9 @@ func (c *benchCluster) start(ctx context.Context) error {
 			return fmt.Errorf("starting node %s of %d: %w", b.name, len(c.nodes), err)
 		}
 		if (i+1)%10 == 0 && i+1 < len(c.nodes) {
-			c.log.Info("starting", "nodes", i+1, "of", len(c.nodes))
+			sent := c.sent()
+			c.log.Info("starting", "nodes", i+1, "of", len(c.nodes), "elections", c.electionsStarted(),
+				"starters", c.starters(), "messages", sent.election(), "by_type", sent.String())
 		}
 	}
 	if _, err := c.waitAgreement(ctx, c.top().name, ""); err != nil {
@@ -116,15 +123,31 @@ func (c *benchCluster) start(ctx context.Context) error {
 // cluster.
 func (c *benchCluster) top() *benchNode { return c.nodes[len(c.nodes)-1] }
 
-// seeds returns up to three running members other than b to join.
+// seeds returns up to three running members other than b to join, drawn
+// at random: each join is a push-pull of the whole member list with each
+// seed, so a fixed few seeds (or the latest members started) would carry
+// every join of a large cluster. The member also joins the top-rated
+// voter it learns of (membership.New's introduction).
 func (c *benchCluster) seeds(b *benchNode) []string {
-	var out []string
+	var up []*benchNode
 	for _, o := range c.nodes {
-		if o != b && o.mem != nil && len(out) < 3 {
-			out = append(out, o.mem.Addr())
+		if o != b && o.mem != nil {
+			up = append(up, o)
 		}
 	}
+	var out []string
+	for len(out) < 3 && len(up) > 0 {
+		i := c.rng.IntN(len(up))
+		out = append(out, up[i].mem.Addr())
+		up[i] = up[len(up)-1]
+		up = up[:len(up)-1]
+	}
 	return out
+}
+
+// nonVoter reports whether b is outside the -voters top-rated members.
+func (c *benchCluster) nonVoter(b *benchNode) bool {
+	return c.opts.voters > 0 && b.rating <= int64(len(c.nodes)-c.opts.voters)
 }
 
 // startNode starts b's member and elector on b's port (a free one the
@@ -147,8 +170,12 @@ func (c *benchCluster) startNode(b *benchNode, elector bool) (err error) {
 func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 	mc := membership.DefaultConfig()
 	mc.Name, mc.Rating, mc.Algorithm = b.name, b.rating, c.opts.alg
+	mc.NonVoter = c.nonVoter(b)
 	mc.BindAddr, mc.BindPort = "127.0.0.1", b.port
 	mc.Profile = c.opts.profile
+	if !c.opts.compress {
+		mc.Memberlist = func(ml *memberlist.Config) { ml.EnableCompression = false }
+	}
 	mc.Seeds = c.seeds(b)
 	m, err := c.ml.Join(mc)
 	if err != nil {
@@ -392,4 +419,48 @@ func (c *benchCluster) heartbeatMisses() uint64 {
 		s += b.count.misses.Load()
 	}
 	return s
+}
+
+// starters summarises which members started elections: how many, and the
+// ratings of the highest and the lowest (the newest, during start).
+func (c *benchCluster) starters() string {
+	k, lo, hi := 0, int64(0), int64(0)
+	for _, b := range c.nodes {
+		if b.count.started.Load() > 0 {
+			if k == 0 || b.rating < lo {
+				lo = b.rating
+			}
+			hi = max(hi, b.rating)
+			k++
+		}
+	}
+	return fmt.Sprintf("%d (ratings %d-%d)", k, lo, hi)
+}
+
+// logProgress logs, every d until the returned function is called, the
+// elections and messages so far (all types, heartbeats included), so that
+// a start that stalls (a large cluster) shows what it is sending. It reads
+// only the nodes' atomic counters.
+func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				var all []string
+				for ty, k := range c.sent() {
+					if k > 0 {
+						all = append(all, fmt.Sprintf("%s=%d", core.MsgType(ty), k))
+					}
+				}
+				c.log.Info("waiting for agreement", "elections", c.electionsStarted(), "starters", c.starters(),
+					"sent", strings.Join(all, " "))
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -50,7 +50,7 @@ func parseCompare(args []string, stdout io.Writer) (compareOptions, error) {
 	if err := parseFlags(fs, args, stdout, compareSynopsis); err != nil {
 		return o, err
 	}
-	o.ours.mode = "crash"
+	o.ours.mode, o.ours.compress = "crash", true // memberlist's profiles compress
 	switch {
 	case o.ours.n < 2 || o.ours.n > 200:
 		return o, usagef("-n %d: want 2 to 200 members", o.ours.n)

@@ -37,6 +37,8 @@ type failoverResult struct {
 	Algorithm string `json:"algorithm"`
 	Mode      string `json:"mode"`
 	Quorum    int    `json:"quorum"`
+	Voters    int    `json:"voters"`
+	Compress  bool   `json:"compress"`
 	// BusyProcs is the number of busy processes beside the bench.
 	BusyProcs int `json:"busy_procs"`
 	failover.Result
@@ -68,6 +70,8 @@ func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 			return usagef("-busy-per-core %d: want 0 or more", o.busy)
 		case o.quorum < 0 || o.quorum > o.n:
 			return usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
+		case o.voters > 0 && o.quorum > o.voters:
+			return usagef("-quorum %d: more than the -voters %d (QuorumSize counts voters)", o.quorum, o.voters)
 		}
 		return nil
 	})
@@ -120,7 +124,7 @@ func measureFailover(ctx context.Context, o benchOptions, log hclog.Logger) (fai
 	r, err := failover.Run(ctx, c, failover.Options{
 		Rounds: o.rounds, Quiet: o.quiet, Phase: election.DefaultHeartbeatInterval, Tail: messageTail, Log: log,
 	})
-	return failoverResult{N: o.n, Algorithm: o.alg.String(), Mode: o.mode, Quorum: o.quorum, BusyProcs: len(busy), Result: r}, err
+	return failoverResult{N: o.n, Algorithm: o.alg.String(), Mode: o.mode, Quorum: o.quorum, Voters: o.voters, Compress: o.compress, BusyProcs: len(busy), Result: r}, err
 }
 
 // The cluster as the failover driver (bench/internal/failover) sees it.

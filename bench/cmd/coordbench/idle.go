@@ -31,9 +31,14 @@ followers. Prints one JSON object.`
 
 // idleResult is what idle prints.
 type idleResult struct {
-	N       int     `json:"n"`
-	Profile string  `json:"profile"`
-	Seconds float64 `json:"idle_s"`
+	N       int    `json:"n"`
+	Profile string `json:"profile"`
+	// Quorum is the electors' QuorumSize, Voters the -voters (0: all),
+	// Compress memberlist's EnableCompression.
+	Quorum   int     `json:"quorum"`
+	Voters   int     `json:"voters"`
+	Compress bool    `json:"compress"`
+	Seconds  float64 `json:"idle_s"`
 	// CoordinatorSendsPerSec: messages the coordinator's elector sent per
 	// second, and its heartbeats among them.
 	CoordinatorSendsPerSec     float64 `json:"coordinator_sends_per_s"`
@@ -61,12 +66,17 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 		fs.DurationVar(&o.quiet, "settle", 5*time.Second, "how long to wait after agreement before the window")
 		fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of the wait for the cluster to agree at start")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the idle window to this file")
+		fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard); 0: off")
 	}, func(o *benchOptions) error {
 		switch {
 		case o.dur <= 0:
 			return usagef("-d %v: want more than 0", o.dur)
 		case o.quiet < 0:
 			return usagef("-settle %v: want 0 or more", o.quiet)
+		case o.quorum < 0 || o.quorum > o.n:
+			return usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
+		case o.voters > 0 && o.quorum > o.voters:
+			return usagef("-quorum %d: more than the -voters %d (QuorumSize counts voters)", o.quorum, o.voters)
 		}
 		return nil
 	})
@@ -89,7 +99,8 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer c.stop()
-	res := idleResult{N: o.n, Profile: o.profile, StartSeconds: time.Since(t0).Seconds()}
+	res := idleResult{N: o.n, Profile: o.profile, Quorum: o.quorum, Voters: o.voters, Compress: o.compress,
+		StartSeconds: time.Since(t0).Seconds()}
 	if err := failover.Pause(ctx, o.quiet); err != nil {
 		return err
 	}

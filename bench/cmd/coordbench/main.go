@@ -83,6 +83,12 @@ type benchOptions struct {
 	stagger time.Duration // pause between member starts
 	quorum  int           // failover: the electors' QuorumSize, 0 for none
 	busy    int           // failover: busy processes per core beside the bench
+	pprof   string        // address to serve net/http/pprof on; "" none
+	voters  int           // the top-rated voters; the others are non-voters (0: all vote)
+	// compress is memberlist's Config.EnableCompression (true in its
+	// profiles); -compress=false turns it off.
+	compress bool
+	seed     uint64 // the seeds each member joins are drawn with it
 }
 
 // maxBenchSize bounds -n: a process of 2 cores runs 1,000 members
@@ -135,7 +141,7 @@ func parseBench(name string, nDefault int, synopsis string, args []string, stdou
 	if o.timeout <= 0 {
 		return o, usagef("-timeout %v: want more than 0", o.timeout)
 	}
-	return o, nil
+	return o, servePprof(o.pprof) // once the command line is valid
 }
 
 // benchFlags returns a flag set with the flags every subcommand has.
@@ -145,6 +151,10 @@ func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *str
 	profile := fs.String("profile", membership.ProfileLAN,
 		"memberlist profile: lan (the library's default), local or wan")
 	fs.DurationVar(&o.stagger, "stagger", 0, "pause between member starts, e.g. 100ms")
+	fs.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) while the bench runs")
+	fs.IntVar(&o.voters, "voters", 0, "only the V top-rated members vote, the others are non-voters (Config.NonVoter); 0: every member votes")
+	fs.BoolVar(&o.compress, "compress", true, "memberlist's EnableCompression (true in its profiles: every packet and push-pull is LZW-compressed); false turns it off")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random draw of the members each starting member joins")
 	return fs, profile
 }
 
@@ -155,6 +165,8 @@ func checkBenchCommon(o *benchOptions, profile string) error {
 		return usagef("-n %d: want 2 to %d members", o.n, maxBenchSize)
 	case o.stagger < 0:
 		return usagef("-stagger %v: want 0 or more", o.stagger)
+	case o.voters < 0 || o.voters > o.n:
+		return usagef("-voters %d: want 0 (all) or 1 to -n (%d)", o.voters, o.n)
 	case profile != membership.ProfileLAN && profile != membership.ProfileLocal && profile != membership.ProfileWAN:
 		return usagef("-profile %q: want lan, local or wan", profile)
 	}

@@ -44,7 +44,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	lg := newBenchLogger(stderr, false)
-	res := memoryResult{N: o.n, Profile: o.profile}
+	res := memoryResult{N: o.n, Profile: o.profile, Compress: o.compress}
 	bare, err := bareMemberlistHeap(o)
 	if err != nil {
 		return err
@@ -84,8 +84,9 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 
 // memoryResult is what memory prints, in bytes.
 type memoryResult struct {
-	N       int    `json:"n"`
-	Profile string `json:"profile"`
+	N        int    `json:"n"`
+	Profile  string `json:"profile"`
+	Compress bool   `json:"compress"`
 	// MemberlistPerNode: a bare memberlist node.
 	MemberlistPerNode int64 `json:"memberlist_bytes_per_node"`
 	// MembershipPerNode: a membership.Node (memberlist and the adapter).
@@ -150,6 +151,7 @@ func bareMemberlistHeap(o benchOptions) (memSample, error) {
 		mc := memberlistProfile(o.profile)
 		mc.Name, mc.BindAddr, mc.BindPort, mc.AdvertisePort = "m"+strconv.Itoa(i+1), "127.0.0.1", 0, 0
 		mc.Logger = log.New(io.Discard, "", 0)
+		mc.EnableCompression = o.compress
 		m, err := memberlist.Create(mc)
 		if err != nil {
 			return memSample{}, fmt.Errorf("memberlist %d: %w", i+1, err)

@@ -1,0 +1,66 @@
+package core
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"testing"
+)
+
+// TestRosterSetMatchesNewRoster changes rosters in place (set: members
+// joining in random order, ratings changing) and checks each result
+// against NewRoster's of the same ring, field by field.
+func TestRosterSetMatchesNewRoster(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 1))
+	for trial := range 50 {
+		r := MustRoster([]Peer{{ID: "self", Rating: 5}})
+		shared := r
+		own := r.clone()
+		ids := []string{"self"}
+		for step := range 200 {
+			var p Peer
+			if len(ids) > 1 && rng.IntN(3) == 0 {
+				p = Peer{ID: ids[rng.IntN(len(ids))], Rating: int64(rng.IntN(20)), NonVoter: rng.IntN(4) == 0}
+			} else {
+				id := strconv.Itoa(rng.IntN(100000))
+				if rng.IntN(3) == 0 {
+					id = "n" + id
+				}
+				if own.Index(id) < 0 && own.tagClash(id) != "" {
+					continue
+				}
+				if own.Index(id) < 0 {
+					ids = append(ids, id)
+				}
+				p = Peer{ID: id, Rating: int64(rng.IntN(20))}
+			}
+			own.set(p)
+			want := MustRoster(own.ring)
+			if !reflect.DeepEqual(own, want) {
+				t.Fatalf("trial %d step %d: set(%v) gave\n%+v\nwant\n%+v", trial, step, p, own, want)
+			}
+		}
+		if shared.Len() != 1 || shared.At(0) != (Peer{ID: "self", Rating: 5}) {
+			t.Fatalf("the roster cloned from changed: %+v", shared)
+		}
+	}
+}
+
+// BenchmarkRosterRating1000 is a member's new rating (PeerRating, or a
+// PeerUp that changes it) in a node's own roster of 1,000: it moves the
+// member across the ranks in place and must not allocate.
+func BenchmarkRosterRating1000(b *testing.B) {
+	var ps []Peer
+	for i := 2; i <= 1000; i++ {
+		ps = append(ps, Peer{ID: strconv.Itoa(i), Rating: int64(i)})
+	}
+	var v view
+	v.r = MustRoster(ps)
+	v.update(Peer{ID: "1", Rating: 1})
+	b.ReportAllocs()
+	k := int64(0)
+	for b.Loop() {
+		k++
+		v.update(Peer{ID: "1", Rating: 1 + k%2000}) // its rank moves across the roster
+	}
+}
