@@ -152,7 +152,15 @@ func TestBrowserQuorumPartition(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
 		t.Fatal(err)
 	}
-	waitPage(ctx, t, "5 agreed by all", func(s pageState) bool { return s.agreedBy("5", 5) })
+	// The first agreement of 5 demo nodes started at once with the guard:
+	// 86-233 ms without the race detector, but 4.5-11.6 s (and once more
+	// than 15 s) under it, where every node's pre-vote answers come late
+	// (1.7-6.9 s at ee4858a, before issue 13's guard changes; the note of
+	// the fifth session). The page is what this test checks, so it waits
+	// for that agreement as long as a starved cold start needs and logs it.
+	began := time.Now()
+	waitPageFor(ctx, t, "5 agreed by all", coldStartTimeout, func(s pageState) bool { return s.agreedBy("5", 5) })
+	t.Logf("the page showed 5 agreed by all %v after it loaded", time.Since(began).Round(time.Millisecond))
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#partition"))); err != nil {
 		t.Fatal(err)
 	}
@@ -294,14 +302,24 @@ func newBrowser(t *testing.T) (context.Context, context.CancelFunc) {
 // waitPage reads the page every 20 ms until cond holds, and returns it.
 func waitPage(ctx context.Context, t *testing.T, what string, cond func(pageState) bool) pageState {
 	t.Helper()
+	return waitPageFor(ctx, t, what, waitTimeout, cond)
+}
+
+// coldStartTimeout bounds the wait for a guarded cluster's first agreement
+// (see TestBrowserQuorumPartition).
+const coldStartTimeout = 60 * time.Second
+
+// waitPageFor is waitPage with its own timeout.
+func waitPageFor(ctx context.Context, t *testing.T, what string, timeout time.Duration, cond func(pageState) bool) pageState {
+	t.Helper()
 	var s pageState
 	var err error
-	ok := poll(waitTimeout, func() bool {
+	ok := poll(timeout, func() bool {
 		s, err = chromedp.Run(ctx, chromedp.Evaluate[pageState](readPage))
 		return err == nil && cond(s)
 	})
 	if !ok {
-		t.Fatalf("page: %s: not within %v (last read %+v, %v)", what, waitTimeout, s, err)
+		t.Fatalf("page: %s: not within %v (last read %+v, %v)", what, timeout, s, err)
 	}
 	return s
 }
