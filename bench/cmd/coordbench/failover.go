@@ -68,12 +68,8 @@ func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 			return usagef("-quiet %v: want 0 or more", o.quiet)
 		case o.busy < 0:
 			return usagef("-busy-per-core %d: want 0 or more", o.busy)
-		case o.quorum < 0 || o.quorum > o.n:
-			return usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
-		case o.voters > 0 && o.quorum > o.voters:
-			return usagef("-quorum %d: more than the -voters %d (QuorumSize counts voters)", o.quorum, o.voters)
 		}
-		return nil
+		return checkQuorum(o)
 	})
 }
 

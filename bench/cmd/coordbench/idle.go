@@ -73,12 +73,8 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 			return usagef("-d %v: want more than 0", o.dur)
 		case o.quiet < 0:
 			return usagef("-settle %v: want 0 or more", o.quiet)
-		case o.quorum < 0 || o.quorum > o.n:
-			return usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
-		case o.voters > 0 && o.quorum > o.voters:
-			return usagef("-quorum %d: more than the -voters %d (QuorumSize counts voters)", o.quorum, o.voters)
 		}
-		return nil
+		return checkQuorum(o)
 	})
 	if err != nil {
 		return o, "", err
@@ -170,4 +166,15 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// checkQuorum checks -quorum against -n and -voters (failover and idle).
+func checkQuorum(o *benchOptions) error {
+	switch {
+	case o.quorum < 0 || o.quorum > o.n:
+		return usagef("-quorum %d: want 0 (off) or 1 to -n (%d)", o.quorum, o.n)
+	case o.voters > 0 && o.quorum > o.voters:
+		return usagef("-quorum %d: more than the -voters %d (QuorumSize counts voters)", o.quorum, o.voters)
+	}
+	return nil
 }
