@@ -425,16 +425,16 @@ func (b *bully) timeout() {
 
 // escalate: View mode, the peer asked first stayed silent; ask the other
 // live peers above us. In a small cluster it asks them all at once. When
-// the coordinator's heartbeats fan out (n > W + B + 1) it asks a band of
-// them at a time, top down (escalateBand), and the next band only when
-// nobody answered within T: every candidate of a failover that many
-// members notice (a starved process runs their loops late, the top
-// survivors are dead) asked each of the hundreds of members above it
-// (78,217 ELECTIONs in 30 s among 1,000 members in one process; issue 19,
-// docs/performance.md), where the first band, the top-rated live members,
-// answers: they are the watchers, which run their own elections. The
-// candidate still declares only when nobody above it answered. It reports
-// whether anyone was asked.
+// the coordinator's heartbeats fan out (n > W + B + 1) it asks them a band
+// at a time, top down (electionBand), and the next band only when nobody
+// answered within T; it declares, as before, only when nobody above it
+// answered. The first band holds the watchers, which detect a crash first
+// and hold their own elections, so a candidate far down normally asks
+// about 9 members, not the hundreds above it: asking them all, every
+// candidate of a failover that many members noticed at once (a starved
+// process) made 78,217 ELECTIONs in 30 s among 1,000 members in one
+// process (issue 19, docs/performance.md). It reports whether anyone was
+// asked.
 func (b *bully) escalate() bool {
 	n := b.n
 	first := b.stage == 1
