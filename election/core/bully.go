@@ -406,7 +406,7 @@ func (b *bully) timeout() {
 		b.declare()
 	case bullyWaitCoord:
 		// §1 step 2: answered but no COORDINATOR within T'.
-		n.counters.ElectionsRestarted++
+		n.count().ElectionsRestarted++
 		n.startElection()
 	case bullyAwaitSenior:
 		// No announcement from the senior: ask, in the same election.

@@ -106,7 +106,7 @@ func (w *twinNet) idle(i int) {
 		a.Tick()
 		if a.HasReady() || a.Status() != before {
 			w.t.Fatalf("step %d, node %s (%v %v): tick %d of %d before the deadline %d (from tick %d) sent %v, status %+v -> %+v",
-				w.step, w.ids[i], w.cfg.Algorithm, w.cfg.Mode, j+1, k, b.NextDeadline(), b.Now(), a.out, before, a.Status())
+				w.step, w.ids[i], w.cfg.Algorithm, w.cfg.Mode, j+1, k, b.NextDeadline(), b.Now(), a.queued(), before, a.Status())
 		}
 	}
 	b.Skip(k)

@@ -110,7 +110,7 @@ func (n *Node) onHeartbeat(m Message) {
 	if m.Seq > n.lastSeq+1 && n.lastSeq > 0 && n.every == n.cfg.HeartbeatInterval {
 		// Heartbeats the coordinator sent that never arrived (a member
 		// that hears every round; the others hear one round in a period).
-		n.counters.HeartbeatMisses += m.Seq - n.lastSeq - 1
+		n.count().HeartbeatMisses += m.Seq - n.lastSeq - 1
 	}
 	n.lastSeq = max(n.lastSeq, m.Seq)
 	n.every = n.cfg.HeartbeatInterval
@@ -145,7 +145,7 @@ func (n *Node) tickFollower() {
 		n.misses = m
 	}
 	if n.silence >= e*n.cfg.HeartbeatMisses+patience {
-		n.counters.HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
+		n.count().HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
 		n.coordinatorFailed()
 	}
 }

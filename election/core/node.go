@@ -67,12 +67,14 @@ type Node struct {
 	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
 	handoffEnd    int    // tick at which the hand-off proceeds without the driver
 
-	// What the next Ready hands over (besides Status and Electing), and
-	// the previous Ready (its buffer).
-	out       []Message
-	counters  Counters
-	decisions []PhaseDecision
-	rd        Ready
+	// rd is the Ready being filled: the node queues its messages and
+	// decisions and counts straight into it. Once handed over (handed), it
+	// is cleared by the next thing the node queues or counts, or by the
+	// next Ready; counted says its Counters hold something (clear only
+	// those).
+	rd      Ready
+	handed  bool
+	counted bool
 }
 
 // NewNode validates cfg and returns a node in state sleep: after
@@ -180,7 +182,7 @@ func (n *Node) Step(m Message) {
 		n.drop(DropMisaddressed)
 		return
 	}
-	n.counters.Received[m.Type]++
+	n.count().Received[m.Type]++
 	if !m.Term.Plausible(n.term) {
 		n.drop(DropBadTerm)
 		return
@@ -199,7 +201,7 @@ func (n *Node) Step(m Message) {
 		return
 	}
 	if m.Term > n.term && n.leads() && claimsLeadership(m, n.self.ID) {
-		n.counters.Deposed++
+		n.count().Deposed++
 	}
 	n.observeTerm(m.Term)
 	switch m.Type {
@@ -303,14 +305,13 @@ type Ready struct {
 // included, is the node's buffer: it is valid until the next call into
 // the node.
 func (n *Node) Ready() *Ready {
-	rd := &n.rd
-	rd.Messages, rd.Decisions = n.out, n.decisions
+	rd := n.pending() // nothing queued or counted since the previous Ready: an empty one
+	n.handed = true
 	if n.statusChanged() {
 		rd.Status = n.Status()
 	}
-	rd.Electing, rd.ViewChanged, rd.Counters = n.electing, n.view.changed, n.counters
-	n.out, n.decisions = n.out[:0], n.decisions[:0]
-	n.counters, n.view.changed = Counters{}, false
+	rd.Electing, rd.ViewChanged = n.electing, n.view.changed
+	n.view.changed = false
 	return rd
 }
 
@@ -318,7 +319,44 @@ func (n *Node) Ready() *Ready {
 // node's Status differs from the previous Ready's. A driver that skips
 // Ready otherwise (the simulator, after a tick) loses nothing: the counts
 // and flags wait for the next Ready.
-func (n *Node) HasReady() bool { return len(n.out) > 0 || n.statusChanged() }
+func (n *Node) HasReady() bool { return len(n.queued()) > 0 || n.statusChanged() }
+
+// pending returns the Ready being filled, clearing the one handed over
+// first.
+func (n *Node) pending() *Ready {
+	if n.handed {
+		n.clearReady()
+	}
+	return &n.rd
+}
+
+// clearReady empties the Ready handed over, for the next one: the
+// hand-over costs nothing for what did not happen (no copy of the
+// Counters, which are cleared only when they hold something).
+func (n *Node) clearReady() {
+	rd := &n.rd
+	rd.Messages = rd.Messages[:0]
+	rd.Decisions = rd.Decisions[:0]
+	if n.counted {
+		rd.Counters, n.counted = Counters{}, false
+	}
+	n.handed = false
+}
+
+// count returns the Counters of the Ready being filled, to add to.
+func (n *Node) count() *Counters {
+	rd := n.pending()
+	n.counted = true
+	return &rd.Counters
+}
+
+// queued returns the messages the next Ready hands over.
+func (n *Node) queued() []Message {
+	if n.handed {
+		return nil
+	}
+	return n.rd.Messages
+}
 
 // statusChanged reports whether Status differs from the previous Ready's,
 // without building it (the ID never changes; most Readies change nothing).
@@ -490,10 +528,17 @@ func (n *Node) send(m Message) {
 		m.Term = n.term
 	}
 	m.Rating = n.self.Rating
-	n.out = append(n.out, m)
+	rd := n.pending()
+	rd.Messages = append(rd.Messages, m)
 }
 
-func (n *Node) drop(r DropReason) { n.counters.Dropped[r]++ }
+// decide queues an active/relay ring phase decision (peterson).
+func (n *Node) decide(d PhaseDecision) {
+	rd := n.pending()
+	rd.Decisions = append(rd.Decisions, d)
+}
+
+func (n *Node) drop(r DropReason) { n.count().Dropped[r]++ }
 
 func (n *Node) rank() Rank { return n.self.Rank() }
 

@@ -32,7 +32,7 @@ func (n *Node) startElection() {
 		n.unfollow() // a candidate does not know the outcome yet
 	}
 	if n.alg.start() {
-		n.counters.ElectionsStarted++
+		n.count().ElectionsStarted++
 	}
 }
 
@@ -125,7 +125,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	n.idle = 0
 	n.fan.reset()
 	if wasElecting {
-		n.counters.ElectionsWon++
+		n.count().ElectionsWon++
 	}
 	if n.cfg.QuorumSize == 0 {
 		n.confirmed = true
@@ -190,7 +190,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	n.silence, n.misses, n.idle, n.lastSeq, n.grace = 0, 0, 0, 0, 0
 	n.every = n.followerEvery(c) // until its first heartbeat says (fanout.go)
 	if wasElecting {
-		n.counters.ElectionsLost++
+		n.count().ElectionsLost++
 	}
 	n.setState(StateLost)
 }
