@@ -80,6 +80,11 @@ func (w *twinNet) index(id string) int {
 func (w *twinNet) both(i int, what string, fn func(*Node)) {
 	fn(w.a[i])
 	fn(w.b[i])
+	if n := w.a[i]; n.statusChanged() && !n.statusDirty {
+		// Ready builds the status only when statusDirty says a field of
+		// it was written: a write that does not say so is lost.
+		w.t.Fatalf("step %d, node %s, %s: the status changed from %+v to %+v unflagged", w.step, w.ids[i], what, n.rd.Status, n.Status())
+	}
 	ma, mb := w.a[i].Ready(), w.b[i].Ready()
 	if !reflect.DeepEqual(ma, mb) {
 		w.t.Fatalf("step %d, node %s, %s: the copies sent\n%v\nand\n%v", w.step, w.ids[i], what, ma, mb)

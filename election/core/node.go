@@ -75,6 +75,11 @@ type Node struct {
 	rd      Ready
 	handed  bool
 	counted bool
+	// statusDirty: a field that Status reports (state, term, coordinator,
+	// confirmed, rating) was written since the last Ready. Every write to
+	// one of them sets it (setState, setTerm, setCoordinator, setConfirmed,
+	// SetRating); Ready builds the status only then.
+	statusDirty bool
 }
 
 // NewNode validates cfg and returns a node in state sleep: after
@@ -106,7 +111,7 @@ func NewNode(cfg Config) (*Node, error) {
 // (possibly itself) in term. The simulator uses it for "the previous
 // coordinator was the highest-rated" set-ups; the runtime never does.
 func (n *Node) Bootstrap(coordinator string, term Term) {
-	n.term = term
+	n.setTerm(term)
 	if coordinator == n.self.ID {
 		n.becomeCoordinator(term)
 		if n.cfg.QuorumSize > 0 { // settled: as if the majority had just acked
@@ -261,7 +266,7 @@ func (n *Node) PeerRating(id string, rating int64) {
 // SetRating changes this node's own rating. If it now outranks the
 // coordinator by the preemption policy, it starts an election.
 func (n *Node) SetRating(r int64) {
-	n.self.Rating = r
+	n.self.Rating, n.statusDirty = r, true
 	n.view.update(n.self)
 	n.maybePreempt()
 }
@@ -307,8 +312,8 @@ type Ready struct {
 func (n *Node) Ready() *Ready {
 	rd := n.pending() // nothing queued or counted since the previous Ready: an empty one
 	n.handed = true
-	if n.statusChanged() {
-		rd.Status = n.Status()
+	if n.statusDirty {
+		rd.Status, n.statusDirty = n.Status(), false
 	}
 	rd.Electing, rd.ViewChanged = n.electing, n.view.changed
 	n.view.changed = false
@@ -319,7 +324,9 @@ func (n *Node) Ready() *Ready {
 // node's Status differs from the previous Ready's. A driver that skips
 // Ready otherwise (the simulator, after a tick) loses nothing: the counts
 // and flags wait for the next Ready.
-func (n *Node) HasReady() bool { return len(n.queued()) > 0 || n.statusChanged() }
+func (n *Node) HasReady() bool {
+	return len(n.queued()) > 0 || n.statusDirty && n.statusChanged()
+}
 
 // pending returns the Ready being filled, clearing the one handed over
 // first.
@@ -542,4 +549,10 @@ func (n *Node) drop(r DropReason) { n.count().Dropped[r]++ }
 
 func (n *Node) rank() Rank { return n.self.Rank() }
 
-func (n *Node) setState(s State) { n.state = s }
+func (n *Node) setState(s State) { n.state, n.statusDirty = s, true }
+
+func (n *Node) setTerm(t Term) { n.term, n.statusDirty = t, true }
+
+func (n *Node) setCoordinator(c string) { n.coordinator, n.statusDirty = c, true }
+
+func (n *Node) setConfirmed(c bool) { n.confirmed, n.statusDirty = c, true }
