@@ -76,7 +76,7 @@ type Node struct {
 	handed  bool
 	counted bool
 	// statusDirty: a field that Status reports (state, term, coordinator,
-	// confirmed, rating) was written since the last Ready. Every write to
+	// confirmed, rating) changed since the last Ready. Every write to
 	// one of them sets it (setState, setTerm, setCoordinator, setConfirmed,
 	// SetRating); Ready builds the status only then.
 	statusDirty bool
@@ -549,10 +549,25 @@ func (n *Node) drop(r DropReason) { n.count().Dropped[r]++ }
 
 func (n *Node) rank() Rank { return n.self.Rank() }
 
-func (n *Node) setState(s State) { n.state, n.statusDirty = s, true }
+// The setters of the fields Status reports: each says when it changed one
+// (statusDirty), for Ready.
 
-func (n *Node) setTerm(t Term) { n.term, n.statusDirty = t, true }
+func (n *Node) setState(s State) {
+	if s != n.state {
+		n.state, n.statusDirty = s, true
+	}
+}
+
+func (n *Node) setTerm(t Term) {
+	if t != n.term {
+		n.term, n.statusDirty = t, true
+	}
+}
 
 func (n *Node) setCoordinator(c string) { n.coordinator, n.statusDirty = c, true }
 
-func (n *Node) setConfirmed(c bool) { n.confirmed, n.statusDirty = c, true }
+func (n *Node) setConfirmed(c bool) {
+	if c != n.confirmed {
+		n.confirmed, n.statusDirty = c, true
+	}
+}
