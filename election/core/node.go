@@ -76,9 +76,10 @@ type Node struct {
 	handed  bool
 	counted bool
 	// statusDirty: a field that Status reports (state, term, coordinator,
-	// confirmed, rating) changed since the last Ready. Every write to
-	// one of them sets it (setState, setTerm, setCoordinator, setConfirmed,
-	// SetRating); Ready builds the status only then.
+	// confirmed, rating) changed since the last Ready. Every write to one
+	// of them goes through a setter that sets it on a change (setState,
+	// setTerm, setCoordinator, setConfirmed; SetRating); Ready builds the
+	// status only then.
 	statusDirty bool
 }
 
