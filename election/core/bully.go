@@ -246,7 +246,9 @@ func (b *bully) step(m Message) {
 // site answers and starts its own election unless it is running one.
 func (b *bully) onElection(m Message) {
 	n := b.n
-	from, ok := n.view.r.Get(m.From)
+	// Step has learnt the sender's rating (learnRating): the view holds
+	// it as the message gives it, so its rank needs no look-up.
+	from := Rank{m.Rating, m.From}
 	switch {
 	case n.self.NonVoter || n.yielded && n.coordinator == "" || n.backingOff():
 		// Not standing: a resign hand-off is under way, or this node
@@ -256,7 +258,7 @@ func (b *bully) onElection(m Message) {
 		// (issue 13); silent, it is passed over as a crashed one is.
 		n.drop(DropUnexpected)
 		return
-	case !ok || from.Rank().Compare(n.rank()) > 0:
+	case from.Compare(n.rank()) > 0:
 		n.drop(DropOrder)
 		return
 	}
@@ -414,7 +416,7 @@ func (b *bully) timeout() {
 		b.declare()
 	case bullyWaitCoord:
 		// §1 step 2: answered but no COORDINATOR within T'.
-		n.counters.ElectionsRestarted++
+		n.count().ElectionsRestarted++
 		n.startElection()
 	case bullyAwaitSenior:
 		// No announcement from the senior: ask, in the same election.

@@ -80,6 +80,11 @@ func (w *twinNet) index(id string) int {
 func (w *twinNet) both(i int, what string, fn func(*Node)) {
 	fn(w.a[i])
 	fn(w.b[i])
+	if n := w.a[i]; n.statusChanged() && !n.statusDirty {
+		// Ready builds the status only when statusDirty says a field of
+		// it was written: a write that does not say so is lost.
+		w.t.Fatalf("step %d, node %s, %s: the status changed from %+v to %+v unflagged", w.step, w.ids[i], what, n.rd.Status, n.Status())
+	}
 	ma, mb := w.a[i].Ready(), w.b[i].Ready()
 	if !reflect.DeepEqual(ma, mb) {
 		w.t.Fatalf("step %d, node %s, %s: the copies sent\n%v\nand\n%v", w.step, w.ids[i], what, ma, mb)
@@ -106,7 +111,7 @@ func (w *twinNet) idle(i int) {
 		a.Tick()
 		if a.HasReady() || a.Status() != before {
 			w.t.Fatalf("step %d, node %s (%v %v): tick %d of %d before the deadline %d (from tick %d) sent %v, status %+v -> %+v",
-				w.step, w.ids[i], w.cfg.Algorithm, w.cfg.Mode, j+1, k, b.NextDeadline(), b.Now(), a.out, before, a.Status())
+				w.step, w.ids[i], w.cfg.Algorithm, w.cfg.Mode, j+1, k, b.NextDeadline(), b.Now(), a.queued(), before, a.Status())
 		}
 	}
 	b.Skip(k)

@@ -110,7 +110,7 @@ func (n *Node) onHeartbeat(m Message) {
 	if m.Seq > n.lastSeq+1 && n.lastSeq > 0 && n.every == n.cfg.HeartbeatInterval {
 		// Heartbeats the coordinator sent that never arrived (a member
 		// that hears every round; the others hear one round in a period).
-		n.counters.HeartbeatMisses += m.Seq - n.lastSeq - 1
+		n.count().HeartbeatMisses += m.Seq - n.lastSeq - 1
 	}
 	n.lastSeq = max(n.lastSeq, m.Seq)
 	n.every = n.cfg.HeartbeatInterval
@@ -122,7 +122,7 @@ func (n *Node) onHeartbeat(m Message) {
 	if n.relayed == m.From {
 		n.relayed = "" // heard directly again
 	}
-	n.confirmed = m.Confirmed || n.cfg.QuorumSize == 0
+	n.setConfirmed(m.Confirmed || n.cfg.QuorumSize == 0)
 	if n.cfg.QuorumSize > 0 {
 		n.grant(m)
 	}
@@ -145,7 +145,7 @@ func (n *Node) tickFollower() {
 		n.misses = m
 	}
 	if n.silence >= e*n.cfg.HeartbeatMisses+patience {
-		n.counters.HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
+		n.count().HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
 		n.coordinatorFailed()
 	}
 }
@@ -239,7 +239,8 @@ func (n *Node) renewLease() {
 		n.leaseEnd = end
 	}
 	if !n.confirmed && n.now < n.leaseEnd {
-		n.confirmed, n.confirmedAt = true, n.now
+		n.setConfirmed(true)
+		n.confirmedAt = n.now
 		n.setState(StateCoordinator)
 		n.heartbeat()
 	}
@@ -310,7 +311,7 @@ func (n *Node) LeaseEnd() (int, bool) {
 // lapse, but a loaded coordinator that is merely slow then abdicates too.
 func (n *Node) checkLease() {
 	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.leaseEnd {
-		n.confirmed = false
+		n.setConfirmed(false)
 		n.setState(StateCandidate)
 	}
 }

@@ -67,12 +67,20 @@ type Node struct {
 	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
 	handoffEnd    int    // tick at which the hand-off proceeds without the driver
 
-	// What the next Ready hands over (besides Status and Electing), and
-	// the previous Ready (its buffer).
-	out       []Message
-	counters  Counters
-	decisions []PhaseDecision
-	rd        Ready
+	// rd is the Ready being filled: the node queues its messages and
+	// decisions and counts straight into it. Once handed over (handed), it
+	// is cleared by the next thing the node queues or counts, or by the
+	// next Ready; counted says its Counters hold something (clear only
+	// those).
+	rd      Ready
+	handed  bool
+	counted bool
+	// statusDirty: a field that Status reports (state, term, coordinator,
+	// confirmed, rating) changed since the last Ready. Every write to one
+	// of them goes through a setter that sets it on a change (setState,
+	// setTerm, setCoordinator, setConfirmed; SetRating); Ready builds the
+	// status only then.
+	statusDirty bool
 }
 
 // NewNode validates cfg and returns a node in state sleep: after
@@ -104,7 +112,7 @@ func NewNode(cfg Config) (*Node, error) {
 // (possibly itself) in term. The simulator uses it for "the previous
 // coordinator was the highest-rated" set-ups; the runtime never does.
 func (n *Node) Bootstrap(coordinator string, term Term) {
-	n.term = term
+	n.setTerm(term)
 	if coordinator == n.self.ID {
 		n.becomeCoordinator(term)
 		if n.cfg.QuorumSize > 0 { // settled: as if the majority had just acked
@@ -180,7 +188,7 @@ func (n *Node) Step(m Message) {
 		n.drop(DropMisaddressed)
 		return
 	}
-	n.counters.Received[m.Type]++
+	n.count().Received[m.Type]++
 	if !m.Term.Plausible(n.term) {
 		n.drop(DropBadTerm)
 		return
@@ -199,7 +207,7 @@ func (n *Node) Step(m Message) {
 		return
 	}
 	if m.Term > n.term && n.leads() && claimsLeadership(m, n.self.ID) {
-		n.counters.Deposed++
+		n.count().Deposed++
 	}
 	n.observeTerm(m.Term)
 	switch m.Type {
@@ -259,7 +267,7 @@ func (n *Node) PeerRating(id string, rating int64) {
 // SetRating changes this node's own rating. If it now outranks the
 // coordinator by the preemption policy, it starts an election.
 func (n *Node) SetRating(r int64) {
-	n.self.Rating = r
+	n.self.Rating, n.statusDirty = r, true
 	n.view.update(n.self)
 	n.maybePreempt()
 }
@@ -303,14 +311,13 @@ type Ready struct {
 // included, is the node's buffer: it is valid until the next call into
 // the node.
 func (n *Node) Ready() *Ready {
-	rd := &n.rd
-	rd.Messages, rd.Decisions = n.out, n.decisions
-	if n.statusChanged() {
-		rd.Status = n.Status()
+	rd := n.pending() // nothing queued or counted since the previous Ready: an empty one
+	n.handed = true
+	if n.statusDirty {
+		rd.Status, n.statusDirty = n.Status(), false
 	}
-	rd.Electing, rd.ViewChanged, rd.Counters = n.electing, n.view.changed, n.counters
-	n.out, n.decisions = n.out[:0], n.decisions[:0]
-	n.counters, n.view.changed = Counters{}, false
+	rd.Electing, rd.ViewChanged = n.electing, n.view.changed
+	n.view.changed = false
 	return rd
 }
 
@@ -318,7 +325,46 @@ func (n *Node) Ready() *Ready {
 // node's Status differs from the previous Ready's. A driver that skips
 // Ready otherwise (the simulator, after a tick) loses nothing: the counts
 // and flags wait for the next Ready.
-func (n *Node) HasReady() bool { return len(n.out) > 0 || n.statusChanged() }
+func (n *Node) HasReady() bool {
+	return len(n.queued()) > 0 || n.statusDirty && n.statusChanged()
+}
+
+// pending returns the Ready being filled, clearing the one handed over
+// first.
+func (n *Node) pending() *Ready {
+	if n.handed {
+		n.clearReady()
+	}
+	return &n.rd
+}
+
+// clearReady empties the Ready handed over, for the next one: the
+// hand-over costs nothing for what did not happen (no copy of the
+// Counters, which are cleared only when they hold something).
+func (n *Node) clearReady() {
+	rd := &n.rd
+	rd.Messages = rd.Messages[:0]
+	rd.Decisions = rd.Decisions[:0]
+	if n.counted {
+		rd.Counters, n.counted = Counters{}, false
+	}
+	n.handed = false
+}
+
+// count returns the Counters of the Ready being filled, to add to.
+func (n *Node) count() *Counters {
+	rd := n.pending()
+	n.counted = true
+	return &rd.Counters
+}
+
+// queued returns the messages the next Ready hands over.
+func (n *Node) queued() []Message {
+	if n.handed {
+		return nil
+	}
+	return n.rd.Messages
+}
 
 // statusChanged reports whether Status differs from the previous Ready's,
 // without building it (the ID never changes; most Readies change nothing).
@@ -490,11 +536,39 @@ func (n *Node) send(m Message) {
 		m.Term = n.term
 	}
 	m.Rating = n.self.Rating
-	n.out = append(n.out, m)
+	rd := n.pending()
+	rd.Messages = append(rd.Messages, m)
 }
 
-func (n *Node) drop(r DropReason) { n.counters.Dropped[r]++ }
+// decide queues an active/relay ring phase decision (peterson).
+func (n *Node) decide(d PhaseDecision) {
+	rd := n.pending()
+	rd.Decisions = append(rd.Decisions, d)
+}
+
+func (n *Node) drop(r DropReason) { n.count().Dropped[r]++ }
 
 func (n *Node) rank() Rank { return n.self.Rank() }
 
-func (n *Node) setState(s State) { n.state = s }
+// The setters of the fields Status reports: each says when it changed one
+// (statusDirty), for Ready.
+
+func (n *Node) setState(s State) {
+	if s != n.state {
+		n.state, n.statusDirty = s, true
+	}
+}
+
+func (n *Node) setTerm(t Term) {
+	if t != n.term {
+		n.term, n.statusDirty = t, true
+	}
+}
+
+func (n *Node) setCoordinator(c string) { n.coordinator, n.statusDirty = c, true }
+
+func (n *Node) setConfirmed(c bool) {
+	if c != n.confirmed {
+		n.confirmed, n.statusDirty = c, true
+	}
+}

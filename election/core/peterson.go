@@ -250,7 +250,7 @@ func (p *peterson) step(m Message) {
 		// after idleTicks. (A hop's Ack carries its sender's term too,
 		// but that sender takes part in an election of its own,
 		// which will reach this node.)
-		n.counters.ElectionsRestarted++
+		n.count().ElectionsRestarted++
 		p.restart()
 	}
 }
@@ -331,7 +331,7 @@ func (p *peterson) forward(m Message) {
 // onE: the phase's first message, the d of the nearest active neighbour.
 func (p *peterson) onE(e Rank) {
 	if e == p.d {
-		p.n.decisions = append(p.n.decisions, PhaseDecision{Phase: p.phase, D: p.d, E: e, Outcome: "leader"})
+		p.n.decide(PhaseDecision{Phase: p.phase, D: p.d, E: e, Outcome: "leader"})
 		p.finish()
 		return
 	}
@@ -344,12 +344,12 @@ func (p *peterson) onF(f Rank) {
 	dec := PhaseDecision{Phase: p.phase, D: p.d, E: p.e, F: f, Outcome: "relay"}
 	if p.e.Compare(p.d) > 0 && p.e.Compare(f) > 0 {
 		dec.Outcome = "active"
-		p.n.decisions = append(p.n.decisions, dec)
+		p.n.decide(dec)
 		p.d, p.phase, p.second = p.e, p.phase+1, false
 		p.emit(p.d, false)
 		return
 	}
-	p.n.decisions = append(p.n.decisions, dec)
+	p.n.decide(dec)
 	p.relay = true
 	p.n.setState(StateRelay)
 }
@@ -425,7 +425,7 @@ func (p *peterson) tick() {
 		p.abandon()
 		return
 	}
-	p.n.counters.ElectionsRestarted++
+	p.n.count().ElectionsRestarted++
 	p.unheard = !p.heard
 	p.restart()
 }
@@ -435,7 +435,7 @@ func (p *peterson) tick() {
 // first message; the wake-up spreads as usual, so the next voter by rating
 // wins. It costs one message more than an election all start.
 func (p *peterson) resign() {
-	p.n.counters.ElectionsStarted++
+	p.n.count().ElectionsStarted++
 	p.handingOff = true
 	p.join(electionTerm(p.n.term), false)
 	p.woken = true

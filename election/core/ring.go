@@ -304,14 +304,14 @@ func (r *ring) tick() {
 		r.abandon() // nothing to restart: a coordinator is known, or we cannot stand
 		return
 	}
-	r.n.counters.ElectionsRestarted++
+	r.n.count().ElectionsRestarted++
 	r.restart()
 }
 
 // resign hands off at once: the coordinator opens a lap in which it does
 // not stand (entry marks it NonVoter), so the next voter by rating wins.
 func (r *ring) resign() {
-	r.n.counters.ElectionsStarted++
+	r.n.count().ElectionsStarted++
 	r.handingOff = true
 	r.open(r.n.nextTerm())
 }

@@ -160,7 +160,7 @@ func (l *lap) abandon() {
 func (l *lap) peerDown(id string) {
 	n := l.n
 	if n.electing && id == l.sentTo {
-		n.counters.ElectionsRestarted++
+		n.count().ElectionsRestarted++
 		l.restart()
 		return
 	}

@@ -268,7 +268,9 @@ func (w *testNet) highestLive(except ...string) string {
 // Readies taken and what the next one holds.
 func (w *testNet) total(id string) Counters {
 	c := *w.counts[id]
-	c.Add(&w.nodes[id].counters)
+	if n := w.nodes[id]; !n.handed {
+		c.Add(&n.rd.Counters)
+	}
 	return c
 }
 

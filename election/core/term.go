@@ -32,7 +32,7 @@ func (n *Node) startElection() {
 		n.unfollow() // a candidate does not know the outcome yet
 	}
 	if n.alg.start() {
-		n.counters.ElectionsStarted++
+		n.count().ElectionsStarted++
 	}
 }
 
@@ -43,7 +43,7 @@ func (n *Node) observeTerm(t Term) {
 	if t <= n.term {
 		return
 	}
-	n.term = t
+	n.setTerm(t)
 	if n.coordinator != "" {
 		if n.coordinator == n.self.ID && n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.cfg.QuorumSize > 0 && n.leaseEnd == 0 {
 			// Deposed before any majority confirmed it: a failed
@@ -113,22 +113,22 @@ func (n *Node) nextTerm() Term { return MakeTerm(n.term.Epoch()+1, n.tag) }
 // acknowledges it.
 func (n *Node) becomeCoordinator(t Term) {
 	if t > n.term {
-		n.term = t
+		n.setTerm(t)
 	}
 	again := n.coordinator == n.self.ID && !n.confirmed // see below
 	wasElecting := n.electing
 	n.alg.reset()
 	n.electing = false
 	n.suspect = ""
-	n.coordinator = n.self.ID
+	n.setCoordinator(n.self.ID)
 	n.hbTimer = 0
 	n.idle = 0
 	n.fan.reset()
 	if wasElecting {
-		n.counters.ElectionsWon++
+		n.count().ElectionsWon++
 	}
 	if n.cfg.QuorumSize == 0 {
-		n.confirmed = true
+		n.setConfirmed(true)
 		n.setState(StateCoordinator)
 		return
 	}
@@ -143,7 +143,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	// declaration and so 2 * LeaseTicks + LeaseMargin more, during which
 	// the member that still reached it followed it and answered the
 	// connected majority's ELECTIONs for it (3.4 leases to replace it).
-	n.confirmed = false
+	n.setConfirmed(false)
 	clear(n.acks)
 	if n.acks == nil {
 		n.acks = make(map[string]uint64)
@@ -172,7 +172,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	if n.pv.kind == preVoteElection {
 		n.endPreVote()
 	}
-	n.term = t
+	n.setTerm(t)
 	switch {
 	case !n.yielded || n.coolUntil != 0:
 	case n.yieldTo == "":
@@ -185,20 +185,20 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	if n.coordinator != c {
 		n.preemptAfter = 0 // a preemption request waited for the previous one
 	}
-	n.coordinator = c
-	n.confirmed = confirmed || n.cfg.QuorumSize == 0
+	n.setCoordinator(c)
+	n.setConfirmed(confirmed || n.cfg.QuorumSize == 0)
 	n.silence, n.misses, n.idle, n.lastSeq, n.grace = 0, 0, 0, 0, 0
 	n.every = n.followerEvery(c) // until its first heartbeat says (fanout.go)
 	if wasElecting {
-		n.counters.ElectionsLost++
+		n.count().ElectionsLost++
 	}
 	n.setState(StateLost)
 }
 
 // unfollow forgets the coordinator (it failed, resigned or is outdated).
 func (n *Node) unfollow() {
-	n.coordinator = ""
-	n.confirmed = false
+	n.setCoordinator("")
+	n.setConfirmed(false)
 	n.idle = 0
 	if n.state == StateCoordinator {
 		n.setState(StateLost)
