@@ -64,8 +64,8 @@ type Elector struct {
 	// lateTicks the ticks it woke after the one it was due at (it ran late).
 	wakes, lateTicks atomic.Uint64
 	verifiers        []verifier // VerifyLeader calls waiting for their round
-	announced Leadership // the last coordinator and term OnNewLeader got
-	ledTerm   uint64     // the last term this node started leading in
+	announced        Leadership // the last coordinator and term OnNewLeader got
+	ledTerm          uint64     // the last term this node started leading in
 	// workTerm is the term whose leader work (Claim, OnStartedLeading) is
 	// still running; a hand-off waits for it (workDone, workWake).
 	workTerm    uint64
