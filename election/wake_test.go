@@ -126,4 +126,3 @@ func TestStalledFollowerRanLate(t *testing.T) {
 		}
 	})
 }
-
