@@ -58,8 +58,9 @@ type Elector struct {
 	// next deadline, or earlier when that is far; armed is the tick its
 	// timer is set for (-1: not set).
 	due, armed int
-	// sleepFloor and sleepMax bound the loop's sleep, in ticks (wake.go).
-	sleepFloor, sleepMax int
+	// sleepFloor is the longest the loop's timer sleeps, in ticks, from
+	// the tick of its last timer wake, sampled (wake.go).
+	sleepFloor, sampled int
 	// wakes counts the loop's wake-ups (every event, request and timer);
 	// lateTicks the ticks it woke after the one it was due at (it ran late).
 	wakes, lateTicks atomic.Uint64

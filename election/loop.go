@@ -15,7 +15,7 @@ import (
 // blocks but the select.
 func (e *Elector) loop(ctx context.Context) error {
 	e.setSleep()
-	timer := time.NewTimer(maxSleep)
+	timer := time.NewTimer(time.Hour) // set by schedule
 	defer timer.Stop()
 	e.armed = -1
 	e.origin = time.Now()

@@ -27,11 +27,12 @@ func wakesOver(c *cluster, d time.Duration) map[string]uint64 {
 }
 
 // TestIdleLoopsSleep: the loops of an idle cluster wake for the messages
-// they receive and the deadlines of their core, not at every tick: a
+// they receive, the deadlines of their core and a sample of their own
+// lateness every 1.5 heartbeat intervals (wake.go), not at every tick: a
 // coordinator once per heartbeat round, a follower once per heartbeat it
 // hears (every round, or once per rotation period beyond W + B + 1
-// members, fanout.go). After a long idle stretch a crash of the
-// coordinator is detected as soon as in TestCrashFailover.
+// members, fanout.go) and once per sample. After a long idle stretch a
+// crash of the coordinator is detected as soon as in TestCrashFailover.
 func TestIdleLoopsSleep(t *testing.T) {
 	const idle = 10 * time.Second
 	const watchers = 4 // W, Config.HeartbeatWatchers' default
@@ -45,10 +46,10 @@ func TestIdleLoopsSleep(t *testing.T) {
 		coord, watcher, rest float64
 	}{
 		// every follower hears every round
-		{name: "n=5", n: 5, coord: 0.25, watcher: 0.25, rest: 0.25},
+		{name: "n=5", n: 5, coord: 0.25, watcher: 0.4, rest: 0.4},
 		// B = 1: W = 4 watchers, the 7 others hear one round in 7
 		{name: "n=12/fan-out", n: 12, tune: func(c *election.Config) { c.HeartbeatBatch = 1 },
-			coord: 0.25, watcher: 0.25, rest: 0.05},
+			coord: 0.25, watcher: 0.4, rest: 0.2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -90,7 +91,8 @@ func TestIdleLoopsSleep(t *testing.T) {
 // TestStalledFollowerRanLate: a follower whose loop stalls for a second
 // (a paused or starved process; here its metrics call blocks) counts the
 // stall as ticks it ran late, and does not blame its coordinator for it:
-// no election starts, the coordinator and term stay.
+// no election starts, the coordinator and term stay. Its loop wakes at
+// every tick while its health score is above 0, and sleeps again after.
 func TestStalledFollowerRanLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, voters(3), nil)
@@ -108,7 +110,24 @@ func TestStalledFollowerRanLate(t *testing.T) {
 		a.rec.gate.Store(&gate) // a's loop blocks in its next metrics call
 		<-time.After(stall)
 		open()
-		<-time.After(4 * heartbeat)
+		// Having run late, a's loop wakes at every tick until its health
+		// score is back to 0 (K*H on time), then sleeps again.
+		ticks := uint64(heartbeat / election.DefaultTick)
+		<-time.After(heartbeat) // the events queued in the stall are handled
+		w0, _ := election.LoopCounters(a.e)
+		<-time.After(heartbeat)
+		w1, _ := election.LoopCounters(a.e)
+		<-time.After(time.Second)
+		w2, _ := election.LoopCounters(a.e)
+		<-time.After(time.Second)
+		w3, _ := election.LoopCounters(a.e)
+		t.Logf("a's wakes: %d in %d ticks an interval after the stall, %d in 100 ticks a second later", w1-w0, ticks, w3-w2)
+		if w1-w0 < ticks {
+			t.Errorf("a woke %d times in %d ticks an interval after its stall, want at least one a tick", w1-w0, ticks)
+		}
+		if w3-w2 > 40 {
+			t.Errorf("a woke %d times in 100 ticks a second after its stall, want at most 40: it should sleep again", w3-w2)
+		}
 
 		_, late := election.LoopCounters(a.e)
 		lateTicks := late - late0
