@@ -55,12 +55,12 @@ type Elector struct {
 	// origin is when Run started: the core's tick 0 on the monotonic clock.
 	origin time.Time
 	// due is the tick the loop is due to wake at (wake.go): the core's
-	// next deadline, or earlier when that is far; armed is the tick its
-	// timer is set for (-1: not set).
+	// next deadline, or the next sample of its lateness if that is
+	// sooner; armed is the tick its timer is set for (-1: not set).
 	due, armed int
-	// sleepFloor is the longest the loop's timer sleeps, in ticks, from
-	// the tick of its last timer wake, sampled (wake.go).
-	sleepFloor, sampled int
+	// sampled is the tick of the loop's last wake at or after a tick it
+	// was due at; the next is due samplePeriod ticks later (wake.go).
+	samplePeriod, sampled int
 	// wakes counts the loop's wake-ups (every event, request and timer);
 	// lateTicks the ticks it woke after the one it was due at (it ran late).
 	wakes, lateTicks atomic.Uint64

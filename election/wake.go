@@ -19,16 +19,17 @@ import "time"
 // coordinator heartbeats at once and reports its lag. A pause that ends
 // before the loop was due to wake goes unseen: nothing was due in it.
 //
-// The loop wakes by its timer at least every sleepFloor ticks (1.5
+// The loop wakes by its timer at least every samplePeriod ticks (1.5
 // heartbeat intervals, at most K-1 of them, at least one tick), counted
-// from its last timer wake: events do not postpone it. These wakes are the
+// from its last wake at or after a tick it was due at: events that come
+// before do not postpone it. These wakes are the
 // loop's samples of its own lateness: a starved process shows as a timer
 // that fires a tick or more late, which raises the core's health score
 // (more patience with others while the process is itself late), as the
 // loop that woke at every tick noticed it at its next tick. They also
 // bound the part of a pause that falls before the wake it delays, which
 // the loop cannot tell from sleep and counts as time on time: at most
-// sleepFloor ticks. A follower that heard its coordinator less than an
+// samplePeriod ticks. A follower that heard its coordinator less than an
 // interval before a pause therefore never gives up on it for the pause
 // alone. With K = 1 the floor is one tick: the loop wakes at every tick,
 // as before it slept.
@@ -43,24 +44,25 @@ import "time"
 // against 0 to 2 of 20 for the loop that woke at every tick; with it, 0 of
 // 40.
 
-// setSleep derives the loop's timer period, in ticks, from the core's
+// setSleep derives the loop's sample period, in ticks, from the core's
 // configuration.
 func (e *Elector) setSleep() {
 	cc := e.node.Config()
 	h := cc.HeartbeatInterval
-	e.sleepFloor = max(1, min(h+h/2, (cc.HeartbeatMisses-1)*h))
+	e.samplePeriod = max(1, min(h+h/2, (cc.HeartbeatMisses-1)*h))
 }
 
 // plan sets due, the tick the loop is to wake at next: the core's next
-// deadline, or sleepFloor ticks after the last timer wake if that is
-// sooner. It holds until the next call into the node.
+// deadline, or samplePeriod ticks after the last sample if that is sooner
+// (every tick while the health score is above 0). It holds until the next
+// call into the node.
 func (e *Elector) plan() {
 	now := e.node.Now()
 	if e.node.Health() > 0 {
 		e.due = now + 1 // it ran late lately: every tick is a sample
 		return
 	}
-	e.due = min(e.node.NextDeadline(), max(e.sampled+e.sleepFloor, now+1))
+	e.due = min(e.node.NextDeadline(), max(e.sampled+e.samplePeriod, now+1))
 }
 
 // schedule plans the next wake and sets the loop's timer for it, unless
