@@ -40,9 +40,8 @@ import "time"
 // so that a starved process keeps raising its score and its timers do not
 // run on through ticks it could not act in. Without this rule, guarded
 // starts of 5 real members under the race detector on the loaded 2-core
-// machine livelocked (no coordinator in 15 s) in 2 to 5 runs of 20,
-// against 0 to 2 of 20 for the loop that woke at every tick; with it, 0 of
-// 40.
+// machine livelocked (no coordinator in 15 s) more often than with the
+// loop that woke at every tick (docs/reliability.md).
 
 // setSleep derives the loop's sample period, in ticks, from the core's
 // configuration.
