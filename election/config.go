@@ -41,8 +41,9 @@ type Config struct {
 	// guard at scale").
 	QuorumSize int
 
-	// Tick is the period of the driver's ticker, the core's unit of time.
-	// Default 10ms.
+	// Tick is the core's unit of time: the resolution of every timer. The
+	// loop does not wake at every tick but at the core's deadlines
+	// (docs/design.md, "The loop's clock"). Default 10ms.
 	Tick time.Duration
 	// HeartbeatInterval is H: the coordinator sends a heartbeat to every
 	// member this often. Default 50ms.

@@ -4,10 +4,11 @@
 // hashicorp/memberlist; package electiontest in memory), and tells the
 // service who leads.
 //
-// One goroutine per Elector owns the core.Node. A ticker feeds it Tick
-// every Config.Tick; transport events become Step, PeerUp, PeerDown and
-// PeerRating; local requests (Resign, SetRating) are run on the same
-// goroutine. After every event the loop sends what the node queued and
+// One goroutine per Elector owns the core.Node. It sleeps until the node's
+// next deadline (core.Node.NextDeadline) and brings the node's clock, in
+// ticks of Config.Tick, to the monotonic clock at each wake; transport
+// events become Step, PeerUp, PeerDown and PeerRating; local requests
+// (Resign, SetRating) are run on the same goroutine. After every event the loop sends what the node queued and
 // reports changes: observers (Observe, Leader, IsLeader, Status), the
 // Callbacks (on a notifier goroutine of their own), the Recorder and the
 // logger. Nothing the loop calls may block it.

@@ -53,11 +53,20 @@ type Elector struct {
 	membersDirty   bool // the member list changed since the snapshot
 	warnedVoters   bool // checkVoters has warned
 	// origin is when Run started: the core's tick 0 on the monotonic clock.
-	origin    time.Time
-	lateTicks uint64     // ticks the loop missed (it ran late)
-	verifiers []verifier // VerifyLeader calls waiting for their round
-	announced Leadership // the last coordinator and term OnNewLeader got
-	ledTerm   uint64     // the last term this node started leading in
+	origin time.Time
+	// due is the tick the loop is due to wake at (wake.go): the core's
+	// next deadline, or the next sample of its lateness if that is
+	// sooner; armed is the tick its timer is set for (-1: not set).
+	due, armed int
+	// sampled is the tick of the loop's last wake at or after a tick it
+	// was due at; the next is due samplePeriod ticks later (wake.go).
+	samplePeriod, sampled int
+	// wakes counts the loop's wake-ups (every event, request and timer);
+	// lateTicks the ticks it woke after the one it was due at (it ran late).
+	wakes, lateTicks atomic.Uint64
+	verifiers        []verifier // VerifyLeader calls waiting for their round
+	announced        Leadership // the last coordinator and term OnNewLeader got
+	ledTerm          uint64     // the last term this node started leading in
 	// workTerm is the term whose leader work (Claim, OnStartedLeading) is
 	// still running; a hand-off waits for it (workDone, workWake).
 	workTerm    uint64

@@ -165,22 +165,3 @@ func (e *Elector) publishLease() {
 		e.lease.Store(s)
 	}
 }
-
-// advance brings the core's clock to the monotonic clock: one tick per
-// Tick since Run started. A loop that ran late (a starved or paused
-// process) advances by the ticks it missed at once: the lease sees the
-// whole gap, the failure detector one tick (core.Node.Advance).
-func (e *Elector) advance() {
-	target := int(time.Since(e.origin) / e.cfg.Tick)
-	k := target - e.node.Now()
-	if k <= 0 {
-		return
-	}
-	if k > 1 {
-		e.lateTicks += uint64(k - 1)
-		if k > e.cfg.HeartbeatMisses*int(e.cfg.HeartbeatInterval/e.cfg.Tick) {
-			e.log.Info("the loop ran late: this process was paused or starved", "late", time.Duration(k-1)*e.cfg.Tick)
-		}
-	}
-	e.node.Advance(k)
-}

@@ -10,22 +10,30 @@ import (
 
 // loop is the one goroutine that owns the node. Every event is followed by
 // flush: send what the node queued, then report what changed (PeerUps
-// that arrive together share one flush: morePeerUps). Nothing in the loop
+// that arrive together share one flush: morePeerUps). Between events it
+// sleeps until the node's next deadline (wake.go). Nothing in the loop
 // blocks but the select.
 func (e *Elector) loop(ctx context.Context) error {
-	ticker := time.NewTicker(e.cfg.Tick)
-	defer ticker.Stop()
+	e.setSleep()
+	timer := time.NewTimer(time.Hour) // set by schedule
+	defer timer.Stop()
+	e.armed = -1
 	e.origin = time.Now()
 	events := e.tr.Events()
 	e.log.Info("elector running", "algorithm", e.self.Algorithm, "rating", e.status.Rating,
 		"non_voter", e.self.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters)
 	for {
+		e.schedule(timer)
 		select {
-		case <-ticker.C:
+		case <-timer.C:
+			e.armed = -1
+			e.wakes.Add(1)
 			e.advance()
 		case <-e.workWake:
+			e.wakes.Add(1)
 			e.workEnded()
 		case ev, ok := <-events:
+			e.wakes.Add(1)
 			if !ok {
 				err := e.transportClosed()
 				e.finish()
@@ -39,11 +47,13 @@ func (e *Elector) loop(ctx context.Context) error {
 			if ev.Kind == EventPeerUp {
 				if next, ok := e.morePeerUps(events); ok {
 					e.flush()
+					e.plan() // the flush is the loop's wake: late only from here
 					e.advance()
 					e.handle(next)
 				}
 			}
 		case r := <-e.requests:
+			e.wakes.Add(1)
 			e.advance()
 			err := r.fn()
 			e.flush()

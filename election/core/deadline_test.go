@@ -48,6 +48,9 @@ func newTwinNet(t *testing.T, seed uint64) *twinNet {
 	if cfg.Mode == View && rng.IntN(2) == 0 {
 		cfg.QuorumSize = n
 	}
+	if rng.IntN(3) == 0 { // the start-up hold (expect.go)
+		cfg.ExpectVoters, cfg.ExpectTicks = n, 5+rng.IntN(40)
+	}
 	w := &twinNet{t: t, rng: rng, cfg: cfg, roster: MustRoster(ps), a: make([]*Node, n), b: make([]*Node, n), up: make([]bool, n)}
 	for i, p := range ps {
 		w.ids = append(w.ids, p.ID)
@@ -122,7 +125,7 @@ func (w *twinNet) idle(i int) {
 }
 
 // run plays a random schedule: ticks (a stretch to just below the
-// deadline, or one tick), deliveries in random order with loss and
+// deadline, one tick, or a late step of several), deliveries in random order with loss and
 // duplication, crashes and restarts, detections, view changes,
 // resignations, transfers, rating changes and completed hand-offs.
 func (w *twinNet) run(steps int) {
@@ -135,7 +138,14 @@ func (w *twinNet) run(steps int) {
 				w.idle(i)
 			}
 		case r < 50:
-			if w.up[i] {
+			if !w.up[i] {
+				break
+			}
+			if w.rng.IntN(8) == 0 {
+				// A driver whose loop ran late (the runtime's advance).
+				k := 2 + w.rng.IntN(30)
+				w.both(i, "late", func(x *Node) { x.Advance(k) })
+			} else {
 				w.both(i, "tick", (*Node).Tick)
 			}
 		case r < 85:
@@ -224,7 +234,8 @@ func (w *twinNet) stepBoth(ma, mb Message) {
 }
 
 // TestNextDeadlineAgainstTicks: for random schedules of every algorithm
-// and mode, with and without the quorum guard, the ticks before
+// and mode, with and without the quorum guard and the start-up hold, late
+// steps (Advance by more than a tick) among the inputs, the ticks before
 // NextDeadline do nothing but count, and Skip counts exactly as they do.
 func TestNextDeadlineAgainstTicks(t *testing.T) {
 	seeds := 300

@@ -23,6 +23,10 @@
 //		report(rd.Status, rd.Counters)
 //	}
 //
+// A driver need not tick at every tick: NextDeadline says when the next
+// tick that may do something is, and Skip does what the ticks before it
+// do. The event-driven simulator and the runtime driver sleep until it.
+//
 // The simulator (election/sim), the scenario tests, the benchmarks and the
 // runtime driver (package election) all run this same code.
 //

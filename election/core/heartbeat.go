@@ -189,6 +189,11 @@ func (n *Node) tickHealth(k int) {
 	}
 }
 
+// Health returns the node's local health score (tickHealth): 0 when its
+// driver's loop has run on time lately, up to 4 after it ran late. The
+// runtime's loop wakes at every tick while it is above 0 (election/wake.go).
+func (n *Node) Health() int { return n.health }
+
 // grant acknowledges a heartbeat round (quorum guard). An acknowledgement
 // is a promise: until LeaseTicks + LeaseMargin after its receipt, this node
 // acknowledges no coordinator of another term, so no other coordinator can

@@ -1,0 +1,106 @@
+package election
+
+import "time"
+
+// The loop's clock (docs/design.md, "The loop's clock"). The core counts
+// ticks of Config.Tick since Run started, but the loop does not wake at
+// every one: it sleeps until the core's next deadline (core.Node.NextDeadline,
+// the first tick at which the core may send a message or change its state)
+// unless an event, a request or the end of leader work wakes it first. At
+// each wake it brings the core's clock to the monotonic clock at once
+// (advance): the ticks it slept through only count (core.Node.Skip), as the
+// ticks of a loop that woke at every one would have.
+//
+// A loop that wakes after the tick it was due at (a paused, starved or
+// throttled process) ran late by the difference, and only those ticks are
+// missed ones: the core sees them as one step (core.Node.Advance by more
+// than one tick), so that its lease sees the whole gap, its failure
+// detector counts one tick of it, its health score rises and a
+// coordinator heartbeats at once and reports its lag. A pause that ends
+// before the loop was due to wake goes unseen: nothing was due in it.
+//
+// The loop wakes by its timer at least every samplePeriod ticks (1.5
+// heartbeat intervals, at most K-1 of them, at least one tick), counted
+// from its last wake at or after a tick it was due at: events that come
+// before do not postpone it. These wakes are the
+// loop's samples of its own lateness: a starved process shows as a timer
+// that fires a tick or more late, which raises the core's health score
+// (more patience with others while the process is itself late), as the
+// loop that woke at every tick noticed it at its next tick. They also
+// bound the part of a pause that falls before the wake it delays, which
+// the loop cannot tell from sleep and counts as time on time: at most
+// samplePeriod ticks. A follower that heard its coordinator less than an
+// interval before a pause therefore never gives up on it for the pause
+// alone. With K = 1 the floor is one tick: the loop wakes at every tick,
+// as before it slept.
+//
+// While the core's health score is above 0 (its loop ran late lately, and
+// until it has run K*H ticks on time again) the loop wakes at every tick,
+// as it did before it slept: lateness is then measured against every tick,
+// so that a starved process keeps raising its score and its timers do not
+// run on through ticks it could not act in. Without this rule, guarded
+// starts of 5 real members under the race detector on the loaded 2-core
+// machine livelocked (no coordinator in 15 s) more often than with the
+// loop that woke at every tick (docs/reliability.md).
+
+// setSleep derives the loop's sample period, in ticks, from the core's
+// configuration.
+func (e *Elector) setSleep() {
+	cc := e.node.Config()
+	h := cc.HeartbeatInterval
+	e.samplePeriod = max(1, min(h+h/2, (cc.HeartbeatMisses-1)*h))
+}
+
+// plan sets due, the tick the loop is to wake at next: the core's next
+// deadline, or samplePeriod ticks after the last sample if that is sooner
+// (every tick while the health score is above 0). It holds until the next
+// call into the node.
+func (e *Elector) plan() {
+	now := e.node.Now()
+	if e.node.Health() > 0 {
+		e.due = now + 1 // it ran late lately: every tick is a sample
+		return
+	}
+	e.due = min(e.node.NextDeadline(), max(e.sampled+e.samplePeriod, now+1))
+}
+
+// schedule plans the next wake and sets the loop's timer for it, unless
+// it is set for that tick already.
+func (e *Elector) schedule(t *time.Timer) {
+	e.plan()
+	if e.due == e.armed {
+		return
+	}
+	e.armed = e.due
+	t.Reset(time.Until(e.origin.Add(time.Duration(e.due) * e.cfg.Tick)))
+}
+
+// advance brings the core's clock to the monotonic clock: one tick per
+// Tick since Run started. The ticks before the one the loop was due to
+// wake at are counted as on time (Skip: the core does what ticking each
+// would have); the loop ran late by the ticks after it (a starved or
+// paused process), and those the core takes in one step (Advance: the
+// lease sees the whole gap, the failure detector one tick).
+func (e *Elector) advance() {
+	now := e.node.Now()
+	target := int(time.Since(e.origin) / e.cfg.Tick)
+	k := target - now
+	if k <= 0 {
+		return
+	}
+	if target >= e.due {
+		e.sampled = target // a wake at or after the tick due: a sample
+	}
+	if target <= e.due {
+		e.node.Skip(k)
+		return
+	}
+	onTime := max(e.due-1-now, 0)
+	e.node.Skip(onTime)
+	late := k - onTime - 1
+	e.lateTicks.Add(uint64(late))
+	if late >= e.cfg.HeartbeatMisses*int(e.cfg.HeartbeatInterval/e.cfg.Tick) {
+		e.log.Info("the loop ran late: this process was paused or starved", "late", time.Duration(late)*e.cfg.Tick)
+	}
+	e.node.Advance(k - onTime)
+}

@@ -1,0 +1,147 @@
+package election_test
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// wakesOver returns how often each member's loop woke during d of idle
+// bubble time.
+func wakesOver(c *cluster, d time.Duration) map[string]uint64 {
+	before := map[string]uint64{}
+	for id, m := range c.members {
+		before[id], _ = election.LoopCounters(m.e)
+	}
+	<-time.After(d)
+	out := map[string]uint64{}
+	for id, m := range c.members {
+		w, _ := election.LoopCounters(m.e)
+		out[id] = w - before[id]
+	}
+	return out
+}
+
+// TestIdleLoopsSleep: the loops of an idle cluster wake for the messages
+// they receive, the deadlines of their core and a sample of their own
+// lateness every 1.5 heartbeat intervals (wake.go), not at every tick: a
+// coordinator once per heartbeat round, a follower once per heartbeat it
+// hears (every round, or once per rotation period beyond W + B + 1
+// members, fanout.go) and once per sample. After a long idle stretch a
+// crash of the coordinator is detected as soon as in TestCrashFailover.
+func TestIdleLoopsSleep(t *testing.T) {
+	const idle = 10 * time.Second
+	const watchers = 4 // W, Config.HeartbeatWatchers' default
+	ticks := uint64(idle / election.DefaultTick)
+	for _, tc := range []struct {
+		name string
+		n    int
+		tune func(*election.Config)
+		// most wakes per tick allowed: of the coordinator, of a watcher
+		// (a follower that hears every round), of any other follower
+		coord, watcher, rest float64
+	}{
+		// every follower hears every round
+		{name: "n=5", n: 5, coord: 0.25, watcher: 0.4, rest: 0.4},
+		// B = 1: W = 4 watchers, the 7 others hear one round in 7
+		{name: "n=12/fan-out", n: 12, tune: func(c *election.Config) { c.HeartbeatBatch = 1 },
+			coord: 0.25, watcher: 0.4, rest: 0.2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				specs := voters(tc.n)
+				top, next := specs[tc.n-1].id, specs[tc.n-2].id
+				c := newCluster(t, specs, tc.tune)
+				old, _ := c.waitAgreed(time.Second, top, 0)
+				<-time.After(time.Second) // the start-up's messages are over
+				wakes := wakesOver(c, idle)
+				for i, s := range specs {
+					w := wakes[s.id]
+					limit, role := tc.rest, "follower"
+					switch {
+					case s.id == top:
+						limit, role = tc.coord, "coordinator"
+					case i >= tc.n-1-watchers:
+						limit, role = tc.watcher, "watcher"
+					}
+					t.Logf("%s (%s): %d wakes in %d ticks (%.3f a tick)", s.id, role, w, ticks, float64(w)/float64(ticks))
+					if float64(w) > limit*float64(ticks) {
+						t.Errorf("%s (%s) woke %d times in %d ticks, want at most %.2f a tick", s.id, role, w, ticks, limit)
+					}
+				}
+
+				const announce = time.Second
+				c.crash(top)
+				down := time.AfterFunc(announce, func() { c.net.AnnounceDown(top) })
+				defer down.Stop()
+				_, took := c.waitAgreed(announce, next, old)
+				t.Logf("crash failover after the idle stretch: %v", took)
+				if took < detection-heartbeat || took > detection+10*latency {
+					t.Errorf("failover took %v, want K*H = %v less the heartbeat phase, plus an election", took, detection)
+				}
+			})
+		})
+	}
+}
+
+// TestStalledFollowerRanLate: a follower whose loop stalls for a second
+// (a paused or starved process; here its metrics call blocks) counts the
+// stall as ticks it ran late, and does not blame its coordinator for it:
+// no election starts, the coordinator and term stay. Its loop wakes at
+// every tick while its health score is above 0, and sleeps again after.
+func TestStalledFollowerRanLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, voters(3), nil)
+		term, _ := c.waitAgreed(time.Second, "c", 0)
+		<-time.After(time.Second)
+		a := c.members["a"]
+		_, late0 := election.LoopCounters(a.e)
+		started0 := a.rec.snapshot().ElectionsStarted
+
+		const stall = time.Second
+		gate := make(chan struct{})
+		var once sync.Once
+		open := func() { once.Do(func() { a.rec.gate.Store(nil); close(gate) }) }
+		t.Cleanup(open)
+		a.rec.gate.Store(&gate) // a's loop blocks in its next metrics call
+		<-time.After(stall)
+		open()
+		// Having run late, a's loop wakes at every tick until its health
+		// score is back to 0 (K*H on time), then sleeps again.
+		ticks := uint64(heartbeat / election.DefaultTick)
+		<-time.After(heartbeat) // the events queued in the stall are handled
+		w0, _ := election.LoopCounters(a.e)
+		<-time.After(heartbeat)
+		w1, _ := election.LoopCounters(a.e)
+		<-time.After(time.Second)
+		w2, _ := election.LoopCounters(a.e)
+		<-time.After(time.Second)
+		w3, _ := election.LoopCounters(a.e)
+		t.Logf("a's wakes: %d in %d ticks an interval after the stall, %d in 100 ticks a second later", w1-w0, ticks, w3-w2)
+		if w1-w0 < ticks {
+			t.Errorf("a woke %d times in %d ticks an interval after its stall, want at least one a tick", w1-w0, ticks)
+		}
+		if w3-w2 > 40 {
+			t.Errorf("a woke %d times in 100 ticks a second after its stall, want at most 40: it should sleep again", w3-w2)
+		}
+
+		_, late := election.LoopCounters(a.e)
+		lateTicks := late - late0
+		t.Logf("a stalled for %v: %d ticks late", stall, lateTicks)
+		// The stall begins at a's next metrics call, within a heartbeat
+		// interval; the ticks before the wake it delayed count as on time.
+		if want := uint64((stall - 3*heartbeat) / election.DefaultTick); lateTicks < want {
+			t.Errorf("a's loop ran late by %d ticks in a %v stall, want at least %d", lateTicks, stall, want)
+		}
+		if s := a.rec.snapshot().ElectionsStarted; s != started0 {
+			t.Errorf("a started %d elections after its stall, want none", s-started0)
+		}
+		if l, tm := c.agreed(); l != "c" || tm != term {
+			t.Errorf("after the stall the members agree on %q in %v, want c in %v%s", l, core.Term(tm), core.Term(term), c.describe())
+		}
+	})
+}
