@@ -95,7 +95,7 @@ func (c *benchCluster) start(ctx context.Context) error {
 	defer c.logProgress(10 * time.Second)()
 	for i, b := range slices.Backward(c.nodes) {
 		i = len(c.nodes) - 1 - i
-		if err := c.startNode(b, true); err != nil {
+		if err := c.startNode(b, !c.opts.bare); err != nil {
 			c.stop()
 			return err
 		}
@@ -108,6 +108,10 @@ func (c *benchCluster) start(ctx context.Context) error {
 			c.log.Info("starting", "nodes", i+1, "of", len(c.nodes), "elections", c.electionsStarted(),
 				"starters", c.starters(), "messages", sent.election(), "by_type", sent.String())
 		}
+	}
+	if c.opts.bare {
+		c.log.Info("started without electors", "nodes", len(c.nodes))
+		return nil
 	}
 	if _, err := c.waitAgreement(ctx, c.top().name, ""); err != nil {
 		c.stop()

@@ -27,12 +27,16 @@ with or without electors. With -cpuprofile FILE it also writes a CPU
 profile of the idle window in which every member's goroutines carry the
 label role=coordinator or role=follower (and node=NAME), so that
 'go tool pprof -tags FILE' splits the CPU between the coordinator and the
-followers. Prints one JSON object.`
+followers. With -bare the members run without electors: what memberlist
+alone costs at the same n, the baseline the electors add to. Prints one
+JSON object.`
 
 // idleResult is what idle prints.
 type idleResult struct {
 	N       int    `json:"n"`
 	Profile string `json:"profile"`
+	// Bare: the members ran without electors (-bare).
+	Bare bool `json:"bare"`
 	// Quorum is the electors' QuorumSize, Voters the -voters (0: all),
 	// Compress memberlist's EnableCompression.
 	Quorum   int     `json:"quorum"`
@@ -67,12 +71,15 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 		fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of the wait for the cluster to agree at start")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the idle window to this file")
 		fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard); 0: off")
+		fs.BoolVar(&o.bare, "bare", false, "members without electors: memberlist's own cost, the baseline (no sends are counted)")
 	}, func(o *benchOptions) error {
 		switch {
 		case o.dur <= 0:
 			return usagef("-d %v: want more than 0", o.dur)
 		case o.quiet < 0:
 			return usagef("-settle %v: want 0 or more", o.quiet)
+		case o.bare && o.quorum > 0:
+			return usagef("-bare with -quorum %d: bare members run no elector to guard", o.quorum)
 		}
 		return checkQuorum(o)
 	})
@@ -95,7 +102,7 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer c.stop()
-	res := idleResult{N: o.n, Profile: o.profile, Quorum: o.quorum, Voters: o.voters, Compress: o.compress,
+	res := idleResult{N: o.n, Profile: o.profile, Bare: o.bare, Quorum: o.quorum, Voters: o.voters, Compress: o.compress,
 		StartSeconds: time.Since(t0).Seconds()}
 	if err := failover.Pause(ctx, o.quiet); err != nil {
 		return err

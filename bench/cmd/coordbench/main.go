@@ -89,6 +89,9 @@ type benchOptions struct {
 	// profiles); -compress=false turns it off.
 	compress bool
 	seed     uint64 // the seeds each member joins are drawn with it
+	// bare: idle runs the members without electors (memberlist's own
+	// cost, the baseline the electors add to).
+	bare bool
 }
 
 // maxBenchSize bounds -n: a process of 2 cores runs 1,000 members

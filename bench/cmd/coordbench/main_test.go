@@ -49,7 +49,7 @@ func TestBenchBadFlags(t *testing.T) {
 		"failover -quiet -1s", "failover -timeout 0s", "failover extra",
 		"failover -quorum -1", "failover -n 3 -quorum 4", "failover -busy-per-core -1",
 		"soak", "soak -d 0s", "soak -d 1s -burners -1", "soak -d 1s -nosuchflag",
-		"memory -n 0", "memory -settle -1s", "idle -n 1001", "idle -d 0s", "idle -settle -1s", "idle -timeout 0s",
+		"memory -n 0", "memory -settle -1s", "idle -n 1001", "idle -d 0s", "idle -settle -1s", "idle -timeout 0s", "idle -bare -quorum 3",
 		"compare -n 1", "compare -rounds 0", "compare -hb 1ms", "compare -quiet -1s",
 		"nodesoak", "nodesoak -d 1s -load fire", "nodesoak -d 1s -n 1", "nodesoak -d 1s -quota 0",
 		"nodesoak -d 1s -busy-per-core 0", "nodesoak -d 1s -demo /nonexistent/demo",
@@ -195,6 +195,24 @@ func TestNodeSoakTiny(t *testing.T) {
 	}
 	if r.MaxSilenceMs <= 0 || r.MaxSilenceNode == "3" {
 		t.Errorf("max silence %v ms at node %q: want a follower's silence measured", r.MaxSilenceMs, r.MaxSilenceNode)
+	}
+}
+
+// A tiny bare run: members without electors send nothing of ours, and
+// the window and the process's CPU are still reported. Nothing is timed.
+func TestBenchIdleBare(t *testing.T) {
+	checkLeaks(t)
+	var out, errb bytes.Buffer
+	if rc := runArgs(strings.Fields("idle -bare -n 3 -d 500ms -settle 0s"), &out, &errb); rc != 0 {
+		t.Fatalf("rc=%d stderr=%s", rc, errb.String())
+	}
+	var r idleResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v in %q", err, out.String())
+	}
+	if !r.Bare || r.N != 3 || r.Seconds < 0.5 || r.CoordinatorSendsPerSec != 0 || r.FollowerMaxSendsPerSec != 0 ||
+		r.Spurious != 0 || r.ProcessCPUPercent <= 0 {
+		t.Errorf("result %+v, want bare, n 3, at least 0.5 s, no elector sends, some CPU", r)
 	}
 }
 
