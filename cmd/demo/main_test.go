@@ -47,7 +47,7 @@ func TestSimBadFlags(t *testing.T) {
 
 // The default command is the live local cluster: 5 nodes, bully, the page
 // on 127.0.0.1:8080. (The fig. 29 walk-through it used to run is
-// `demo sim -script election/testdata/bully_fig29.txt`.)
+// `demo sim -script election/sim/testdata/scenarios/bully_fig29.txt`.)
 func TestDefaultDemoRuns(t *testing.T) {
 	o, err := parseClusterFlags(nil, io.Discard)
 	if err != nil || o.n != 5 || o.alg != core.Bully || o.http != "127.0.0.1:8080" || o.quorum != 0 || o.key != nil {
@@ -74,7 +74,7 @@ func TestDefaultDemoRuns(t *testing.T) {
 		t.Fatal("the demo did not stop when its context ended")
 	}
 	var wout, werr bytes.Buffer
-	if rc := run([]string{"sim", "-script", "../../election/testdata/bully_fig29.txt"}, &wout, &werr); rc != 0 ||
+	if rc := run([]string{"sim", "-script", "../../election/sim/testdata/scenarios/bully_fig29.txt"}, &wout, &werr); rc != 0 ||
 		!strings.Contains(wout.String(), "2: coordinator coordinator=2") {
 		t.Fatalf("fig. 29 walk-through: rc=%d stderr=%s\n%s", rc, werr.String(), wout.String())
 	}

@@ -97,11 +97,11 @@ func TestEventDrivenMatchesDense(t *testing.T) {
 }
 
 // TestEventDrivenMatchesDenseScenarios does the same for every scenario
-// file (election/testdata, testdata/explore-found), whose expected output
+// file (election/sim/testdata/scenarios, testdata/explore-found), whose expected output
 // was recorded when the simulator ticked every node.
 func TestEventDrivenMatchesDenseScenarios(t *testing.T) {
 	var files []string
-	for _, g := range []string{"../testdata/*.txt", "testdata/explore-found/*"} {
+	for _, g := range []string{"testdata/scenarios/*.txt", "testdata/explore-found/*"} {
 		m, err := filepath.Glob(g)
 		if err != nil {
 			t.Fatal(err)

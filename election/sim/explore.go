@@ -47,7 +47,7 @@ type ExploreResult struct {
 }
 
 // Failure is one run that broke a property, with the scenario that replays
-// it (run it with demo sim -script, or put it in election/testdata).
+// it (run it with demo sim -script, or put it in election/sim/testdata/scenarios).
 type Failure struct {
 	Seed       uint64   `json:"seed"`
 	Violations []string `json:"violations"`

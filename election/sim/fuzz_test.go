@@ -20,7 +20,7 @@ import (
 // configure a quorum that is not a majority.
 //
 // The seeds are every command line of the scenario files in
-// election/testdata and a few explorer schedules; the checked-in corpus is
+// election/sim/testdata/scenarios and a few explorer schedules; the checked-in corpus is
 // in testdata/fuzz/FuzzScript.
 func FuzzScript(f *testing.F) {
 	for _, s := range scenarioSeeds(f) {
@@ -71,11 +71,11 @@ func isSafetyViolation(v string) bool {
 }
 
 // scenarioSeeds returns the command lines of each scenario file in
-// election/testdata, one script per file (expected output dropped).
+// election/sim/testdata/scenarios, one script per file (expected output dropped).
 func scenarioSeeds(f *testing.F) []string {
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "*.txt"))
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
 	if err != nil || len(files) == 0 {
-		f.Fatalf("no scenario files in ../testdata: %v", err)
+		f.Fatalf("no scenario files in testdata/scenarios: %v", err)
 	}
 	var out []string
 	for _, name := range files {

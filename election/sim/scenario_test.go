@@ -6,10 +6,10 @@ import (
 	"github.com/cockroachdb/datadriven"
 )
 
-// TestScenarios runs every scenario file in election/testdata. Regenerate
+// TestScenarios runs every scenario file in election/sim/testdata/scenarios. Regenerate
 // the expected output with -rewrite and review the diff.
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "../testdata", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
 		var sc Script
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			out, err := sc.Exec(td.Cmd, td.CmdArgs)
