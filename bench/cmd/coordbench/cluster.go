@@ -461,7 +461,7 @@ func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
 						all = append(all, fmt.Sprintf("%s=%d", core.MsgType(ty), k))
 					}
 				}
-				c.log.Info("waiting for agreement", "elections", c.electionsStarted(), "starters", c.starters(),
+				c.log.Info("progress", "elections", c.electionsStarted(), "starters", c.starters(),
 					"sent", strings.Join(all, " "))
 			}
 		}
