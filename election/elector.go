@@ -61,7 +61,8 @@ type Elector struct {
 	// sampled is the tick of the loop's last wake at or after a tick it
 	// was due at; the next is due samplePeriod ticks later (wake.go).
 	samplePeriod, sampled int
-	// wakes counts the loop's wake-ups (every event, request and timer);
+	// wakes counts the loop's wake-ups (every event, request and timer;
+	// the start too);
 	// lateTicks the ticks it woke after the one it was due at (it ran late).
 	wakes, lateTicks atomic.Uint64
 	verifiers        []verifier // VerifyLeader calls waiting for their round

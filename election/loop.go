@@ -23,17 +23,15 @@ func (e *Elector) loop(ctx context.Context) error {
 	e.log.Info("elector running", "algorithm", e.self.Algorithm, "rating", e.status.Rating,
 		"non_voter", e.self.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters)
 	for {
+		e.wakes.Add(1) // the start, or the wake that ended the last select
 		e.schedule(timer)
 		select {
 		case <-timer.C:
 			e.armed = -1
-			e.wakes.Add(1)
 			e.advance()
 		case <-e.workWake:
-			e.wakes.Add(1)
 			e.workEnded()
 		case ev, ok := <-events:
-			e.wakes.Add(1)
 			if !ok {
 				err := e.transportClosed()
 				e.finish()
@@ -53,7 +51,6 @@ func (e *Elector) loop(ctx context.Context) error {
 				}
 			}
 		case r := <-e.requests:
-			e.wakes.Add(1)
 			e.advance()
 			err := r.fn()
 			e.flush()
