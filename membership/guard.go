@@ -212,22 +212,24 @@ func (g *guard) checkCompat(p *memberlist.Node, merge bool) error {
 }
 
 func (g *guard) incompatible(p *memberlist.Node) *IncompatibleError {
-	e := &IncompatibleError{Member: p.Name, Addr: nodeAddr(p)}
+	// memberlist asks on every alive message, those merged from each
+	// push-pull's full member list included: the compatible case, nearly
+	// every one, allocates nothing.
+	fail := func(field, ours, theirs string) *IncompatibleError {
+		return &IncompatibleError{Member: p.Name, Addr: nodeAddr(p), Field: field, Ours: ours, Theirs: theirs}
+	}
 	if p.Meta[0] != metaVersion {
-		e.Field, e.Ours, e.Theirs = "ProtocolVersion", fmt.Sprint(metaVersion), fmt.Sprint(p.Meta[0])
-		return e
+		return fail("ProtocolVersion", fmt.Sprint(metaVersion), fmt.Sprint(p.Meta[0]))
 	}
 	m, err := decodeMeta(p.Meta)
 	if err != nil {
-		e.Field, e.Ours, e.Theirs = "metadata", "valid", err.Error()
-		return e
+		return fail("metadata", "valid", err.Error())
 	}
 	field, ours, theirs, ok := g.own.compat(m)
 	if ok {
 		return nil
 	}
-	e.Field, e.Ours, e.Theirs = field, fmt.Sprint(ours), fmt.Sprint(theirs)
-	return e
+	return fail(field, fmt.Sprint(ours), fmt.Sprint(theirs))
 }
 
 // conflict is memberlist's report that other claims the name of a live

@@ -1,8 +1,10 @@
 package membership
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -466,21 +468,38 @@ func (n *Node) joinRestarted(addr string) {
 // costing up to TCPTimeout.
 const maxRejoinDeparted = 3
 
-// rejoin joins the seeds and up to maxRejoinDeparted members that left or
-// died recently (the latest first), but never this node.
+// rejoin joins the seeds that are not live members of this node's view
+// (each address a seed's name resolves to counts on its own) and up to
+// maxRejoinDeparted members that left or died recently (the latest
+// first), but never this node. A seed this node holds alive is in its
+// part of the cluster already, and memberlist's own push-pulls keep the
+// two in step; joining it again would only repeat one: every member a
+// push-pull of the whole member list every RejoinInterval, O(n²)
+// entries merged per interval across the cluster, which at a few hundred
+// members in one process starved memberlist's failure detector
+// (docs/performance.md, "Re-joins that cost what they find").
 func (n *Node) rejoin() {
 	targets := make([]string, 0, len(n.cfg.Seeds)+maxRejoinDeparted)
-	for _, s := range n.cfg.Seeds {
-		if s != n.addr && !slices.Contains(targets, s) {
-			targets = append(targets, s)
-		}
-	}
-	for _, a := range n.table.departed(maxRejoinDeparted) {
+	add := func(a string) {
 		if a != n.addr && !slices.Contains(targets, a) {
 			targets = append(targets, a)
 		}
 	}
+	var seeds []string
+	for _, s := range n.cfg.Seeds {
+		seeds = append(seeds, n.resolveSeed(s)...)
+	}
+	live := n.table.liveAddrs(seeds)
+	for _, a := range seeds {
+		if !live[a] {
+			add(a)
+		}
+	}
+	for _, a := range n.table.departed(maxRejoinDeparted) {
+		add(a)
+	}
 	if len(targets) == 0 {
+		n.stats.rejoinsSkipped.Add(1)
 		return
 	}
 	n.stats.rejoins.Add(1)
@@ -488,6 +507,31 @@ func (n *Node) rejoin() {
 		n.stats.rejoinFailures.Add(1)
 		n.log.Debug("re-join reached nobody", "targets", targets, "error", err)
 	}
+}
+
+// seedLookupTimeout bounds the resolution of a seed's DNS name in rejoin.
+const seedLookupTimeout = 2 * time.Second
+
+// resolveSeed returns the "ip:port" addresses seed names: itself when its
+// host is an IP address, else the addresses its name resolves to now.
+// When the name does not resolve it returns seed as it is, for
+// memberlist's Join to try (and report) as before.
+func (n *Node) resolveSeed(seed string) []string {
+	host, port, err := net.SplitHostPort(seed)
+	if err != nil || net.ParseIP(host) != nil {
+		return []string{seed}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), seedLookupTimeout)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return []string{seed}
+	}
+	out := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, net.JoinHostPort(ip.IP.String(), port))
+	}
+	return out
 }
 
 // Members lists this node and the other members it knows, sorted by name,

@@ -121,3 +121,31 @@ func TestSeedRestartedAfterDeathFound(t *testing.T) {
 	n1.waitPeerEvents(t, "n3", "up:n3/30")
 	t.Logf("the seed restarted after its death saw both members %v after its restart", time.Since(began))
 }
+
+// A member re-joins only the seeds it does not hold alive: a seed in its
+// view is in its part of the cluster, and memberlist's own push-pulls
+// keep the two in step. Re-joining it every RejoinInterval anyway cost
+// every member a push-pull of the whole member list per interval
+// (docs/performance.md, "Re-joins that cost what they find"). Once the
+// seed is known, the periods pass with nobody to join; when the seed
+// dies, it is joined again.
+func TestRejoinSkipsLiveSeeds(t *testing.T) {
+	checkLeaks(t)
+	n1 := start(t, testConfig("n1"))
+	cfg := testConfig("n2")
+	cfg.Seeds, cfg.RejoinInterval = []string{n1.Addr()}, 50*time.Millisecond
+	n2 := start(t, cfg)
+	n2.waitPeerEvents(t, "n1", "up:n1/0")
+	before := n2.Stats()
+	if !waitUntil(waitTimeout, func() bool { return n2.Stats().RejoinsSkipped >= before.RejoinsSkipped+3 }) {
+		t.Fatalf("stats %+v: want periods skipped while the seed is alive", n2.Stats())
+	}
+	if s := n2.Stats(); s.Rejoins != before.Rejoins {
+		t.Fatalf("re-joined a live seed: Rejoins %d, then %d", before.Rejoins, s.Rejoins)
+	}
+	n1.stop(t)
+	n2.waitPeerEvents(t, "n1", "down:n1")
+	if !waitUntil(waitTimeout, func() bool { return n2.Stats().RejoinFailures > before.RejoinFailures }) {
+		t.Fatalf("stats %+v: want the dead seed tried again", n2.Stats())
+	}
+}

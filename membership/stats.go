@@ -105,18 +105,21 @@ type Stats struct {
 	KeyMismatch uint64
 
 	// Rejoins counts periodic re-joins of the seeds; RejoinFailures those
-	// that reached no seed.
+	// that reached no seed. RejoinsSkipped counts the periods in which
+	// every seed was a live member already and no member had departed
+	// lately, so that there was nobody to join.
 	Rejoins        uint64
 	RejoinFailures uint64
+	RejoinsSkipped uint64
 }
 
 // counters is the atomic form of Stats.
 type counters struct {
-	received, reordered, gapsSkipped                 atomic.Uint64
-	dropped                                          [NumDropReasons]atomic.Uint64
-	sent, sendFailed, sendQueueFull, sendAbandoned   atomic.Uint64
-	refusedTag, refusedMeta, rejoins, rejoinFailures atomic.Uint64
-	refusedName, refusedCompat, keyMismatch          atomic.Uint64
+	received, reordered, gapsSkipped                                 atomic.Uint64
+	dropped                                                          [NumDropReasons]atomic.Uint64
+	sent, sendFailed, sendQueueFull, sendAbandoned                   atomic.Uint64
+	refusedTag, refusedMeta, rejoins, rejoinFailures, rejoinsSkipped atomic.Uint64
+	refusedName, refusedCompat, keyMismatch                          atomic.Uint64
 }
 
 func (c *counters) drop(r DropReason) { c.dropped[r].Add(1) }
@@ -137,6 +140,7 @@ func (c *counters) snapshot() Stats {
 		KeyMismatch:          c.keyMismatch.Load(),
 		Rejoins:              c.rejoins.Load(),
 		RejoinFailures:       c.rejoinFailures.Load(),
+		RejoinsSkipped:       c.rejoinsSkipped.Load(),
 	}
 	for i := range c.dropped {
 		s.Dropped[i] = c.dropped[i].Load()

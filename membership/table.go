@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -72,8 +73,15 @@ type table struct {
 	peers   map[string]*entry
 	byTag   map[uint32]*entry // the admitted peers, by core.Tag of their name
 	forget  time.Duration     // how long departed members stay listed
-	log     hclog.Logger
-	stats   *counters
+	// gone counts the departed peers still listed, and nextPrune is the
+	// earliest moment one of them is due to be forgotten: with them,
+	// prune and departed, called after every batch of messages and
+	// twice a second, cost nothing while no member has departed,
+	// instead of a scan of every peer (O(n) per message at n members).
+	gone      int
+	nextPrune time.Time
+	log       hclog.Logger
+	stats     *counters
 }
 
 func newTable(name string, m meta, forget time.Duration, log hclog.Logger, stats *counters) *table {
@@ -102,6 +110,8 @@ func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
 	if e == nil {
 		e = &entry{}
 		t.peers[info.Name] = e
+	} else if !e.alive {
+		t.gone-- // back from the departed
 	}
 	if !e.alive {
 		e.alive, e.since, e.meta = true, now, meta{}
@@ -134,6 +144,10 @@ func (t *table) leave(name string, now time.Time) []election.Event {
 		return nil
 	}
 	e.alive, e.since, e.refused = false, now, ""
+	t.gone++
+	if due := now.Add(t.forget); t.gone == 1 || due.Before(t.nextPrune) {
+		t.nextPrune = due
+	}
 	out := t.demote(e)
 	if out != nil {
 		out = append(out, t.promote(core.Tag(name))...)
@@ -247,13 +261,24 @@ func downEvent(e *entry) election.Event {
 func (t *table) prune(now time.Time) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.gone == 0 || !now.After(t.nextPrune) {
+		return nil
+	}
 	var gone []string
+	var next time.Time
 	for name, e := range t.peers {
-		if !e.alive && now.Sub(e.since) > t.forget {
+		if e.alive {
+			continue
+		}
+		if due := e.since.Add(t.forget); now.After(due) {
 			delete(t.peers, name)
 			gone = append(gone, name)
+			t.gone--
+		} else if next.IsZero() || due.Before(next) {
+			next = due
 		}
 	}
+	t.nextPrune = next
 	return gone
 }
 
@@ -261,6 +286,10 @@ func (t *table) prune(now time.Time) []string {
 // and are still remembered, the latest first.
 func (t *table) departed(k int) []string {
 	t.mu.RLock()
+	if t.gone == 0 {
+		t.mu.RUnlock()
+		return nil
+	}
 	var gone []*entry
 	for _, e := range t.peers {
 		if !e.alive && e.info.Addr != nil {
@@ -274,6 +303,38 @@ func (t *table) departed(k int) []string {
 	}
 	t.mu.RUnlock()
 	return out
+}
+
+// liveAddrs reports which of addrs ("ip:port") belong to a member
+// memberlist holds alive, this node included. It compares parsed
+// addresses, so that a scan of the whole table allocates nothing.
+func (t *table) liveAddrs(addrs []string) map[string]bool {
+	live := make(map[string]bool, len(addrs))
+	want := make(map[netip.AddrPort]string, len(addrs))
+	for _, a := range addrs {
+		if ap, err := netip.ParseAddrPort(a); err == nil {
+			want[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = a
+		}
+	}
+	if len(want) == 0 {
+		return live
+	}
+	check := func(info *nodeInfo) {
+		if ip, ok := netip.AddrFromSlice(info.Addr); ok {
+			if a, ok := want[netip.AddrPortFrom(ip.Unmap(), info.Port)]; ok {
+				live[a] = true
+			}
+		}
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	check(&t.self.info)
+	for _, e := range t.peers {
+		if e.alive {
+			check(&e.info)
+		}
+	}
+	return live
 }
 
 // target is what the sender needs to reach an admitted member.

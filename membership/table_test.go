@@ -156,3 +156,56 @@ func TestTablePruneAndMembers(t *testing.T) {
 		t.Fatalf("member b: %+v", b)
 	}
 }
+
+// The table counts its departed members and knows when the first is due
+// to be forgotten, so that prune and departed (after every batch of
+// messages, twice a second) do nothing while nobody departed or nobody is
+// due, and forget each member once its time has come, also after it came
+// back and departed again. liveAddrs finds live members by address.
+func TestTableDepartedBookkeeping(t *testing.T) {
+	tb, _ := newTestTable("self")
+	t0 := time.Unix(100, 0)
+	mk := func(name string, port uint16) nodeInfo {
+		i := info(name, meta{Boot: 1, Algorithm: "bully"})
+		i.Port = port
+		return i
+	}
+	for i, name := range []string{"a", "b", "c"} {
+		tb.alive(mk(name, uint16(7000+i)), t0)
+	}
+	if tb.gone != 0 || tb.departed(3) != nil || tb.prune(t0.Add(time.Hour)) != nil {
+		t.Fatalf("nobody departed: gone %d, departed %v", tb.gone, tb.departed(3))
+	}
+	live := tb.liveAddrs([]string{"127.0.0.1:7000", "127.0.0.1:7002", "127.0.0.1:7999", "[::ffff:127.0.0.1]:7001"})
+	if !live["127.0.0.1:7000"] || !live["127.0.0.1:7002"] || live["127.0.0.1:7999"] || !live["[::ffff:127.0.0.1]:7001"] {
+		t.Fatalf("liveAddrs %v", live)
+	}
+	tb.leave("a", t0)
+	tb.leave("b", t0.Add(10*time.Second))
+	if got := tb.departed(3); !slices.Equal(got, []string{"127.0.0.1:7001", "127.0.0.1:7000"}) {
+		t.Fatalf("departed %v, want b then a", got)
+	}
+	if live := tb.liveAddrs([]string{"127.0.0.1:7000"}); live["127.0.0.1:7000"] {
+		t.Fatal("liveAddrs holds a departed member alive")
+	}
+	tb.alive(mk("a", 7000), t0.Add(20*time.Second)) // a is back
+	if tb.gone != 1 {
+		t.Fatalf("gone %d after a came back, want 1", tb.gone)
+	}
+	if gone := tb.prune(t0.Add(time.Minute + 5*time.Second)); gone != nil {
+		t.Fatalf("pruned %v before b was due", gone)
+	}
+	tb.leave("a", t0.Add(30*time.Second))
+	if gone := tb.prune(t0.Add(time.Minute + 11*time.Second)); !slices.Equal(gone, []string{"b"}) {
+		t.Fatalf("pruned %v, want [b]", gone)
+	}
+	if gone := tb.prune(t0.Add(time.Minute + 29*time.Second)); gone != nil {
+		t.Fatalf("pruned %v before a was due again", gone)
+	}
+	if gone := tb.prune(t0.Add(time.Minute + 31*time.Second)); !slices.Equal(gone, []string{"a"}) {
+		t.Fatalf("pruned %v, want [a]", gone)
+	}
+	if tb.gone != 0 || tb.departed(3) != nil {
+		t.Fatalf("after pruning all: gone %d, departed %v", tb.gone, tb.departed(3))
+	}
+}
