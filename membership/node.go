@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -428,9 +429,14 @@ func (n *Node) rejoinLoop() {
 const fastRejoinWait = 500 * time.Millisecond
 
 // rejoinDeparted joins the members that died or left lately, if any (the
-// table forgets them after a while); the seeds wait for rejoin.
+// table forgets them after a while); the seeds wait for rejoin. In a
+// large cluster only about restartJoiners members try at each tick
+// (takesTurn): a member that comes back needs one join to be found, and
+// a starved process whose members declare each other dead must not have
+// every member push-pull its whole member list with each of them twice a
+// second, which starves it further.
 func (n *Node) rejoinDeparted() {
-	if !n.joined.Load() || n.cfg.RejoinInterval <= 0 {
+	if !n.joined.Load() || n.cfg.RejoinInterval <= 0 || !n.takesTurn() {
 		return
 	}
 	var targets []string
@@ -445,6 +451,15 @@ func (n *Node) rejoinDeparted() {
 	if _, err := n.ml.Join(targets); err != nil {
 		n.log.Trace("departed members not back yet", "targets", targets, "error", err)
 	}
+}
+
+// takesTurn reports whether this node is one of the about restartJoiners
+// members (in expectation) that act on news every member has: always in
+// a cluster of at most restartJoiners members, else with probability
+// restartJoiners/n.
+func (n *Node) takesTurn() bool {
+	k := n.table.size()
+	return k <= restartJoiners || rand.IntN(k) < restartJoiners
 }
 
 // nextRejoinWait doubles the wait until a join has succeeded, up to
@@ -471,13 +486,19 @@ const maxRejoinDeparted = 3
 // rejoin joins the seeds that are not live members of this node's view
 // (each address a seed's name resolves to counts on its own) and up to
 // maxRejoinDeparted members that left or died recently (the latest
-// first), but never this node. A seed this node holds alive is in its
-// part of the cluster already, and memberlist's own push-pulls keep the
-// two in step; joining it again would only repeat one: every member a
-// push-pull of the whole member list every RejoinInterval, O(n²)
-// entries merged per interval across the cluster, which at a few hundred
-// members in one process starved memberlist's failure detector
-// (docs/performance.md, "Re-joins that cost what they find").
+// first), but never this node.
+//
+// A seed this node holds alive is in its part of the cluster already,
+// and memberlist's own push-pulls keep the two in step; joining it again
+// would only repeat one: every member a push-pull of the whole member
+// list every RejoinInterval, O(n²) entries merged per interval across the
+// cluster, which at a few hundred members in one process starved
+// memberlist's failure detector (docs/performance.md, "Re-joins that cost
+// what they find"). While some seed is alive in the view, the dead seeds
+// and the departed members are news every member has: only about
+// restartJoiners of the members join them (takesTurn), enough to heal a
+// partition. With no seed alive this node may be the one cut off, and
+// joins them all.
 func (n *Node) rejoin() {
 	targets := make([]string, 0, len(n.cfg.Seeds)+maxRejoinDeparted)
 	add := func(a string) {
@@ -490,13 +511,15 @@ func (n *Node) rejoin() {
 		seeds = append(seeds, n.resolveSeed(s)...)
 	}
 	live := n.table.liveAddrs(seeds)
-	for _, a := range seeds {
-		if !live[a] {
+	if len(live) == 0 || n.takesTurn() {
+		for _, a := range seeds {
+			if !live[a] {
+				add(a)
+			}
+		}
+		for _, a := range n.table.departed(maxRejoinDeparted) {
 			add(a)
 		}
-	}
-	for _, a := range n.table.departed(maxRejoinDeparted) {
-		add(a)
 	}
 	if len(targets) == 0 {
 		n.stats.rejoinsSkipped.Add(1)

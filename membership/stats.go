@@ -105,9 +105,11 @@ type Stats struct {
 	KeyMismatch uint64
 
 	// Rejoins counts periodic re-joins of the seeds; RejoinFailures those
-	// that reached no seed. RejoinsSkipped counts the periods in which
-	// every seed was a live member already and no member had departed
-	// lately, so that there was nobody to join.
+	// that reached no seed. RejoinsSkipped counts the periods with nobody
+	// for this node to join: every seed a live member already and no
+	// member departed lately, or, in a cluster of more than four members
+	// where some seed is alive, the dead seeds and departed members left
+	// to the about four members whose turn it was.
 	Rejoins        uint64
 	RejoinFailures uint64
 	RejoinsSkipped uint64

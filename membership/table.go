@@ -305,6 +305,13 @@ func (t *table) departed(k int) []string {
 	return out
 }
 
+// size returns how many members the table lists, this node included.
+func (t *table) size() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.peers) + 1
+}
+
 // liveAddrs reports which of addrs ("ip:port") belong to a member
 // memberlist holds alive, this node included. It compares parsed
 // addresses, so that a scan of the whole table allocates nothing.

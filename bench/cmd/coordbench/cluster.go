@@ -301,47 +301,66 @@ func (c *benchCluster) drops() string {
 // waitAgreement polls until every running node reports the same
 // coordinator; want, if not empty, must be that coordinator, and not, if
 // not empty, must not be. It returns when that happened, or an error after
-// the -timeout.
+// the -timeout. A poll reads each node's leadership once and allocates
+// nothing, so that polling 1,000 members every millisecond does not take
+// the CPU the members need.
 func (c *benchCluster) waitAgreement(ctx context.Context, want, not string) (time.Time, error) {
-	c.changes = changeLog{}
+	c.changes.reset(len(c.nodes))
 	return failover.Poller(ctx, c.opts.timeout, func(now time.Time) bool {
-		c.changes.look(c.running(), now)
-		coord, ok := c.agreed()
+		coord, ok := c.changes.look(c.nodes, now)
 		return ok && (want == "" || coord == want) && (not == "" || coord != not)
 	}, func() string { return fmt.Sprintf("no agreement (want %q; %s)", want, c.reports()) })
 }
 
 // changeLog records, during one waitAgreement, when each node last changed
 // the leadership it reports: the last one to change is the node the
-// agreement waited for.
+// agreement waited for. Its slices are indexed like benchCluster.nodes.
 type changeLog struct {
-	seen map[string]string // node → "coordinator/term"
-	at   map[string]time.Time
+	seen  []bool
+	ids   []string
+	terms []uint64
+	at    []time.Time
+	names []string
 }
 
-func (l *changeLog) look(nodes []*benchNode, now time.Time) {
-	if l.seen == nil {
-		l.seen, l.at = map[string]string{}, map[string]time.Time{}
-	}
-	for _, b := range nodes {
-		id, term, _ := b.el.Leader()
-		v := id + "/" + strconv.FormatUint(term, 10)
-		if prev, ok := l.seen[b.name]; !ok || prev != v {
-			l.seen[b.name] = v
-			if ok {
-				l.at[b.name] = now
-			}
+func (l *changeLog) reset(n int) {
+	l.seen, l.ids, l.terms = make([]bool, n), make([]string, n), make([]uint64, n)
+	l.at, l.names = make([]time.Time, n), make([]string, n)
+}
+
+// look reads the running nodes' leadership, records the changes, and
+// reports whether they all report the same coordinator and term, and
+// which.
+func (l *changeLog) look(nodes []*benchNode, now time.Time) (coord string, agreed bool) {
+	agreed = true
+	var term uint64
+	first := true
+	for i, b := range nodes {
+		if b.el == nil {
+			continue
 		}
+		id, tm, has := b.el.Leader()
+		if !has || !first && (id != coord || tm != term) {
+			agreed = false
+		}
+		if first {
+			coord, term, first = id, tm, false
+		}
+		if l.seen[i] && (l.ids[i] != id || l.terms[i] != tm) {
+			l.at[i], l.names[i] = now, b.name
+		}
+		l.seen[i], l.ids[i], l.terms[i] = true, id, tm
 	}
+	return coord, agreed && !first
 }
 
 // last names the node that changed last and when.
 func (l *changeLog) last() (string, time.Time) {
 	var name string
 	var at time.Time
-	for n, t := range l.at {
+	for i, t := range l.at {
 		if t.After(at) {
-			name, at = n, t
+			name, at = l.names[i], t
 		}
 	}
 	return name, at
