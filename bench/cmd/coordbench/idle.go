@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
 
 	"github.com/coordelect/coordelect/bench/internal/failover"
+	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
 )
 
@@ -28,8 +30,12 @@ profile of the idle window in which every member's goroutines carry the
 label role=coordinator or role=follower (and node=NAME), so that
 'go tool pprof -tags FILE' splits the CPU between the coordinator and the
 followers. With -bare the members run without electors: what memberlist
-alone costs at the same n, the baseline the electors add to. Prints one
-JSON object.`
+alone costs at the same n, the baseline the electors add to. It also
+reads the live heap after the window (after two GCs), per member. With
+-rounds R it then crashes the coordinator R times as 'coordbench failover'
+does (the same driver, -mode crash) and adds the failover times and
+messages: a 1,000-member cluster, which takes minutes to start in one
+process, is started once for both. Prints one JSON object.`
 
 // idleResult is what idle prints.
 type idleResult struct {
@@ -61,6 +67,11 @@ type idleResult struct {
 	HeartbeatMisses uint64 `json:"heartbeat_misses"`
 	// StartSeconds is how long the cluster took to start and agree.
 	StartSeconds float64 `json:"start_s"`
+	// HeapBytesPerMember is the live heap after the window (two GCs)
+	// divided by n: memberlist, membership and electors together.
+	HeapBytesPerMember float64 `json:"heap_bytes_per_member"`
+	// Failover holds the -rounds crash failovers after the window.
+	Failover *failover.Result `json:"failover,omitempty"`
 }
 
 func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, error) {
@@ -72,8 +83,14 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the idle window to this file")
 		fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard); 0: off")
 		fs.BoolVar(&o.bare, "bare", false, "members without electors: memberlist's own cost, the baseline (no sends are counted)")
+		fs.IntVar(&o.rounds, "rounds", 0, "after the window, crash the coordinator this many times and report the failovers (as coordbench failover)")
+		fs.DurationVar(&o.roundQuiet, "quiet", time.Second, "with -rounds: the settled window before each round in which elections are spurious")
 	}, func(o *benchOptions) error {
 		switch {
+		case o.rounds < 0:
+			return usagef("-rounds %d: want 0 or more", o.rounds)
+		case o.rounds > 0 && o.bare:
+			return usagef("-bare with -rounds %d: bare members elect nobody", o.rounds)
 		case o.dur <= 0:
 			return usagef("-d %v: want more than 0", o.dur)
 		case o.quiet < 0:
@@ -154,6 +171,21 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	res.Spurious = c.electionsStarted() - started
 	res.HeartbeatMisses = c.heartbeatMisses() - misses
 	log.Info("idle window done", "seconds", fmt.Sprintf("%.1f", secs))
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	res.HeapBytesPerMember = float64(ms.HeapAlloc) / float64(o.n)
+	if o.rounds > 0 {
+		o.mode = "crash"
+		r, err := failover.Run(ctx, c, failover.Options{
+			Rounds: o.rounds, Quiet: o.roundQuiet, Phase: election.DefaultHeartbeatInterval, Tail: messageTail, Log: log,
+		})
+		if err != nil {
+			return err
+		}
+		res.Failover = &r
+	}
 	return printJSON(stdout, res)
 }
 

@@ -92,6 +92,8 @@ type benchOptions struct {
 	// bare: idle runs the members without electors (memberlist's own
 	// cost, the baseline the electors add to).
 	bare bool
+	// roundQuiet: idle -rounds' settled window before each round.
+	roundQuiet time.Duration
 }
 
 // maxBenchSize bounds -n: a process of 2 cores runs 1,000 members

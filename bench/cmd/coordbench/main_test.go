@@ -49,7 +49,7 @@ func TestBenchBadFlags(t *testing.T) {
 		"failover -quiet -1s", "failover -timeout 0s", "failover extra",
 		"failover -quorum -1", "failover -n 3 -quorum 4", "failover -busy-per-core -1",
 		"soak", "soak -d 0s", "soak -d 1s -burners -1", "soak -d 1s -nosuchflag",
-		"memory -n 0", "memory -settle -1s", "idle -n 1001", "idle -d 0s", "idle -settle -1s", "idle -timeout 0s", "idle -bare -quorum 3",
+		"memory -n 0", "memory -settle -1s", "idle -n 1001", "idle -d 0s", "idle -settle -1s", "idle -timeout 0s", "idle -bare -quorum 3", "idle -rounds -1", "idle -bare -rounds 2",
 		"compare -n 1", "compare -rounds 0", "compare -hb 1ms", "compare -quiet -1s",
 		"nodesoak", "nodesoak -d 1s -load fire", "nodesoak -d 1s -n 1", "nodesoak -d 1s -quota 0",
 		"nodesoak -d 1s -busy-per-core 0", "nodesoak -d 1s -demo /nonexistent/demo",
@@ -232,5 +232,24 @@ func TestBenchIdleTiny(t *testing.T) {
 	if r.N != 3 || r.Seconds < 0.5 || r.Profile != "lan" || r.CoordinatorHeartbeatPerSec <= 0 ||
 		r.CoordinatorSendsPerSec < r.CoordinatorHeartbeatPerSec || r.FollowerMaxSendsPerSec != 0 {
 		t.Errorf("result %+v, want n 3, at least 0.5 s, heartbeats from the coordinator only", r)
+	}
+}
+
+// idle -rounds: after the window the coordinator is crashed twice, on the
+// same cluster, and the failovers are reported with the idle figures and
+// the heap per member.
+func TestBenchIdleRounds(t *testing.T) {
+	checkLeaks(t)
+	var out, errb bytes.Buffer
+	if rc := runArgs(strings.Fields("idle -n 3 -d 300ms -settle 0s -rounds 2 -quiet 100ms"), &out, &errb); rc != 0 {
+		t.Fatalf("rc=%d stderr=%s", rc, errb.String())
+	}
+	var r idleResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v in %q", err, out.String())
+	}
+	if r.Failover == nil || r.Failover.Rounds != 2 || r.Failover.Failover.P50 <= 0 || r.Failover.Messages == nil ||
+		r.Failover.Messages.P50 == 0 || r.HeapBytesPerMember <= 0 {
+		t.Errorf("result %+v (failover %+v), want 2 rounds with times and messages, and a heap reading", r, r.Failover)
 	}
 }
