@@ -99,7 +99,7 @@ func (c *benchCluster) start(ctx context.Context) error {
 			c.stop()
 			return err
 		}
-		if err := failover.Pause(ctx, c.opts.stagger); err != nil {
+		if err := failover.Pause(ctx, c.opts.startPause(i+1)); err != nil {
 			c.stop()
 			return fmt.Errorf("starting node %s of %d: %w", b.name, len(c.nodes), err)
 		}

@@ -81,6 +81,7 @@ type benchOptions struct {
 	burners int           // soak
 	verbose bool          // failover: per-round diagnostics on stderr
 	stagger time.Duration // pause between member starts
+	ramp    time.Duration // added to stagger in proportion to the members started (startPause)
 	quorum  int           // failover: the electors' QuorumSize, 0 for none
 	busy    int           // failover: busy processes per core beside the bench
 	pprof   string        // address to serve net/http/pprof on; "" none
@@ -94,6 +95,15 @@ type benchOptions struct {
 	bare bool
 	// roundQuiet: idle -rounds' settled window before each round.
 	roundQuiet time.Duration
+}
+
+// startPause is the pause after the start of the k-th member (k started):
+// -stagger, plus -ramp scaled by k/n. Every member handles the alive
+// broadcast of each join (memberlist retransmits each a few times per
+// member), so with k members up a join costs O(k) across the process, and
+// a pause that grows with k keeps the start's CPU level.
+func (o *benchOptions) startPause(k int) time.Duration {
+	return o.stagger + time.Duration(int64(o.ramp)*int64(k)/int64(max(o.n, 1)))
 }
 
 // maxBenchSize bounds -n: a process of 2 cores runs 1,000 members
@@ -156,6 +166,7 @@ func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *str
 	profile := fs.String("profile", membership.ProfileLAN,
 		"memberlist profile: lan (the library's default), local or wan")
 	fs.DurationVar(&o.stagger, "stagger", 0, "pause between member starts, e.g. 100ms")
+	fs.DurationVar(&o.ramp, "ramp", 0, "added to -stagger in proportion to the members started: k of n started, the pause is stagger + ramp·k/n (a join's gossip costs O(k) across the cluster, so the start's CPU stays level); e.g. 400ms")
 	fs.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) while the bench runs")
 	fs.IntVar(&o.voters, "voters", 0, "only the V top-rated members vote, the others are non-voters (Config.NonVoter); 0: every member votes")
 	fs.BoolVar(&o.compress, "compress", true, "memberlist's EnableCompression (true in its profiles: every packet and push-pull is LZW-compressed); false turns it off")
@@ -170,6 +181,8 @@ func checkBenchCommon(o *benchOptions, profile string) error {
 		return usagef("-n %d: want 2 to %d members", o.n, maxBenchSize)
 	case o.stagger < 0:
 		return usagef("-stagger %v: want 0 or more", o.stagger)
+	case o.ramp < 0:
+		return usagef("-ramp %v: want 0 or more", o.ramp)
 	case o.voters < 0 || o.voters > o.n:
 		return usagef("-voters %d: want 0 (all) or 1 to -n (%d)", o.voters, o.n)
 	case profile != membership.ProfileLAN && profile != membership.ProfileLocal && profile != membership.ProfileWAN:

@@ -54,11 +54,11 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	c := newBenchCluster(o, lg)
 	defer c.stop()
 	base := settledHeap(0)
-	for _, b := range slices.Backward(c.nodes) {
+	for k, b := range slices.Backward(c.nodes) {
 		if err := c.startNode(b, false); err != nil {
 			return err
 		}
-		if err := failover.Pause(ctx, o.stagger); err != nil {
+		if err := failover.Pause(ctx, o.startPause(len(c.nodes)-k)); err != nil {
 			return err
 		}
 	}
@@ -157,7 +157,7 @@ func bareMemberlistHeap(o benchOptions) (memSample, error) {
 			return memSample{}, fmt.Errorf("memberlist %d: %w", i+1, err)
 		}
 		nodes = append(nodes, m)
-		time.Sleep(o.stagger)
+		time.Sleep(o.startPause(i + 1))
 		if i > 0 {
 			if _, err := m.Join([]string{nodes[0].LocalNode().FullAddress().Addr}); err != nil {
 				return memSample{}, fmt.Errorf("memberlist %d joining: %w", i+1, err)
