@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -463,16 +464,32 @@ func (c *benchCluster) starters() string {
 // logProgress logs, every d until the returned function is called, the
 // elections and messages so far (all types, heartbeats included), so that
 // a start that stalls (a large cluster) shows what it is sending. It reads
-// only the nodes' atomic counters.
+// only the nodes' atomic counters. With -stalldump FILE it also writes,
+// once, every goroutine's stack to FILE in the second the top-rated
+// member's heartbeats fall below half the highest rate it had (at least
+// 100 a second): the moment a large start stalls.
 func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(d)
 		defer t.Stop()
+		sec := time.NewTicker(time.Second)
+		defer sec.Stop()
+		var last, peak uint64
+		dumped := c.opts.stallDump == ""
 		for {
 			select {
 			case <-done:
 				return
+			case <-sec.C:
+				hb := c.top().count.sent[core.MsgHeartbeat].Load()
+				rate := hb - last
+				last = hb
+				peak = max(peak, rate)
+				if peak >= 100 && !dumped && rate < peak/2 {
+					dumped = true
+					c.dumpGoroutines(rate)
+				}
 			case <-t.C:
 				var all []string
 				for ty, k := range c.sent() {
@@ -486,4 +503,16 @@ func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// dumpGoroutines writes every goroutine's stack to -stalldump.
+func (c *benchCluster) dumpGoroutines(rate uint64) {
+	f, err := os.Create(c.opts.stallDump)
+	if err == nil {
+		err = pprof.Lookup("goroutine").WriteTo(f, 2)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	c.log.Warn("the top-rated member's heartbeats fell", "per_second", rate, "goroutines", c.opts.stallDump, "error", err)
 }

@@ -68,24 +68,25 @@ func (f *algorithmFlag) Set(s string) error {
 // benchOptions is a validated bench command line; each subcommand uses
 // the fields it defines flags for.
 type benchOptions struct {
-	n       int
-	rounds  int
-	alg     core.Algorithm
-	mode    string // "crash" or "resign"
-	profile string // memberlist profile
-	asJSON  bool
-	samples string        // file for the failover times, one per line; "" none
-	quiet   time.Duration // settled window before each round
-	timeout time.Duration // bound of each wait
-	dur     time.Duration // soak
-	burners int           // soak
-	verbose bool          // failover: per-round diagnostics on stderr
-	stagger time.Duration // pause between member starts
-	ramp    time.Duration // added to stagger in proportion to the members started (startPause)
-	quorum  int           // failover: the electors' QuorumSize, 0 for none
-	busy    int           // failover: busy processes per core beside the bench
-	pprof   string        // address to serve net/http/pprof on; "" none
-	voters  int           // the top-rated voters; the others are non-voters (0: all vote)
+	n         int
+	rounds    int
+	alg       core.Algorithm
+	mode      string // "crash" or "resign"
+	profile   string // memberlist profile
+	asJSON    bool
+	samples   string        // file for the failover times, one per line; "" none
+	quiet     time.Duration // settled window before each round
+	timeout   time.Duration // bound of each wait
+	dur       time.Duration // soak
+	burners   int           // soak
+	verbose   bool          // failover: per-round diagnostics on stderr
+	stagger   time.Duration // pause between member starts
+	stallDump string        // file for a goroutine dump when the coordinator's heartbeats fall during start
+	ramp      time.Duration // added to stagger in proportion to the members started (startPause)
+	quorum    int           // failover: the electors' QuorumSize, 0 for none
+	busy      int           // failover: busy processes per core beside the bench
+	pprof     string        // address to serve net/http/pprof on; "" none
+	voters    int           // the top-rated voters; the others are non-voters (0: all vote)
 	// compress is memberlist's Config.EnableCompression (true in its
 	// profiles); -compress=false turns it off.
 	compress bool
@@ -166,6 +167,7 @@ func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *str
 	profile := fs.String("profile", membership.ProfileLAN,
 		"memberlist profile: lan (the library's default), local or wan")
 	fs.DurationVar(&o.stagger, "stagger", 0, "pause between member starts, e.g. 100ms")
+	fs.StringVar(&o.stallDump, "stalldump", "", "during the start, write every goroutine's stack to this file once, in the second the top-rated member's heartbeats fall below half their rate")
 	fs.DurationVar(&o.ramp, "ramp", 0, "added to -stagger in proportion to the members started: k of n started, the pause is stagger + ramp·k/n (a join's gossip costs O(k) across the cluster, so the start's CPU stays level); e.g. 400ms")
 	fs.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) while the bench runs")
 	fs.IntVar(&o.voters, "voters", 0, "only the V top-rated members vote, the others are non-voters (Config.NonVoter); 0: every member votes")
