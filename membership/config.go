@@ -92,8 +92,10 @@ type Options struct {
 	// DNS name, and every address it resolves to is joined (a Kubernetes
 	// headless service). New joins them once; if none answers, they are
 	// tried again after 20 ms, 40 ms, ... doubling up to RejoinInterval,
-	// until one does; after that every RejoinInterval, together with the
-	// addresses of members that left or died recently. Having joined, New
+	// until one does; after that, every RejoinInterval, the seed
+	// addresses that are not live members of this node's view are joined
+	// again, together with the addresses of members that left or died
+	// recently (see RejoinInterval). Having joined, New
 	// also joins the highest-rated voter it learnt of (one more push-pull),
 	// usually the coordinator, so that the coordinator knows the new
 	// member at once rather than after gossip rounds. Default none (a new
@@ -115,7 +117,13 @@ type Options struct {
 	// RejoinInterval is how often the seeds (and recently departed
 	// members) are joined again, so that the two sides of a healed
 	// partition meet once memberlist has reaped the dead on each side, and
-	// the longest wait between retries while no seed has answered yet. 0
+	// the longest wait between retries while no seed has answered yet.
+	// A seed this node holds alive is not joined again (memberlist's own
+	// push-pulls keep the two in step); while some seed is alive, the
+	// dead seeds and the departed members are joined by about four
+	// members of the cluster per interval, drawn at random, not by all
+	// (Stats.RejoinsSkipped counts the intervals a node left out). A node
+	// that holds no seed alive joins them all. 0
 	// disables re-joining and retries. Independently of it, a member whose
 	// answer to a probe shows a new boot ID that gossip has not brought yet
 	// (a restarted seed that knows nobody) is joined at once. Default 10 s.
@@ -133,10 +141,12 @@ type Options struct {
 	// SendQueueSize caps frames queued for one peer; Send fails beyond it.
 	// Default 256.
 	SendQueueSize int
-	// Transport, when set, replaces memberlist's own UDP/TCP transport (see
+	// Transport, when set, replaces the UDP/TCP transport (see
 	// FaultNetwork for fault injection in tests). The Node owns it: it is
-	// shut down by Close, or by New if New fails. Default nil: a
-	// memberlist.NetTransport on BindAddr:BindPort.
+	// shut down by Close, or by New if New fails. Default nil: UDP and TCP
+	// on BindAddr:BindPort, as memberlist.NetTransport, except that each
+	// datagram is copied into a buffer of its size instead of being held
+	// in a fresh 64 KiB one (members on either transport interoperate).
 	Transport memberlist.NodeAwareTransport
 	// Memberlist, when set, is called with the memberlist configuration
 	// after this Config has been applied, to tune what Config does not

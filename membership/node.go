@@ -79,13 +79,23 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if mc.Transport == nil {
+		// Ours rather than memberlist's NetTransport: the same sockets,
+		// without a 64 KiB allocation per datagram (transport.go).
+		t, err := newNetTransport(mc.BindAddr, mc.BindPort, mc.Logger)
+		if err != nil {
+			return nil, err
+		}
+		mc.Transport, mc.BindPort = t, t.port
+		if mc.AdvertiseAddr != "" && mc.AdvertisePort == 0 {
+			mc.AdvertisePort = t.port
+		}
+	}
 	n.goFunc(func() { n.disp.run(n.stop, n.failed) })
 	if n.ml, err = memberlist.Create(mc); err != nil {
 		close(n.stop)
 		n.wg.Wait()
-		if cfg.Transport != nil {
-			_ = cfg.Transport.Shutdown() // memberlist does on some paths only
-		}
+		_ = mc.Transport.Shutdown() // memberlist does on some paths only
 		return nil, fmt.Errorf("membership: starting memberlist: %w", err)
 	}
 	n.out.ml = n.ml
