@@ -49,9 +49,10 @@ type Elector struct {
 	leading context.CancelFunc
 	// unsettledSince is when this node lost its agreed coordinator.
 	unsettledSince time.Time
-	electionBegan  bool // the node started an election during this flush
-	membersDirty   bool // the member list changed since the snapshot
-	warnedVoters   bool // checkVoters has warned
+	electionBegan  bool      // the node started an election during this flush
+	membersDirty   bool      // the member list changed since the snapshot
+	membersBuilt   time.Time // when the snapshot's member list was built
+	warnedVoters   bool      // checkVoters has warned
 	// origin is when Run started: the core's tick 0 on the monotonic clock.
 	origin time.Time
 	// due is the tick the loop is due to wake at (wake.go): the core's

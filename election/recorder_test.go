@@ -22,6 +22,7 @@ type recorded struct {
 	sendFailed   uint64
 	durations    []float64
 	alive, known int
+	memberLists  int // updates with MembersChanged: member lists built
 }
 
 // countingRecorder keeps what an Elector reports, for assertions.
@@ -58,6 +59,7 @@ func (c *countingRecorder) Record(u election.Update) {
 	}
 	if u.MembersChanged {
 		r.alive, r.known = u.Alive, u.Known
+		r.memberLists++
 	}
 	r.Add(&u.Counters)
 	for t, n := range u.Sent {

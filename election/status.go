@@ -1,6 +1,10 @@
 package election
 
-import "github.com/coordelect/coordelect/election/core"
+import (
+	"time"
+
+	"github.com/coordelect/coordelect/election/core"
+)
 
 // Status is a snapshot of one node's election state.
 type Status struct {
@@ -28,6 +32,9 @@ type Status struct {
 	Startup core.Startup
 	// Members lists the members this node knows, itself included, in ring
 	// order (ID order, core.CompareID, for members learned at run time).
+	// Among n members the list is rebuilt at most every n ms (at most
+	// once a second), so it may lag a membership change by that much;
+	// the other fields do not lag.
 	Members []Member
 	// Stopped reports that Run has returned; the other fields are the
 	// node's last view.
@@ -57,8 +64,21 @@ func (s Status) AliveMembers() int {
 	return n
 }
 
+// membersEvery is the least time between two rebuilds of the member list
+// Status publishes, for a list of n members: n ms, at most a second. A
+// rebuild is O(n) and allocates the list; a member of a large cluster
+// learns of each of the others one by one as they start (each a PeerUp
+// and a flush), so rebuilding at each was O(n²) per member and, at n =
+// 1,000 in one process, O(n³) work and tens of GB of garbage for a start.
+// A change within the window is published by the first flush after it
+// (the loop wakes at least every 1.5 H).
+func membersEvery(n int) time.Duration {
+	return min(time.Second, time.Duration(n)*time.Millisecond)
+}
+
 // updateSnapshot publishes the node's status for Status(); the member list
-// is rebuilt only after a membership change.
+// is rebuilt only after a membership change, at most once per
+// membersEvery.
 func (e *Elector) updateSnapshot() {
 	st := e.status
 	s := &Status{
@@ -72,9 +92,11 @@ func (e *Elector) updateSnapshot() {
 		Algorithm:   e.self.Algorithm,
 		Startup:     e.startup,
 	}
-	if old := e.snap.Load(); old != nil && !e.membersDirty {
+	now := time.Now()
+	if old := e.snap.Load(); old != nil && (!e.membersDirty || now.Sub(e.membersBuilt) < membersEvery(len(old.Members))) {
 		s.Members = old.Members
 	} else {
+		e.membersBuilt = now
 		s.Members = e.members()
 		e.upd.Alive, e.upd.Known, e.upd.MembersChanged = s.AliveMembers(), len(s.Members), true
 		e.membersDirty = false
