@@ -80,8 +80,11 @@ type table struct {
 	// instead of a scan of every peer (O(n) per message at n members).
 	gone      int
 	nextPrune time.Time
-	log       hclog.Logger
-	stats     *counters
+	// collided counts the live peers refused for a tag collision: promote,
+	// asked at every departure, scans the peers only when there are some.
+	collided int
+	log      hclog.Logger
+	stats    *counters
 }
 
 func newTable(name string, m meta, forget time.Duration, log hclog.Logger, stats *counters) *table {
@@ -143,7 +146,8 @@ func (t *table) leave(name string, now time.Time) []election.Event {
 	if e == nil || !e.alive {
 		return nil
 	}
-	e.alive, e.since, e.refused = false, now, ""
+	e.alive, e.since = false, now
+	t.setRefused(e, "")
 	t.gone++
 	if due := now.Add(t.forget); t.gone == 1 || due.Before(t.nextPrune) {
 		t.nextPrune = due
@@ -164,7 +168,7 @@ func (t *table) setMeta(e *entry, raw []byte) []election.Event {
 			t.stats.refusedMeta.Add(1)
 		}
 		out := t.demote(e)
-		e.refused = RefusedMeta
+		t.setRefused(e, RefusedMeta)
 		return out
 	}
 	old := e.meta
@@ -197,7 +201,8 @@ func (t *table) admit(e *entry) []election.Event {
 		out = t.demote(h)
 		t.refuseTag(h, e.info.Name, tag)
 	}
-	e.admitted, e.refused = true, ""
+	e.admitted = true
+	t.setRefused(e, "")
 	t.byTag[tag] = e
 	return append(out, upEvent(e))
 }
@@ -205,6 +210,9 @@ func (t *table) admit(e *entry) []election.Event {
 // promote admits the lowest-named live member refused for tag, if any,
 // now that the tag's holder is gone.
 func (t *table) promote(tag uint32) []election.Event {
+	if t.collided == 0 {
+		return nil // nobody is waiting for a tag: no scan (each departure asks)
+	}
 	var best *entry
 	for _, e := range t.peers {
 		if e.alive && e.refused == RefusedTagCollision && core.Tag(e.info.Name) == tag &&
@@ -218,6 +226,18 @@ func (t *table) promote(tag uint32) []election.Event {
 	return t.admit(best)
 }
 
+// setRefused records why e is not admitted ("" when it is, or when it
+// departed), and counts the members refused for a tag collision.
+func (t *table) setRefused(e *entry, why string) {
+	if e.refused == RefusedTagCollision {
+		t.collided--
+	}
+	if why == RefusedTagCollision {
+		t.collided++
+	}
+	e.refused = why
+}
+
 // tagHolder returns the admitted peer whose name has tag, or nil: a map
 // look-up, since every member admits every other (a scan was O(n) per
 // admission, O(n²) per member at start-up).
@@ -229,7 +249,7 @@ func (t *table) refuseTag(e *entry, other string, tag uint32) {
 			"member", e.info.Name, "other", other, "tag", tag)
 		t.stats.refusedTag.Add(1)
 	}
-	e.refused = RefusedTagCollision
+	t.setRefused(e, RefusedTagCollision)
 }
 
 // demote hides an admitted member from the elector.

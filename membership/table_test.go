@@ -103,19 +103,25 @@ func TestTableTagCollisions(t *testing.T) {
 	steps := []struct {
 		do   func() []election.Event
 		want string
+		// collided is how many live members wait refused for a tag after
+		// the step (promote scans only when some do).
+		collided int
 	}{
-		{func() []election.Event { return tb.alive(info("05", meta{Boot: 1}), now) }, "up:05/0"},
+		{func() []election.Event { return tb.alive(info("05", meta{Boot: 1}), now) }, "up:05/0", 0},
 		// A lower ID with the same tag displaces the holder everywhere.
-		{func() []election.Event { return tb.alive(info("005", meta{Boot: 2}), now) }, "down:05 up:005/0"},
-		{func() []election.Event { return tb.alive(info("5", meta{Boot: 3}), now) }, "down:005 up:5/0"},
-		{func() []election.Event { return tb.alive(info("05", meta{Rating: 9, Boot: 1}), now) }, ""},
+		{func() []election.Event { return tb.alive(info("005", meta{Boot: 2}), now) }, "down:05 up:005/0", 1},
+		{func() []election.Event { return tb.alive(info("5", meta{Boot: 3}), now) }, "down:005 up:5/0", 2},
+		{func() []election.Event { return tb.alive(info("05", meta{Rating: 9, Boot: 1}), now) }, "", 2},
 		// The holder leaves: the lowest refused one takes the tag.
-		{func() []election.Event { return tb.leave("5", now) }, "down:5 up:005/0"},
-		{func() []election.Event { return tb.leave("05", now) }, ""},
+		{func() []election.Event { return tb.leave("5", now) }, "down:5 up:005/0", 1},
+		{func() []election.Event { return tb.leave("05", now) }, "", 0},
 	}
 	for i, s := range steps {
 		if got := render(s.do()); got != s.want {
 			t.Fatalf("step %d: events %q, want %q", i, got, s.want)
+		}
+		if tb.collided != s.collided {
+			t.Fatalf("step %d: %d members counted refused for a tag, want %d", i, tb.collided, s.collided)
 		}
 	}
 	if n := c.refusedTag.Load(); n != 2 {
