@@ -47,6 +47,10 @@ type benchCluster struct {
 	labels bool
 	// rng draws the members a starting member joins (-seed).
 	rng *rand.Rand
+	// started: the start is over (logProgress stops logging);
+	// stopProgress ends logProgress.
+	started      atomic.Bool
+	stopProgress func()
 }
 
 // benchNode is one member across its restarts.
@@ -93,7 +97,8 @@ func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
 // the coordinator in place and follows it: no election (started the other
 // way round, each member would displace the one before it).
 func (c *benchCluster) start(ctx context.Context) error {
-	defer c.logProgress(10 * time.Second)()
+	c.stopProgress = c.logProgress(10 * time.Second)
+	defer c.started.Store(true)
 	for i, b := range slices.Backward(c.nodes) {
 		i = len(c.nodes) - 1 - i
 		if err := c.startNode(b, !c.opts.bare); err != nil {
@@ -229,6 +234,10 @@ func (c *benchCluster) leave(b *benchNode) error {
 
 // stop crashes every running node (the cluster is going away).
 func (c *benchCluster) stop() {
+	if c.stopProgress != nil {
+		c.stopProgress()
+		c.stopProgress = nil
+	}
 	for _, b := range c.nodes {
 		_ = c.crash(b)
 	}
@@ -461,13 +470,14 @@ func (c *benchCluster) starters() string {
 	return fmt.Sprintf("%d (ratings %d-%d)", k, lo, hi)
 }
 
-// logProgress logs, every d until the returned function is called, the
-// elections and messages so far (all types, heartbeats included), so that
-// a start that stalls (a large cluster) shows what it is sending. It reads
-// only the nodes' atomic counters. With -stalldump FILE it also writes,
-// once, every goroutine's stack to FILE in the second the top-rated
-// member's heartbeats fall below half the highest rate it had (at least
-// 100 a second): the moment a large start stalls.
+// logProgress logs, every d of the start, the elections and messages so
+// far (all types, heartbeats included), so that a start that stalls (a
+// large cluster) shows what it is sending. It reads only the nodes'
+// atomic counters. With -stalldump FILE it also writes, once, every
+// goroutine's stack to FILE in the second the cluster's heartbeats fall
+// below half the highest rate they had (at least 100 a second), at any
+// time until the returned function is called: the moment a large start,
+// or a round of a large cluster, stalls.
 func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
 	done := make(chan struct{})
 	go func() {
@@ -482,7 +492,7 @@ func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
 			case <-done:
 				return
 			case <-sec.C:
-				hb := c.top().count.sent[core.MsgHeartbeat].Load()
+				hb := c.sent()[core.MsgHeartbeat]
 				rate := hb - last
 				last = hb
 				peak = max(peak, rate)
@@ -491,6 +501,9 @@ func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
 					c.dumpGoroutines(rate)
 				}
 			case <-t.C:
+				if c.started.Load() {
+					continue
+				}
 				var all []string
 				for ty, k := range c.sent() {
 					if k > 0 {
@@ -514,5 +527,5 @@ func (c *benchCluster) dumpGoroutines(rate uint64) {
 			err = cerr
 		}
 	}
-	c.log.Warn("the top-rated member's heartbeats fell", "per_second", rate, "goroutines", c.opts.stallDump, "error", err)
+	c.log.Warn("the cluster's heartbeats fell", "per_second", rate, "elections", c.electionsStarted(), "sent", c.sent().String(), "goroutines", c.opts.stallDump, "error", err)
 }

@@ -177,6 +177,10 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	runtime.ReadMemStats(&ms)
 	res.HeapBytesPerMember = float64(ms.HeapAlloc) / float64(o.n)
 	if o.rounds > 0 {
+		// The idle figures first, in case a round never ends.
+		log.Info("idle result", "coordinator_sends_per_s", fmt.Sprintf("%.1f", res.CoordinatorSendsPerSec),
+			"process_cpu_percent", fmt.Sprintf("%.1f", res.ProcessCPUPercent), "heap_bytes_per_member", int(res.HeapBytesPerMember),
+			"spurious", res.Spurious, "heartbeat_misses", res.HeartbeatMisses)
 		o.mode = "crash"
 		r, err := failover.Run(ctx, c, failover.Options{
 			Rounds: o.rounds, Quiet: o.roundQuiet, Phase: election.DefaultHeartbeatInterval, Tail: messageTail, Log: log,
