@@ -124,16 +124,15 @@ func (b *bully) awaitSenior() bool {
 // Such a member neither hears every heartbeat round nor decides the
 // election: the watchers detect a crash within K·H of the last round and
 // the top survivor among them wins, its COORDINATOR ending this member's
-// wait. It waits K·H (the watchers may detect that much after it: a
-// member of a starved process notices at once) and T for each further
-// band above it: about the time the highest survivor above it needs to
-// ask its way down through the dead, so the members below start asking a
-// band's worth at a time, deepest last, and in a failover that reaches
-// them they ask nobody. Asking at once, each of them asked the dead first
-// watcher and a band: 2.6n messages when a hundred members of a starved
-// process noticed, 17n with every survivor noticing after the top 9
-// crashed (issue 19, docs/performance.md). 0 in a small cluster, and for
-// the watchers and the members just below them.
+// wait. It waits T for each further band above it, the time a candidate
+// above it takes to ask its way down through a band of the dead, so that
+// the members below start asking a band's worth at a time, deepest last,
+// and in a failover that the top survivors settle they ask nobody.
+// Asking at once, each of them asked the dead first watcher and a band:
+// 2.6n messages when a hundred members of a starved process noticed, 17n
+// with every survivor noticing after the top 9 crashed (issue 19,
+// docs/performance.md). 0 in a small cluster, and for the watchers and
+// the members just below them.
 func (b *bully) deferral() int {
 	n := b.n
 	if !n.fanningOut() {
@@ -143,7 +142,7 @@ func (b *bully) deferral() int {
 	b.higher(func(Peer) bool { above++; return true })
 	band := n.electionBand()
 	if bands := (above - 1 + band - 1) / band; bands > 1 {
-		return n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses + (bands-1)*n.cfg.AnswerTimeout
+		return (bands - 1) * n.cfg.AnswerTimeout
 	}
 	return 0
 }
