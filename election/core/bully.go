@@ -25,6 +25,10 @@ type bully struct {
 	asked string
 	floor Rank
 	more  bool
+	// pair: a surviving watcher waited out its senior, and the senior and
+	// the suspect were all that was above it; it asked both at once
+	// (askPair).
+	pair bool
 	// excluded is a resigning coordinator, absent from the next election.
 	excluded string
 	// awaited is the suspect this node has already waited out a senior's
@@ -54,7 +58,7 @@ func (b *bully) reset() {
 
 func (b *bully) clear() {
 	b.phase, b.timer, b.stage, b.asked = bullyIdle, 0, 0, ""
-	b.floor, b.more = Rank{}, false
+	b.floor, b.more, b.pair = Rank{}, false, false
 }
 
 // higher calls fn for every voter ranked above this node that the election
@@ -97,8 +101,9 @@ func (b *bully) start() bool {
 // awaitSenior: View mode, the detector gave up on the coordinator and a
 // live senior other than the suspect will take over: wait H + T + RoundTrip
 // for its COORDINATOR, sending nothing (docs/algorithms.md, bully, View
-// mode). It reports false for the top survivor, and for a node that follows
-// the suspect on a relay's word (it asks at once).
+// mode), and, far below the top of a fanned-out cluster, longer (deferral).
+// It reports false for the top survivor, and for a node that follows the
+// suspect on a relay's word (it asks at once).
 func (b *bully) awaitSenior() bool {
 	n := b.n
 	senior := b.stageOneTarget()
@@ -108,8 +113,38 @@ func (b *bully) awaitSenior() bool {
 	b.awaited = n.suspect
 	b.asked = senior
 	b.phase = bullyAwaitSenior
-	b.timer = n.cfg.HeartbeatInterval + n.cfg.AnswerTimeout + n.cfg.RoundTrip
+	b.timer = n.cfg.HeartbeatInterval + n.cfg.AnswerTimeout + n.cfg.RoundTrip + b.deferral()
 	return true
+}
+
+// deferral is how much longer than H + T + RoundTrip a member waits for a
+// senior's announcement when the coordinator's heartbeats fan out
+// (n > W + B + 1) and it is below the top: when its first question and
+// the first band (escalate) would not reach every live voter above it.
+// Such a member neither hears every heartbeat round nor decides the
+// election: the watchers detect a crash within K·H of the last round and
+// the top survivor among them wins, its COORDINATOR ending this member's
+// wait. It waits T for each further band above it, the time a candidate
+// above it takes to ask its way down through a band of the dead, so that
+// the members below start asking a band's worth at a time, deepest last,
+// and in a failover that the top survivors settle they ask nobody.
+// Asking at once, each of them asked the dead first watcher and a band:
+// 2.6n messages when a hundred members of a starved process noticed, 17n
+// with every survivor noticing after the top 9 crashed (issue 19,
+// docs/performance.md). 0 in a small cluster, and for the watchers and
+// the members just below them.
+func (b *bully) deferral() int {
+	n := b.n
+	if !n.fanningOut() {
+		return 0
+	}
+	above := 0
+	b.higher(func(Peer) bool { above++; return true })
+	band := n.electionBand()
+	if bands := (above - 1 + band - 1) / band; bands > 1 {
+		return (bands - 1) * n.cfg.AnswerTimeout
+	}
+	return 0
 }
 
 // ask sends this candidate's ELECTIONs (or declares when no one is above).
@@ -197,10 +232,10 @@ func (b *bully) preVoted() {
 	case !n.electing:
 	case b.phase == bullyPreVote:
 		b.win()
-	case b.phase == bullyWaitAnswer && b.stage == 1 && b.asked == n.suspect && n.suspect != "" && n.health == 0:
-		// Corroborated while the suspect stayed silent. A node whose own
-		// loop ran late lately waits T for the suspect as the text says:
-		// the silence may be its own.
+	case b.phase == bullyWaitAnswer && b.stage == 1 && (b.asked == n.suspect || b.pair) && n.suspect != "" && n.health == 0:
+		// Corroborated while the suspect (and, after askPair, the senior
+		// waited out) stayed silent. A node whose own loop ran late
+		// lately waits T as the text says: the silence may be its own.
 		b.win()
 	}
 }
@@ -410,7 +445,7 @@ func (b *bully) timeout() {
 	n := b.n
 	switch b.phase {
 	case bullyWaitAnswer:
-		if (b.stage == 1 || b.stage == 2 && b.more) && b.escalate() {
+		if !b.pair && (b.stage == 1 || b.stage == 2 && b.more) && b.escalate() {
 			return
 		}
 		b.declare()
@@ -420,9 +455,50 @@ func (b *bully) timeout() {
 		n.startElection()
 	case bullyAwaitSenior:
 		// No announcement from the senior: ask, in the same election.
+		senior := b.asked
 		b.clear()
-		b.ask()
+		if !b.askPair(senior) {
+			b.ask()
+		}
 	}
+}
+
+// askPair: View mode, a fanned-out cluster, the wait for the senior's
+// announcement ran out, and the senior and the suspect are the only live
+// voters above this node (a surviving watcher when the coordinator and
+// its first watcher crashed together). It asks both at once and, as the
+// top survivor does with the suspect alone (ask), whether others still
+// hear a coordinator: a grant corroborates the suspect's silence, and the
+// senior has had H + T + RoundTrip since this node's detector fired to
+// announce itself, so it wins one pre-vote round trip later instead of
+// waiting T for the senior and then T for the suspect (341 ms at p50 at
+// n = 1,000 before, docs/performance.md). An ANSWER or a COORDINATOR
+// from either still ends it as before. It reports false, asking nobody,
+// otherwise.
+func (b *bully) askPair(senior string) bool {
+	n := b.n
+	if !n.fanningOut() || senior == "" || n.suspect == "" || senior == n.suspect {
+		return false
+	}
+	others := false
+	b.higher(func(p Peer) bool {
+		others = p.ID != senior && p.ID != n.suspect
+		return !others
+	})
+	if others {
+		return false
+	}
+	b.stage, b.asked, b.pair = 1, senior, true
+	b.higher(func(p Peer) bool { // the senior, and the suspect while the view holds it alive
+		n.send(Message{Type: MsgElection, To: p.ID})
+		return true
+	})
+	if n.preVoteNeeded() {
+		n.beginPreVote(preVoteElection, "")
+	}
+	b.excluded = ""
+	b.phase, b.timer = bullyWaitAnswer, n.cfg.AnswerTimeout
+	return true
 }
 
 // escalate: View mode, the peer asked first stayed silent; ask the other

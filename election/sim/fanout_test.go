@@ -15,7 +15,7 @@ import (
 // milliseconds from the crash to agreement, and the messages sent meanwhile.
 func failover(t *testing.T, n int, seed uint64) (idleHeartbeats int, ms int64, msgs int) {
 	t.Helper()
-	r := crashFailover(t, n, seed, 1, nil)
+	r := crashFailover(t, n, seed, 1, nil, 10_000)
 	return r.idleHeartbeats, r.ms, r.msgs
 }
 
@@ -31,8 +31,8 @@ type failoverRun struct {
 // (the views still hold them alive) and the members in detect noticing at
 // the moment of the crash besides the heartbeat detectors (as members of
 // a starved process whose loops ran late do). It runs until every
-// survivor follows the highest survivor.
-func crashFailover(t *testing.T, n int, seed uint64, top int, detect []string) failoverRun {
+// survivor follows the highest survivor, and fails the test after limitMs.
+func crashFailover(t *testing.T, n int, seed uint64, top int, detect []string, limitMs int64) failoverRun {
 	t.Helper()
 	s, err := New(Config{Members: members(n), Mode: core.View, HeartbeatDetector: true, ViewDelayMs: -1, Seed: seed})
 	if err != nil {
@@ -56,14 +56,14 @@ func crashFailover(t *testing.T, n int, seed uint64, top int, detect []string) f
 		}
 	}
 	start, next := s.Now(), strconv.Itoa(n-top)
-	for s.Now()-start < 10_000 {
+	for s.Now()-start < limitMs {
 		s.RunFor(1)
 		if st, ok := s.Agreement(); ok && st.Coordinator == next && s.InFlight() == 0 {
 			break
 		}
 	}
 	if st, ok := s.Agreement(); !ok || st.Coordinator != next {
-		t.Fatalf("n=%d, %d crashed: no agreement on %s within 10 s: %+v", n, top, next, st)
+		t.Fatalf("n=%d, %d crashed: no agreement on %s within %d ms: %+v", n, top, next, limitMs, st)
 	}
 	for _, c := range s.Sent {
 		r.msgs += int(c)
@@ -103,60 +103,117 @@ func TestFanOutFailoverAt1000(t *testing.T) {
 
 // At n = 1,000, the failovers where the top survivors are dead too, with
 // the views still holding them alive: the coordinator and its first
-// watcher (the surviving watchers elect); the same while a hundred members
-// spread over the ranks notice at the moment of the crash, as members of a
-// starved process do (each escalates past the dead first watcher, in
-// bands: docs/algorithms.md, bully, View mode); and the top K + 1 = 9
-// (the coordinator, every watcher and four more) with every survivor
-// noticing at once. One coordinator, the highest survivor, wins each; the
-// times and messages are logged for docs/performance.md.
+// watcher (the surviving watchers elect; the highest of them asks its
+// waited-out senior and the coordinator at once and wins on the pre-vote:
+// bully.askPair); the same while a hundred members spread over the ranks
+// notice at the moment of the crash, as members of a starved process do,
+// and while every member below the watchers does; and the top K + 1 = 9 (the coordinator, every watcher and four more)
+// with every survivor noticing at once. A member below the first band
+// waits T longer for each band of 8 above it (bully.deferral,
+// docs/algorithms.md, bully, View mode), so in these failovers it is the
+// top survivors' COORDINATOR that ends its election, not its own
+// questions. One coordinator, the highest survivor, wins each within
+// p50 300 ms and 1 s, for at most 2n election messages (issue 19); the
+// times and messages are logged for docs/performance.md. Before the
+// deferral the starved hundred cost 2,599 messages at p50, every member
+// below the watchers 32,815, the top 9 25,706.
 func TestFanOutMultipleCrashesAt1000(t *testing.T) {
 	const n = 1000
-	var starved, all []string
+	var starved []string
 	for i := 10; i < n-1; i += 10 {
 		starved = append(starved, strconv.Itoa(i))
 	}
-	for i := 1; i <= n-9; i++ {
-		all = append(all, strconv.Itoa(i))
-	}
-	// The bound on a failover's election messages: the winner's n − 1
-	// announcements, and for each member that noticed, in each of at most
-	// two elections (an ANSWER followed by no COORDINATOR within T'
-	// restarts one), its question to the first watcher and the bands it
-	// asks, one reply each. Before the bands each asked every member above
-	// it: 99,817 messages for the starved hundred (seed 1), 991,012 for
-	// the top 9.
-	const band = 8
-	bound := func(noticed, bands int) int { return n + 2*noticed*2*(1+bands*band) }
 	for _, c := range []struct {
 		name   string
 		top    int
 		detect []string
-		// maxMsgs bounds the election messages per failover.
-		maxMsgs int
 	}{
-		{"coordinator", 1, nil, 2 * n},
-		{"coordinator and first watcher", 2, nil, 2 * n},
-		{"coordinator and first watcher, 99 starved members notice", 2, starved, bound(len(starved), 1)},
-		{"top 9, every survivor notices", 9, all, bound(len(all), 2)},
+		{"coordinator", 1, nil},
+		{"coordinator and first watcher", 2, nil},
+		{"coordinator and first watcher, 99 starved members notice", 2, starved},
+		{"coordinator and first watcher, every member below the watchers notices", 2, survivors(n, 5)},
+		{"top 9, every survivor notices", 9, survivors(n, 9)},
 	} {
-		var ms []int64
-		var msgs, elections []int
-		for seed := uint64(1); seed <= 10; seed++ {
-			r := crashFailover(t, n, seed, c.top, c.detect)
-			ms, msgs, elections = append(ms, r.ms), append(msgs, r.msgs), append(elections, r.elections)
-			if r.msgs > c.maxMsgs {
-				t.Errorf("%s, seed %d: %d election messages, want at most %d", c.name, seed, r.msgs, c.maxMsgs)
+		ms, msgs, elections := crashFailovers(t, n, c.top, c.detect)
+		for i, m := range msgs {
+			if m > 2*n {
+				t.Errorf("%s: %d election messages, want at most 2n = %d", c.name, m, 2*n)
 			}
-			if r.ms > 1_000 {
-				t.Errorf("%s, seed %d: failover %d ms, want at most 1 s", c.name, seed, r.ms)
+			if ms[i] > 1_000 {
+				t.Errorf("%s: failover %d ms, want at most 1 s", c.name, ms[i])
 			}
 		}
-		slices.Sort(ms)
-		slices.Sort(msgs)
-		slices.Sort(elections)
+		if p50 := ms[len(ms)/2]; p50 > 300 {
+			t.Errorf("%s: failover p50 %d ms, want at most 300", c.name, p50)
+		}
 		t.Logf("%s: failover %d / %d / %d ms (min / p50 / max of 10 seeds); election messages %d / %d / %d, ELECTION %d / %d / %d",
 			c.name, ms[0], ms[len(ms)/2], ms[len(ms)-1], msgs[0], msgs[len(msgs)/2], msgs[len(msgs)-1],
 			elections[0], elections[len(elections)/2], elections[len(elections)-1])
+	}
+}
+
+// survivors returns the IDs 1 .. n − top.
+func survivors(n, top int) []string {
+	var out []string
+	for i := 1; i <= n-top; i++ {
+		out = append(out, strconv.Itoa(i))
+	}
+	return out
+}
+
+// crashFailovers runs crashFailover for seeds 1 – 10 and returns the
+// failover times, election messages and ELECTIONs, each sorted.
+func crashFailovers(t *testing.T, n, top int, detect []string) (ms []int64, msgs, elections []int) {
+	t.Helper()
+	for seed := uint64(1); seed <= 10; seed++ {
+		r := crashFailover(t, n, seed, top, detect, 10_000)
+		ms, msgs, elections = append(ms, r.ms), append(msgs, r.msgs), append(elections, r.elections)
+	}
+	slices.Sort(ms)
+	slices.Sort(msgs)
+	slices.Sort(elections)
+	return ms, msgs, elections
+}
+
+// At n = 1,000, the top d crash at once (d = 17, 33, 100: past the first
+// band), the views still holding them alive, and every survivor notices.
+// The top survivor is itself below the first band and waits its deferral
+// before it asks its way down through the dead, a band per T; the members
+// of the next bands down start T apart and ask until its COORDINATOR
+// comes, those further down ask nobody. So the messages grow as n + d²
+// or so (233, 713 and 6,551 ELECTIONs at p50) instead of n · d (every
+// survivor asked the first watcher and a band per T until it reached the
+// top survivor: 33,370 messages at p50 for d = 17, 99,973 for d = 100),
+// and the failover takes about twice the walk (1,158 ms at p50 for
+// d = 100, 678 before). Logged for docs/performance.md.
+func TestFanOutTopCrashesAt1000(t *testing.T) {
+	const n = 1000
+	for _, d := range []int{17, 33, 100} {
+		ms, msgs, elections := crashFailovers(t, n, d, survivors(n, d))
+		if m := msgs[len(msgs)-1]; m > n+d*d {
+			t.Errorf("top %d: %d election messages, want at most n + d² = %d", d, m, n+d*d)
+		}
+		t.Logf("top %d, every survivor notices: failover %d / %d / %d ms (min / p50 / max of 10 seeds); election messages %d / %d / %d, ELECTION %d / %d / %d",
+			d, ms[0], ms[len(ms)/2], ms[len(ms)-1], msgs[0], msgs[len(msgs)/2], msgs[len(msgs)-1],
+			elections[0], elections[len(elections)/2], elections[len(elections)-1])
+	}
+}
+
+// At n = 1,000 the top 990 crash at once, the views still holding them
+// alive, and the ten survivors notice (as members of a starved process
+// do; their own detectors would fire only after K rotation periods, the
+// watchers being dead). Every survivor is far below the top of its view:
+// it waits the longest deferral (bully.deferral: K·H and T for each band
+// of 8 above it beyond the first), then asks its way down through the
+// dead a band per T, and the highest survivor, 10, still wins: slow
+// (about 2 × 124 T, 10.0 s; 5.1 s before the deferral), but live. Logged
+// for docs/performance.md.
+func TestFanOutLoneSurvivorsAt1000(t *testing.T) {
+	const n, crashed = 1000, 990
+	live := survivors(n, crashed)
+	for seed := uint64(1); seed <= 3; seed++ {
+		r := crashFailover(t, n, seed, crashed, live, 30_000)
+		t.Logf("seed %d: the top %d crashed, the %d survivors notice: 10 leads after %d ms; %d election messages, %d ELECTION",
+			seed, crashed, len(live), r.ms, r.msgs, r.elections)
 	}
 }
