@@ -475,7 +475,7 @@ func (c *benchCluster) starters() string {
 // large cluster) shows what it is sending. It reads only the nodes'
 // atomic counters. With -stalldump FILE it also writes, once, every
 // goroutine's stack to FILE in the second the cluster's heartbeats fall
-// below half the highest rate they had (at least 100 a second), at any
+// below a quarter of the highest rate they had (at least 100 a second), at any
 // time until the returned function is called: the moment a large start,
 // or a round of a large cluster, stalls.
 func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
@@ -496,7 +496,7 @@ func (c *benchCluster) logProgress(d time.Duration) (stop func()) {
 				rate := hb - last
 				last = hb
 				peak = max(peak, rate)
-				if peak >= 100 && !dumped && rate < peak/2 {
+				if peak >= 100 && !dumped && rate < peak/4 {
 					dumped = true
 					c.dumpGoroutines(rate)
 				}

@@ -167,7 +167,7 @@ func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *str
 	profile := fs.String("profile", membership.ProfileLAN,
 		"memberlist profile: lan (the library's default), local or wan")
 	fs.DurationVar(&o.stagger, "stagger", 0, "pause between member starts, e.g. 100ms")
-	fs.StringVar(&o.stallDump, "stalldump", "", "during the start, write every goroutine's stack to this file once, in the second the top-rated member's heartbeats fall below half their rate")
+	fs.StringVar(&o.stallDump, "stalldump", "", "write every goroutine's stack to this file once, in the second the cluster's heartbeats fall below a quarter of their peak (a stall)")
 	fs.DurationVar(&o.ramp, "ramp", 0, "added to -stagger in proportion to the members started: k of n started, the pause is stagger + ramp·k/n (a join's gossip costs O(k) across the cluster, so the start's CPU stays level); e.g. 400ms")
 	fs.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) while the bench runs")
 	fs.IntVar(&o.voters, "voters", 0, "only the V top-rated members vote, the others are non-voters (Config.NonVoter); 0: every member votes")
