@@ -51,7 +51,7 @@ func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 	fs.StringVar(&bind, "bind", "127.0.0.1:7946", "IP:PORT for gossip and election traffic (UDP and TCP); port 0 picks one")
 	fs.StringVar(&advertise, "advertise", "", "IP:PORT the others reach this node at, when not -bind (NAT, containers)")
 	fs.StringVar(&o.http, "http", "127.0.0.1:0", "HOST:PORT for /status, /metrics and /healthz; port 0 (the default) picks a free one, printed at start")
-	fs.StringVar(&join, "join", "", "HOST:PORT[,HOST:PORT...] of members to join (and re-join every 10 s)")
+	fs.StringVar(&join, "join", "", "HOST:PORT[,HOST:PORT...] of members to join (re-joined every 10 s while not live members)")
 	fs.Int64Var(&o.mem.Rating, "rating", 0, "this node's rating: the live node with the highest rating leads (ties: the name)")
 	fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson (the same on every node)")
 	fs.StringVar(&key, "key", "", "gossip encryption key, base64 of 16, 24 or 32 bytes (the same on every node)")
