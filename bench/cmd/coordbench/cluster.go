@@ -197,6 +197,15 @@ func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 		b.port, _ = strconv.Atoi(port)
 	}
 	if !elector {
+		if c.opts.bare {
+			// Nobody runs an elector on it: read its events as an
+			// elector would, or they queue without bound (the memory
+			// bench starts the electors later, on the queued events).
+			go func(events <-chan election.Event) {
+				for range events {
+				}
+			}(m.Node.Events())
+		}
 		return nil
 	}
 	return c.startElector(b)
