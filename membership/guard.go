@@ -91,16 +91,37 @@ type guard struct {
 	fail  func(error)
 
 	mu       sync.Mutex
-	self     string               // this node's address, from its own NotifyJoin
-	starting bool                 // New has not returned
-	alive    map[string]string    // live members' addresses, by name
-	voters   map[string]core.Rank // live voters' ranks, by name (for topVoter)
-	reported map[[2]string]bool   // clashes already logged: name, address
+	self     string              // this node's address, from its own NotifyJoin
+	starting bool                // New has not returned
+	alive    map[string]livePeer // live members, by name
+	reported map[[2]string]bool  // clashes already logged: name, address; nil until the first
+}
+
+// livePeer is what the guard keeps of a live member: one map entry of 32
+// bytes for its address and, for topVoter, its rank (two maps, of
+// addresses and of voters' core.Rank, took about 100 bytes a member).
+type livePeer struct {
+	addr   string
+	rating int64
+	voter  bool // valid metadata and not NonVoter
 }
 
 func newGuard(name string, own meta, log hclog.Logger, stats *counters, fail func(error)) *guard {
 	return &guard{name: name, boot: own.Boot, own: own, log: log, stats: stats, fail: fail, starting: true,
-		alive: make(map[string]string), voters: make(map[string]core.Rank), reported: make(map[[2]string]bool)}
+		alive: make(map[string]livePeer)}
+}
+
+// report records that the clash key is being logged and returns whether it
+// was new. Called with g.mu held.
+func (g *guard) report(key [2]string) bool {
+	if g.reported[key] {
+		return false
+	}
+	if g.reported == nil {
+		g.reported = make(map[[2]string]bool)
+	}
+	g.reported[key] = true
+	return true
 }
 
 func nodeAddr(n *memberlist.Node) string {
@@ -120,18 +141,16 @@ func (g *guard) joined(n *memberlist.Node) {
 	if n.Name == g.name {
 		return
 	}
-	g.alive[n.Name] = nodeAddr(n)
+	p := livePeer{addr: nodeAddr(n)}
 	if md, err := decodeMeta(n.Meta); err == nil && !md.NonVoter {
-		g.voters[n.Name] = core.Rank{Rating: md.Rating, ID: n.Name}
-	} else {
-		delete(g.voters, n.Name)
+		p.rating, p.voter = md.Rating, true
 	}
+	g.alive[n.Name] = p
 }
 
 func (g *guard) left(n *memberlist.Node) {
 	g.mu.Lock()
 	delete(g.alive, n.Name)
-	delete(g.voters, n.Name)
 	g.mu.Unlock()
 }
 
@@ -143,9 +162,9 @@ func (g *guard) topVoter() string {
 	defer g.mu.Unlock()
 	var best core.Rank
 	addr := ""
-	for name, r := range g.voters {
-		if a, ok := g.alive[name]; ok && (addr == "" || r.Compare(best) > 0) {
-			best, addr = r, a
+	for name, p := range g.alive {
+		if r := (core.Rank{Rating: p.rating, ID: name}); p.voter && (addr == "" || r.Compare(best) > 0) {
+			best, addr = r, p.addr
 		}
 	}
 	return addr
@@ -197,8 +216,7 @@ func (g *guard) checkCompat(p *memberlist.Node, merge bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	key := [2]string{p.Name, err.Field + "=" + err.Theirs}
-	if !g.reported[key] {
-		g.reported[key] = true
+	if g.report(key) {
 		g.stats.refusedCompat.Add(1)
 		g.log.Error("refusing an incompatible member", "member", p.Name, "addr", err.Addr,
 			"field", err.Field, "ours", err.Ours, "theirs", err.Theirs)
@@ -242,8 +260,8 @@ func (g *guard) checkName(name, addr string, raw []byte) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if name != g.name {
-		if known, ok := g.alive[name]; ok && known != addr {
-			return g.refuse(name, known, addr)
+		if known, ok := g.alive[name]; ok && known.addr != addr {
+			return g.refuse(name, known.addr, addr)
 		}
 		return nil
 	}
@@ -276,8 +294,7 @@ func (g *guard) yields(raw []byte, addr string) bool {
 func (g *guard) refuse(name, incumbent, newcomer string) error {
 	err := &NameTakenError{Name: name, Incumbent: incumbent, Newcomer: newcomer}
 	key := [2]string{name, newcomer}
-	if !g.reported[key] {
-		g.reported[key] = true
+	if g.report(key) {
 		g.stats.refusedName.Add(1)
 		g.log.Error("refusing a member: its name is taken", "member", name, "incumbent", incumbent, "newcomer", newcomer)
 	}
