@@ -201,7 +201,7 @@ func bareMemberlistHeap(o benchOptions, memprofile string) (memSample, error) {
 		nodes = append(nodes, m)
 		time.Sleep(o.stagger)
 		if i > 0 {
-			if _, err := m.Join([]string{nodes[0].LocalNode().FullAddress().Addr}); err != nil {
+			if err := joinFirst(m, nodes[0]); err != nil {
 				return memSample{}, fmt.Errorf("memberlist %d joining: %w", i+1, err)
 			}
 		}
@@ -213,6 +213,22 @@ func bareMemberlistHeap(o benchOptions, memprofile string) (memSample, error) {
 		}
 	}
 	return memSample{h, st}, nil
+}
+
+// bareJoinTries is how many times a bare memberlist node tries to join the
+// first: on a loaded machine, the first node's push-pull of a few hundred
+// members sometimes outlasts memberlist's TCP timeout.
+const bareJoinTries = 3
+
+// joinFirst joins m to first, trying bareJoinTries times.
+func joinFirst(m, first *memberlist.Memberlist) error {
+	var err error
+	for range bareJoinTries {
+		if _, err = m.Join([]string{first.LocalNode().FullAddress().Addr}); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // memberlistProfile returns memberlist's default configuration of the
