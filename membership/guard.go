@@ -91,24 +91,16 @@ type guard struct {
 	fail  func(error)
 
 	mu       sync.Mutex
-	self     string              // this node's address, from its own NotifyJoin
-	starting bool                // New has not returned
-	alive    map[string]livePeer // live members, by name
-	reported map[[2]string]bool  // clashes already logged: name, address; nil until the first
-}
-
-// livePeer is what the guard keeps of a live member: one map entry of 32
-// bytes for its address and, for topVoter, its rank (two maps, of
-// addresses and of voters' core.Rank, took about 100 bytes a member).
-type livePeer struct {
-	addr   string
-	rating int64
-	voter  bool // valid metadata and not NonVoter
+	self     string             // this node's address, from its own NotifyJoin
+	starting bool               // New has not returned
+	alive    map[string]string  // live members' addresses, by name
+	voters   map[string]int64   // live voters' ratings, by name, while starting (for topVoter); then nil
+	reported map[[2]string]bool // clashes already logged: name, address; nil until the first
 }
 
 func newGuard(name string, own meta, log hclog.Logger, stats *counters, fail func(error)) *guard {
 	return &guard{name: name, boot: own.Boot, own: own, log: log, stats: stats, fail: fail, starting: true,
-		alive: make(map[string]livePeer)}
+		alive: make(map[string]string), voters: make(map[string]int64)}
 }
 
 // report records that the clash key is being logged and returns whether it
@@ -141,40 +133,51 @@ func (g *guard) joined(n *memberlist.Node) {
 	if n.Name == g.name {
 		return
 	}
-	p := livePeer{addr: nodeAddr(n)}
-	if md, err := decodeMeta(n.Meta); err == nil && !md.NonVoter {
-		p.rating, p.voter = md.Rating, true
+	g.alive[n.Name] = nodeAddr(n)
+	if g.voters == nil {
+		return
 	}
-	g.alive[n.Name] = p
+	if md, err := decodeMeta(n.Meta); err == nil && !md.NonVoter {
+		g.voters[n.Name] = md.Rating
+	} else {
+		delete(g.voters, n.Name)
+	}
 }
 
 func (g *guard) left(n *memberlist.Node) {
 	g.mu.Lock()
 	delete(g.alive, n.Name)
+	delete(g.voters, n.Name)
 	g.mu.Unlock()
 }
 
 // topVoter returns the address of the highest-ranked live voter (by
 // rating, then name, as the elector ranks) other than this node; "" if
-// there is none.
+// there is none. It answers while New runs (before started), where the
+// join picks the member to introduce itself to.
 func (g *guard) topVoter() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var best core.Rank
 	addr := ""
-	for name, p := range g.alive {
-		if r := (core.Rank{Rating: p.rating, ID: name}); p.voter && (addr == "" || r.Compare(best) > 0) {
-			best, addr = r, p.addr
+	for name, rating := range g.voters {
+		if a, ok := g.alive[name]; ok {
+			if r := (core.Rank{Rating: rating, ID: name}); addr == "" || r.Compare(best) > 0 {
+				best, addr = r, a
+			}
 		}
 	}
 	return addr
 }
 
 // started marks the end of New: from now on this node yields a clash only
-// to an older member.
+// to an older member, and stops keeping the voters' ratings (only New asks
+// topVoter): every member keeps the guard's map of every other, and its
+// entries are 32 bytes with the address alone, 72 in two maps before.
 func (g *guard) started() {
 	g.mu.Lock()
 	g.starting = false
+	g.voters = nil
 	g.mu.Unlock()
 }
 
@@ -260,8 +263,8 @@ func (g *guard) checkName(name, addr string, raw []byte) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if name != g.name {
-		if known, ok := g.alive[name]; ok && known.addr != addr {
-			return g.refuse(name, known.addr, addr)
+		if known, ok := g.alive[name]; ok && known != addr {
+			return g.refuse(name, known, addr)
 		}
 		return nil
 	}

@@ -107,9 +107,10 @@ func TestDuplicateNameFoundAfterJoin(t *testing.T) {
 	}
 }
 
-// TestGuardLiveMembers: the guard's one map of live members gives topVoter
-// the highest-ranked live voter (non-voters, members with bad metadata and
-// departed members aside) and checkName the address that holds each name.
+// TestGuardLiveMembers: while New runs, topVoter gives the highest-ranked
+// live voter (non-voters, members with bad metadata and departed members
+// aside); checkName gives the address that holds each name, after the
+// start as before.
 func TestGuardLiveMembers(t *testing.T) {
 	g := newGuard("self", meta{Boot: 1}, hclog.NewNullLogger(), &counters{}, func(error) {})
 	node := func(name string, port uint16, m []byte) *memberlist.Node {
@@ -129,6 +130,11 @@ func TestGuardLiveMembers(t *testing.T) {
 	g.joined(node("a", 1, meta{Rating: 5, Boot: 2, NonVoter: true}.encode())) // a becomes a non-voter
 	if got := g.topVoter(); got != "" {
 		t.Fatalf("topVoter with no live voter %q", got)
+	}
+	g.started() // only New asks topVoter: the ratings go
+	g.joined(node("e", 5, meta{Rating: 7, Boot: 2}.encode()))
+	if got := g.topVoter(); got != "" || g.voters != nil {
+		t.Fatalf("topVoter after the start %q, voters %v", got, g.voters)
 	}
 	if err := g.checkName("a", "127.0.0.1:1", nil); err != nil {
 		t.Fatalf("a at its own address refused: %v", err)
