@@ -121,9 +121,13 @@ type inboxItem struct {
 }
 
 func nodeItem(k itemKind, n *memberlist.Node) inboxItem {
+	ip := net.IP(n.Addr)
+	if v4 := ip.To4(); v4 != nil {
+		ip = v4 // 4 bytes, not 16: the table keeps the copy
+	}
 	return inboxItem{kind: k, node: nodeInfo{
 		Name: n.Name,
-		Addr: append(net.IP(nil), n.Addr...),
+		Addr: append(net.IP(nil), ip...),
 		Port: n.Port,
 		Meta: append([]byte(nil), n.Meta...),
 	}}
@@ -142,6 +146,10 @@ type inbox struct {
 	ready   chan struct{} // capacity 1: "items is not empty"
 	stats   *counters
 }
+
+// keptItems bounds the backing arrays that take keeps for reuse: enough
+// for the few items at a time of a settled cluster.
+const keptItems = 16
 
 func newInbox(maxMsgs int, stats *counters) *inbox {
 	return &inbox{maxMsgs: maxMsgs, ready: make(chan struct{}, 1), stats: stats}
@@ -169,9 +177,15 @@ func (q *inbox) push(it inboxItem) {
 }
 
 // take moves every queued item into buf[:0] and returns it; the inbox
-// keeps buf's old backing array for the next items.
+// keeps buf's old backing array for the next items, unless it holds more
+// than keptItems: a join's burst (a push-pull reports every member at once,
+// 104 bytes an item) would otherwise stay allocated, twice (this array and
+// the one the dispatcher holds), in every member for good.
 func (q *inbox) take(buf []inboxItem) []inboxItem {
 	clear(buf)
+	if cap(buf) > keptItems {
+		buf = nil
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := q.items

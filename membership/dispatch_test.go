@@ -303,3 +303,27 @@ func TestDispatcherTakesRestartsNotYetGossiped(t *testing.T) {
 		t.Fatalf("drops %v, want the one stale frame", s.Dropped)
 	}
 }
+
+// TestInboxLetsBurstsGo: after a burst (a push-pull reports every member
+// at once) the inbox and the dispatcher do not keep its arrays for reuse;
+// a settled cluster's few items at a time reuse one.
+func TestInboxLetsBurstsGo(t *testing.T) {
+	q := newInbox(10, &counters{})
+	for range 100 {
+		q.push(inboxItem{kind: itemJoin})
+	}
+	burst := q.take(nil)
+	q.push(inboxItem{kind: itemJoin})
+	small := q.take(burst)
+	if len(small) != 1 || cap(small) > keptItems {
+		t.Fatalf("after the burst: %d items, capacity %d (at most %d kept)", len(small), cap(small), keptItems)
+	}
+	q.push(inboxItem{kind: itemJoin})
+	if got := q.take(small); len(got) != 1 || &got[:1][0] == &small[:1][0] {
+		t.Fatalf("took %d items; a small array is reused by the other side", len(got))
+	}
+	q.push(inboxItem{kind: itemJoin})
+	if got := q.take(nil); len(got) != 1 || &got[:1][0] != &small[:1][0] {
+		t.Fatal("the small array handed back was not reused")
+	}
+}

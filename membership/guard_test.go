@@ -2,9 +2,13 @@ package membership
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
 
 	"github.com/coordelect/coordelect/election"
 )
@@ -100,5 +104,45 @@ func TestDuplicateNameFoundAfterJoin(t *testing.T) {
 			}
 			steady(t, vs, "n3", term, time.Second)
 		})
+	}
+}
+
+// TestGuardLiveMembers: while New runs, topVoter gives the highest-ranked
+// live voter (non-voters, members with bad metadata and departed members
+// aside); checkName gives the address that holds each name, after the
+// start as before.
+func TestGuardLiveMembers(t *testing.T) {
+	g := newGuard("self", meta{Boot: 1}, hclog.NewNullLogger(), &counters{}, func(error) {})
+	node := func(name string, port uint16, m []byte) *memberlist.Node {
+		return &memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: port, Meta: m}
+	}
+	g.joined(node("a", 1, meta{Rating: 5, Boot: 2}.encode()))
+	g.joined(node("b", 2, meta{Rating: 9, Boot: 2, NonVoter: true}.encode()))
+	g.joined(node("c", 3, []byte{0xff}))
+	g.joined(node("d", 4, meta{Rating: 5, Boot: 2}.encode())) // ties with a: the greater ID ranks higher
+	if got := g.topVoter(); got != "127.0.0.1:4" {
+		t.Fatalf("topVoter %q, want d's 127.0.0.1:4", got)
+	}
+	g.left(node("d", 4, nil))
+	if got := g.topVoter(); got != "127.0.0.1:1" {
+		t.Fatalf("topVoter after d left %q, want a's 127.0.0.1:1", got)
+	}
+	g.joined(node("a", 1, meta{Rating: 5, Boot: 2, NonVoter: true}.encode())) // a becomes a non-voter
+	if got := g.topVoter(); got != "" {
+		t.Fatalf("topVoter with no live voter %q", got)
+	}
+	g.started() // only New asks topVoter: the ratings go
+	g.joined(node("e", 5, meta{Rating: 7, Boot: 2}.encode()))
+	if got := g.topVoter(); got != "" || g.voters != nil {
+		t.Fatalf("topVoter after the start %q, voters %v", got, g.voters)
+	}
+	if err := g.checkName("a", "127.0.0.1:1", nil); err != nil {
+		t.Fatalf("a at its own address refused: %v", err)
+	}
+	if err := g.checkName("a", "127.0.0.1:7", nil); !errors.Is(err, ErrNameTaken) {
+		t.Fatalf("a second a at another address: %v", err)
+	}
+	if err := g.checkName("d", "127.0.0.1:7", nil); err != nil {
+		t.Fatalf("the name of a departed member refused: %v", err)
 	}
 }

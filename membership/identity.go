@@ -49,7 +49,7 @@ func (t *table) payload(name string) (string, bool) {
 	if e == nil || !e.admitted {
 		return "", false
 	}
-	return e.meta.Payload, true
+	return e.meta.payload(), true
 }
 
 // StatusMembers lists the members as election.NewHandler's /status shows

@@ -1,8 +1,10 @@
 package membership
 
 import (
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -47,14 +49,80 @@ const (
 	RefusedTagCollision = "tag collision"
 )
 
-// entry is the table's record of one member.
+// entry is the table's record of one member. It is kept small: every
+// member holds one for every other (112 bytes each, where a copy of
+// memberlist's node with its raw and decoded metadata took 240 and more).
 type entry struct {
-	info     nodeInfo
-	meta     meta
+	info     peerAddr
+	meta     peerMeta
+	since    time.Time // when alive last changed
 	alive    bool      // alive in memberlist
 	admitted bool      // alive, valid metadata, unique tag: the elector knows it
-	refused  string    // why an alive member is not admitted
-	since    time.Time // when alive last changed
+	refused  refusal   // why an alive member is not admitted
+}
+
+// peerAddr is a member's name and address: the parts of a memberlist.Node
+// the table keeps (not its metadata, which it keeps decoded in peerMeta).
+type peerAddr struct {
+	Name string
+	Addr net.IP
+	Port uint16
+}
+
+func (a peerAddr) address() string {
+	return net.JoinHostPort(a.Addr.String(), strconv.Itoa(int(a.Port)))
+}
+
+// peerMeta is the part of a member's metadata that the table uses after
+// the join: the shared election settings (meta's Quorum, Heartbeat,
+// Misses, Lease) are checked at the join (guard.checkCompat) and not kept.
+type peerMeta struct {
+	Rating   int64
+	Boot     uint64
+	rare     *rareMeta // nil: this node's Algorithm and no payload, as most members
+	NonVoter bool
+}
+
+// rareMeta is the part of a member's metadata that is usually the same
+// for every member and so not kept per member.
+type rareMeta struct {
+	Algorithm string
+	Payload   string
+}
+
+// algorithm returns the member's Algorithm; own is this node's.
+func (m peerMeta) algorithm(own string) string {
+	if m.rare == nil {
+		return own
+	}
+	return m.rare.Algorithm
+}
+
+// payload returns the member's Payload.
+func (m peerMeta) payload() string {
+	if m.rare == nil {
+		return ""
+	}
+	return m.rare.Payload
+}
+
+// refusal is why an alive member is not admitted (Member.Refused).
+type refusal uint8
+
+const (
+	refusedNone refusal = iota
+	refusedMeta
+	refusedTag
+)
+
+func (r refusal) String() string {
+	switch r {
+	case refusedMeta:
+		return RefusedMeta
+	case refusedTag:
+		return RefusedTagCollision
+	}
+	return ""
 }
 
 // table is the membership view that the dispatcher builds from memberlist's
@@ -69,6 +137,7 @@ type entry struct {
 type table struct {
 	mu      sync.RWMutex
 	self    entry
+	selfAlg string // this node's Algorithm, which most entries leave out (peerMeta.rare)
 	selfTag uint32
 	peers   map[string]*entry
 	byTag   map[uint32]*entry // the admitted peers, by core.Tag of their name
@@ -89,7 +158,8 @@ type table struct {
 
 func newTable(name string, m meta, forget time.Duration, log hclog.Logger, stats *counters) *table {
 	return &table{
-		self:    entry{info: nodeInfo{Name: name}, meta: m, alive: true, admitted: true},
+		self:    entry{info: peerAddr{Name: name}, meta: m.peer(m.Algorithm), alive: true, admitted: true},
+		selfAlg: m.Algorithm,
 		selfTag: core.Tag(name),
 		peers:   make(map[string]*entry),
 		byTag:   make(map[uint32]*entry),
@@ -105,8 +175,9 @@ func newTable(name string, m meta, forget time.Duration, log hclog.Logger, stats
 func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	addr := peerAddr{Name: info.Name, Addr: info.Addr, Port: info.Port}
 	if info.Name == t.self.info.Name {
-		t.self.info = info
+		t.self.info = addr
 		return nil
 	}
 	e := t.peers[info.Name]
@@ -117,9 +188,9 @@ func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
 		t.gone-- // back from the departed
 	}
 	if !e.alive {
-		e.alive, e.since, e.meta = true, now, meta{}
+		e.alive, e.since, e.meta = true, now, peerMeta{}
 	}
-	e.info = info
+	e.info = addr
 	return t.setMeta(e, info.Meta)
 }
 
@@ -147,7 +218,7 @@ func (t *table) leave(name string, now time.Time) []election.Event {
 		return nil
 	}
 	e.alive, e.since = false, now
-	t.setRefused(e, "")
+	t.setRefused(e, refusedNone)
 	t.gone++
 	if due := now.Add(t.forget); t.gone == 1 || due.Before(t.nextPrune) {
 		t.nextPrune = due
@@ -161,16 +232,17 @@ func (t *table) leave(name string, now time.Time) []election.Event {
 
 // setMeta decodes a live member's metadata and derives the events.
 func (t *table) setMeta(e *entry, raw []byte) []election.Event {
-	m, err := decodeMeta(raw)
+	full, err := decodeMeta(raw)
 	if err != nil {
-		if e.refused != RefusedMeta {
+		if e.refused != refusedMeta {
 			t.log.Error("refusing member: bad metadata", "member", e.info.Name, "addr", e.info.address(), "error", err)
 			t.stats.refusedMeta.Add(1)
 		}
 		out := t.demote(e)
-		t.setRefused(e, RefusedMeta)
+		t.setRefused(e, refusedMeta)
 		return out
 	}
+	m := full.peer(t.selfAlg)
 	old := e.meta
 	e.meta = m
 	switch {
@@ -202,7 +274,7 @@ func (t *table) admit(e *entry) []election.Event {
 		t.refuseTag(h, e.info.Name, tag)
 	}
 	e.admitted = true
-	t.setRefused(e, "")
+	t.setRefused(e, refusedNone)
 	t.byTag[tag] = e
 	return append(out, upEvent(e))
 }
@@ -215,7 +287,7 @@ func (t *table) promote(tag uint32) []election.Event {
 	}
 	var best *entry
 	for _, e := range t.peers {
-		if e.alive && e.refused == RefusedTagCollision && core.Tag(e.info.Name) == tag &&
+		if e.alive && e.refused == refusedTag && core.Tag(e.info.Name) == tag &&
 			(best == nil || core.CompareID(e.info.Name, best.info.Name) < 0) {
 			best = e
 		}
@@ -228,11 +300,11 @@ func (t *table) promote(tag uint32) []election.Event {
 
 // setRefused records why e is not admitted ("" when it is, or when it
 // departed), and counts the members refused for a tag collision.
-func (t *table) setRefused(e *entry, why string) {
-	if e.refused == RefusedTagCollision {
+func (t *table) setRefused(e *entry, why refusal) {
+	if e.refused == refusedTag {
 		t.collided--
 	}
-	if why == RefusedTagCollision {
+	if why == refusedTag {
 		t.collided++
 	}
 	e.refused = why
@@ -244,12 +316,12 @@ func (t *table) setRefused(e *entry, why string) {
 func (t *table) tagHolder(tag uint32) *entry { return t.byTag[tag] }
 
 func (t *table) refuseTag(e *entry, other string, tag uint32) {
-	if e.refused != RefusedTagCollision {
+	if e.refused != refusedTag {
 		t.log.Error("refusing member: its core.Tag equals another member's, terms would be ambiguous; rename one",
 			"member", e.info.Name, "other", other, "tag", tag)
 		t.stats.refusedTag.Add(1)
 	}
-	t.setRefused(e, RefusedTagCollision)
+	t.setRefused(e, refusedTag)
 }
 
 // demote hides an admitted member from the elector.
@@ -346,7 +418,7 @@ func (t *table) liveAddrs(addrs []string) map[string]bool {
 	if len(want) == 0 {
 		return live
 	}
-	check := func(info *nodeInfo) {
+	check := func(info *peerAddr) {
 		if ip, ok := netip.AddrFromSlice(info.Addr); ok {
 			if a, ok := want[netip.AddrPortFrom(ip.Unmap(), info.Port)]; ok {
 				live[a] = true
@@ -385,8 +457,18 @@ func (t *table) target(name string) (target, bool) {
 // setSelfMeta records this node's new metadata.
 func (t *table) setSelfMeta(m meta) {
 	t.mu.Lock()
-	t.self.meta = m
+	t.self.meta = m.peer(t.selfAlg)
 	t.mu.Unlock()
+}
+
+// peer returns the part of m that the table keeps; alg is this node's
+// Algorithm (every compatible member has it).
+func (m meta) peer(alg string) peerMeta {
+	p := peerMeta{Rating: m.Rating, Boot: m.Boot, NonVoter: m.NonVoter}
+	if m.Algorithm != alg || m.Payload != "" {
+		p.rare = &rareMeta{Algorithm: m.Algorithm, Payload: m.Payload}
+	}
+	return p
 }
 
 // members lists this node and the members the table holds, by name,
@@ -395,10 +477,10 @@ func (t *table) setSelfMeta(m meta) {
 func (t *table) members(now time.Time) []Member {
 	t.mu.RLock()
 	out := make([]Member, 0, len(t.peers)+1)
-	out = append(out, t.self.member(true))
+	out = append(out, t.self.member(true, t.selfAlg))
 	for _, e := range t.peers {
 		if e.alive || now.Sub(e.since) <= t.forget {
-			out = append(out, e.member(false))
+			out = append(out, e.member(false, t.selfAlg))
 		}
 	}
 	t.mu.RUnlock()
@@ -406,11 +488,12 @@ func (t *table) members(now time.Time) []Member {
 	return out
 }
 
-func (e *entry) member(self bool) Member {
+// member returns e as Members lists it; alg is this node's Algorithm.
+func (e *entry) member(self bool, alg string) Member {
 	m := Member{
 		Name: e.info.Name, Rating: e.meta.Rating, Voter: !e.meta.NonVoter,
-		Algorithm: e.meta.Algorithm, BootID: e.meta.Boot,
-		Alive: e.alive, Self: self, Refused: e.refused, Payload: e.meta.Payload,
+		Algorithm: e.meta.algorithm(alg), BootID: e.meta.Boot,
+		Alive: e.alive, Self: self, Refused: e.refused.String(), Payload: e.meta.payload(),
 	}
 	if e.info.Addr != nil {
 		m.Addr = e.info.address()

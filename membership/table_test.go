@@ -243,3 +243,32 @@ func TestTakesTurn(t *testing.T) {
 		t.Fatalf("%d turns in 100,000 draws at n = 1,000, want about 400", turns)
 	}
 }
+
+// TestTableAlgorithmAndPayload: an entry leaves out an Algorithm equal to
+// this node's and an empty payload (peerMeta.rare), and lists both as the
+// member published them.
+func TestTableAlgorithmAndPayload(t *testing.T) {
+	c := &counters{}
+	tb := newTable("self", meta{Boot: 1, Algorithm: "bully", Payload: "mine"}, time.Minute, hclog.NewNullLogger(), c)
+	t0 := time.Unix(0, 0)
+	tb.alive(info("a", meta{Boot: 2, Algorithm: "bully"}), t0)
+	tb.alive(info("b", meta{Boot: 3, Algorithm: "bully", Payload: "pb"}), t0)
+	tb.alive(info("c", meta{Boot: 4, Algorithm: "ring"}), t0)
+	if tb.peers["a"].meta.rare != nil {
+		t.Fatalf("a's entry keeps its Algorithm: %+v", tb.peers["a"].meta.rare)
+	}
+	var got []string
+	for _, m := range tb.members(t0) {
+		got = append(got, m.Name+":"+m.Algorithm+":"+m.Payload)
+	}
+	if want := []string{"a:bully:", "b:bully:pb", "c:ring:", "self:bully:mine"}; !slices.Equal(got, want) {
+		t.Fatalf("members %v, want %v", got, want)
+	}
+	if p, ok := tb.payload("b"); !ok || p != "pb" {
+		t.Fatalf("payload(b) = %q, %v", p, ok)
+	}
+	tb.alive(info("b", meta{Boot: 3, Algorithm: "bully"}), t0) // payload cleared
+	if p, _ := tb.payload("b"); p != "" || tb.peers["b"].meta.rare != nil {
+		t.Fatalf("cleared payload: %q, rare %+v", p, tb.peers["b"].meta.rare)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"time"
@@ -24,33 +26,77 @@ in this process, in three steps: bare memberlist nodes (memberlist.Create
 with the profile's defaults, joined), then membership.Node members without
 electors, then the same members with an elector each. Prints one JSON
 object; per-node figures are differences from the heap before the step,
-divided by -n.`
+divided by -n. With -memprofile FILE it also writes heap profiles (every
+allocation of 4 KiB or more sampled, so the runs that write them are slower
+and are not the figures): FILE.bare with the bare memberlist nodes, FILE with
+the members and their electors, each after the step's readings; 'go tool
+pprof -sample_index=inuse_space -diff_base FILE.bare FILE' shows where the
+bytes above bare memberlist go.`
 
-func parseBenchMemory(args []string, stdout io.Writer) (benchOptions, error) {
-	return parseBench("memory", 50, benchMemorySynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
+// memoryFlags are memory's own flags.
+type memoryFlags struct {
+	memprofile string // -memprofile
+	skipBare   bool   // -skip-bare
+}
+
+func parseBenchMemory(args []string, stdout io.Writer) (benchOptions, memoryFlags, error) {
+	var mf memoryFlags
+	o, err := parseBench("memory", 50, benchMemorySynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
 		fs.DurationVar(&o.quiet, "settle", 3*time.Second, "how long each step runs before the heap is read")
 		fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound of the wait for the electors to agree")
+		fs.StringVar(&mf.memprofile, "memprofile", "", "write heap profiles to FILE.bare (bare memberlist) and FILE (members with electors)")
+		fs.BoolVar(&mf.skipBare, "skip-bare", false,
+			"leave the bare memberlist step out (its figures and above_memberlist print 0): on a loaded machine its start, every node joining the first, is the slowest part from n = 300 on")
 	}, func(o *benchOptions) error {
 		if o.quiet < 0 {
 			return usagef("-settle %v: want 0 or more", o.quiet)
 		}
 		return nil
 	})
+	return o, mf, err
+}
+
+// memProfileRate is runtime.MemProfileRate with -memprofile: fine enough
+// that allocations of a few hundred bytes per member show up at n = 100.
+const memProfileRate = 4096
+
+// writeHeapProfile writes the heap profile to file ("": nothing), after
+// a collection, so that it holds what is live now.
+func writeHeapProfile(file string) error {
+	if file == "" {
+		return nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseBenchMemory(args, stdout)
+	o, mf, err := parseBenchMemory(args, stdout)
 	if err != nil {
 		return err
+	}
+	memprofile := mf.memprofile
+	if memprofile != "" {
+		runtime.MemProfileRate = memProfileRate
 	}
 	lg := newBenchLogger(stderr, false)
 	res := memoryResult{N: o.n, Profile: o.profile, Compress: o.compress}
-	bare, err := bareMemberlistHeap(o)
-	if err != nil {
-		return err
+	if !mf.skipBare {
+		bare, err := bareMemberlistHeap(o, memprofile)
+		if err != nil {
+			return err
+		}
+		res.MemberlistPerNode, res.MemberlistStackPerNode = bare.heap, bare.stack
+		lg.Info("bare memberlist", "bytes_per_node", res.MemberlistPerNode)
 	}
-	res.MemberlistPerNode, res.MemberlistStackPerNode = bare.heap, bare.stack
-	lg.Info("bare memberlist", "bytes_per_node", res.MemberlistPerNode)
 	c := newBenchCluster(o, lg)
 	defer c.stop()
 	base := settledHeap(0)
@@ -76,7 +122,12 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	res.ElectorPerNode, res.ElectorStackPerNode = settledHeap(o.quiet).minus(members).per(o.n)
-	res.AboveMemberlistPerNode = res.MembershipPerNode + res.ElectorPerNode - res.MemberlistPerNode
+	if err := writeHeapProfile(memprofile); err != nil {
+		return err
+	}
+	if !mf.skipBare {
+		res.AboveMemberlistPerNode = res.MembershipPerNode + res.ElectorPerNode - res.MemberlistPerNode
+	}
 	lg.Info("membership and electors", "membership_bytes_per_node", res.MembershipPerNode,
 		"elector_bytes_per_node", res.ElectorPerNode)
 	return printJSON(stdout, res)
@@ -138,8 +189,9 @@ func settledHeap(d time.Duration) memSample {
 
 // bareMemberlistHeap starts o.n bare memberlist nodes on 127.0.0.1 with
 // the profile's defaults, each joining the first, and returns their heap
-// and stacks per node; they are shut down before it returns.
-func bareMemberlistHeap(o benchOptions) (memSample, error) {
+// and stacks per node; they are shut down before it returns. With
+// memprofile it writes the heap profile to memprofile+".bare" first.
+func bareMemberlistHeap(o benchOptions, memprofile string) (memSample, error) {
 	base := settledHeap(0)
 	var nodes []*memberlist.Memberlist
 	defer func() {
@@ -159,13 +211,34 @@ func bareMemberlistHeap(o benchOptions) (memSample, error) {
 		nodes = append(nodes, m)
 		time.Sleep(o.startPause(i + 1))
 		if i > 0 {
-			if _, err := m.Join([]string{nodes[0].LocalNode().FullAddress().Addr}); err != nil {
+			if err := joinFirst(m, nodes[0]); err != nil {
 				return memSample{}, fmt.Errorf("memberlist %d joining: %w", i+1, err)
 			}
 		}
 	}
 	h, st := settledHeap(o.quiet).minus(base).per(o.n)
+	if memprofile != "" {
+		if err := writeHeapProfile(memprofile + ".bare"); err != nil {
+			return memSample{}, err
+		}
+	}
 	return memSample{h, st}, nil
+}
+
+// bareJoinTries is how many times a bare memberlist node tries to join the
+// first: on a loaded machine, the first node's push-pull of a few hundred
+// members sometimes outlasts memberlist's TCP timeout.
+const bareJoinTries = 3
+
+// joinFirst joins m to first, trying bareJoinTries times.
+func joinFirst(m, first *memberlist.Memberlist) error {
+	var err error
+	for range bareJoinTries {
+		if _, err = m.Join([]string{first.LocalNode().FullAddress().Addr}); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // memberlistProfile returns memberlist's default configuration of the
