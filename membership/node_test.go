@@ -50,23 +50,7 @@ func TestSendReliableAndBestEffort(t *testing.T) {
 	elect := sampleMessage()
 	elect.Type, elect.From, elect.To = core.MsgElection, "n1", "n2"
 	heartbeat := core.Message{Type: core.MsgHeartbeat, From: "n2", To: "n1", Coordinator: "n2", Term: core.MakeTerm(1, 2)}
-	if err := n1.Send(elect); err != nil {
-		t.Fatal(err)
-	}
-	if err := n2.Send(heartbeat); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		m    *member
-		want core.Message
-	}{{n2, elect}, {n1, heartbeat}} {
-		if !waitUntil(waitTimeout, func() bool { return len(c.m.messages()) > 0 }) {
-			t.Fatalf("%s received nothing", c.m.LocalID())
-		}
-		if got := c.m.messages()[0].Message; !reflect.DeepEqual(got, c.want) {
-			t.Fatalf("%s received %+v, want %+v", c.m.LocalID(), got, c.want)
-		}
-	}
+	sendBothWays(t, n1, elect, n2, heartbeat)
 	if s := n1.Stats(); s.Sent != 1 || s.Received != 1 || s.SendFailed != 0 {
 		t.Fatalf("n1 stats: %+v", s)
 	}
@@ -311,4 +295,27 @@ func TestJoinIntroducesToTopVoter(t *testing.T) {
 	c3.Seeds = []string{n1.Addr()}
 	start(t, c3)
 	n2.waitPeerEvents(t, "n3", "up:n3/20")
+}
+
+// sendBothWays sends a from one member and b from the other, each
+// addressed to the other, and checks that each arrives first and intact.
+func sendBothWays(t *testing.T, from *member, a core.Message, other *member, b core.Message) {
+	t.Helper()
+	if err := from.Send(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Send(b); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		m    *member
+		want core.Message
+	}{{other, a}, {from, b}} {
+		if !waitUntil(waitTimeout, func() bool { return len(c.m.messages()) > 0 }) {
+			t.Fatalf("%s received nothing", c.m.LocalID())
+		}
+		if got := c.m.messages()[0].Message; !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("%s received %+v, want %+v", c.m.LocalID(), got, c.want)
+		}
+	}
 }

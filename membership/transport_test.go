@@ -4,7 +4,6 @@ import (
 	"io"
 	"log"
 	"net"
-	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -127,21 +126,5 @@ func TestNetTransportInteroperates(t *testing.T) {
 	// A reliable message one way (TCP), a heartbeat the other (UDP).
 	elect := core.Message{Type: core.MsgElection, From: "n2", To: "n1", Term: core.MakeTerm(1, 2)}
 	heartbeat := core.Message{Type: core.MsgHeartbeat, From: "n1", To: "n2", Coordinator: "n1", Term: core.MakeTerm(1, 1)}
-	if err := n2.Send(elect); err != nil {
-		t.Fatal(err)
-	}
-	if err := n1.Send(heartbeat); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		m    *member
-		want core.Message
-	}{{n1, elect}, {n2, heartbeat}} {
-		if !waitUntil(waitTimeout, func() bool { return len(c.m.messages()) > 0 }) {
-			t.Fatalf("%s received nothing", c.m.LocalID())
-		}
-		if got := c.m.messages()[0].Message; !reflect.DeepEqual(got, c.want) {
-			t.Fatalf("%s received %+v, want %+v", c.m.LocalID(), got, c.want)
-		}
-	}
+	sendBothWays(t, n2, elect, n1, heartbeat)
 }
