@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // bully is docs/algorithms.md, bully (Garcia-Molina 1982).
 //
 // Textbook mode follows the text to the letter, so message counts match the
@@ -80,6 +82,42 @@ func (b *bully) higher(fn func(Peer) bool) {
 	}
 }
 
+// liveVotersAbove counts the members higher visits: the live voters
+// ranked above this node, b.excluded left out. Every candidate of a
+// fanned-out cluster asks it (deferral); a walk from the top down to its
+// own rank made a failover in which every member noticed O(n²): 65 s
+// instead of 2 s for the simulator's 100,000 members. While the roster
+// has no non-voters it is a binary search for this node's rank, less the
+// dead above it.
+func (b *bully) liveVotersAbove() int {
+	n := b.n
+	r := n.view.r
+	if r.nonVoters > 0 {
+		above := 0
+		b.higher(func(Peer) bool { above++; return true })
+		return above
+	}
+	me := n.rank()
+	k, _ := slices.BinarySearchFunc(r.byRank, me, func(a int32, rk Rank) int { return r.ring[a].Rank().Compare(rk) })
+	for k < len(r.byRank) && r.ring[r.byRank[k]].Rank().Compare(me) <= 0 {
+		k++
+	}
+	above := len(r.byRank) - k
+	if n.view.mode == View {
+		for id := range n.view.dead {
+			if q, ok := r.Get(id); ok && q.Rank().Compare(me) > 0 {
+				above--
+			}
+		}
+	}
+	if b.excluded != "" && n.view.alive(b.excluded) {
+		if q, ok := r.Get(b.excluded); ok && q.Rank().Compare(me) > 0 {
+			above--
+		}
+	}
+	return above
+}
+
 func (b *bully) start() bool {
 	n := b.n
 	b.clear()
@@ -138,8 +176,7 @@ func (b *bully) deferral() int {
 	if !n.fanningOut() {
 		return 0
 	}
-	above := 0
-	b.higher(func(Peer) bool { above++; return true })
+	above := b.liveVotersAbove()
 	band := n.electionBand()
 	if bands := (above - 1 + band - 1) / band; bands > 1 {
 		return (bands - 1) * n.cfg.AnswerTimeout

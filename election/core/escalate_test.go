@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
@@ -361,5 +362,34 @@ func TestBullyWatcherAsksSeniorAndSuspectTogether(t *testing.T) {
 			t.Errorf("n=%d: asked the coordinator at tick %d, won at %d: want T later", c.n, last, won)
 		}
 		t.Logf("n=%d: %s asked %v at ticks %v and won at tick %d", c.n, survivor, asked, at, won)
+	}
+}
+
+// liveVotersAbove counts what bully.higher visits, without the walk,
+// whatever the view holds dead and whoever is excluded; with non-voters in
+// the roster it walks. Checked against the walk on every member of
+// rosters with dead members, an excluded member and non-voters.
+func TestLiveVotersAboveMatchesTheWalk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 19))
+	for round := range 40 {
+		const n = 60
+		nonVoters := round%2 == 1
+		cfg := viewCfg(Bully)
+		w := newTestNet(t, cfg, members(n, func(i int) int64 { return int64(rng.IntN(20)) }))
+		for _, nd := range w.nodes {
+			for range 8 {
+				nd.view.down(strconv.Itoa(1 + rng.IntN(n)))
+			}
+			if nonVoters {
+				nd.view.update(Peer{ID: strconv.Itoa(1 + rng.IntN(n)), Rating: int64(rng.IntN(20)), NonVoter: true})
+			}
+			b := nd.alg.(*bully)
+			b.excluded = strconv.Itoa(1 + rng.IntN(n))
+			walk := 0
+			b.higher(func(Peer) bool { walk++; return true })
+			if got := b.liveVotersAbove(); got != walk {
+				t.Fatalf("round %d, node %s: liveVotersAbove %d, the walk %d", round, nd.self.ID, got, walk)
+			}
+		}
 	}
 }

@@ -21,6 +21,10 @@ type Roster struct {
 	index   map[string]int
 	byRank  []int32 // ring positions, ascending by rank
 	rankPos []int32 // ring position -> position in byRank
+	// nonVoters counts the members that never stand: while there are
+	// none, the live voters above a rank are counted in O(log n + dead)
+	// (bully's liveVotersAbove), not by a walk.
+	nonVoters int
 }
 
 // NewRoster builds a roster from members in ring order. IDs must be unique
@@ -42,6 +46,9 @@ func NewRoster(members []Peer) (*Roster, error) {
 		}
 		tags[Tag(p.ID)] = p.ID
 		r.index[p.ID] = i
+		if p.NonVoter {
+			r.nonVoters++
+		}
 	}
 	r.sortRanks()
 	return r, nil
@@ -115,7 +122,7 @@ func (r *Roster) tagClash(id string) string {
 // clone returns a copy of r that shares nothing with it.
 func (r *Roster) clone() *Roster {
 	out := &Roster{ring: slices.Clone(r.ring), index: make(map[string]int, len(r.ring)),
-		byRank: slices.Clone(r.byRank), rankPos: slices.Clone(r.rankPos)}
+		byRank: slices.Clone(r.byRank), rankPos: slices.Clone(r.rankPos), nonVoters: r.nonVoters}
 	for id, i := range r.index {
 		out.index[id] = i
 	}
@@ -138,8 +145,14 @@ func (r *Roster) with(p Peer) *Roster {
 // a node's own copy may be changed (view.update).
 func (r *Roster) set(p Peer) {
 	byRank := func(a int32, rk Rank) int { return r.ring[a].Rank().Compare(rk) }
+	if p.NonVoter {
+		r.nonVoters++
+	}
 	if i, ok := r.index[p.ID]; ok {
 		old := r.ring[i]
+		if old.NonVoter {
+			r.nonVoters--
+		}
 		r.ring[i] = p
 		if old.Rating == p.Rating {
 			return
