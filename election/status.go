@@ -76,6 +76,13 @@ func membersEvery(n int) time.Duration {
 	return min(time.Second, time.Duration(n)*time.Millisecond)
 }
 
+// membersRecent reports whether the member list of n members was built
+// less than membersEvery(n) ago. Asked only when the list changed, so
+// that the flushes of messages, most of them, read no clock for it.
+func (e *Elector) membersRecent(n int) bool {
+	return time.Since(e.membersBuilt) < membersEvery(n)
+}
+
 // updateSnapshot publishes the node's status for Status(); the member list
 // is rebuilt only after a membership change, at most once per
 // membersEvery.
@@ -92,11 +99,10 @@ func (e *Elector) updateSnapshot() {
 		Algorithm:   e.self.Algorithm,
 		Startup:     e.startup,
 	}
-	now := time.Now()
-	if old := e.snap.Load(); old != nil && (!e.membersDirty || now.Sub(e.membersBuilt) < membersEvery(len(old.Members))) {
+	if old := e.snap.Load(); old != nil && (!e.membersDirty || e.membersRecent(len(old.Members))) {
 		s.Members = old.Members
 	} else {
-		e.membersBuilt = now
+		e.membersBuilt = time.Now()
 		s.Members = e.members()
 		e.upd.Alive, e.upd.Known, e.upd.MembersChanged = s.AliveMembers(), len(s.Members), true
 		e.membersDirty = false
