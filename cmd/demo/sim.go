@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"runtime/pprof"
 )
 
 // simSynopsis heads demo sim -h.
@@ -41,6 +42,7 @@ func parseSimFlags(args []string, stdout io.Writer) (*simFlags, error) {
 	fs.StringVar(&f.exploreOut, "explore-out", ".", "directory for the scenario files that replay violations")
 	fs.StringVar(&f.faults, "faults", "classic", "explorer fault kinds: classic, harsh, or a list such as crash=3,forge-max,nonvoters (docs/reliability.md)")
 	fs.BoolVar(&f.shrink, "shrink", false, "with -explore: also write a shrunk replay per violated property (…-KIND-min.txt)")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	if err := parseFlags(fs, args, stdout, simSynopsis); err != nil {
 		return nil, err
 	}
@@ -54,6 +56,17 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	f, err := parseSimFlags(args, stdout)
 	if err != nil {
 		return err
+	}
+	if f.cpuprofile != "" {
+		out, err := os.Create(f.cpuprofile)
+		if err != nil {
+			return usagef("-cpuprofile: %v", err)
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return usagef("-cpuprofile %s: %v", f.cpuprofile, err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if f.script != "" {
 		data, err := os.ReadFile(f.script)

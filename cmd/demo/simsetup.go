@@ -13,7 +13,7 @@ import (
 // simFlags is the command line of demo sim.
 type simFlags struct {
 	algorithm, ids, ratings, crash, detect, delay, script string
-	exploreOut, faults                                    string
+	exploreOut, faults, cpuprofile                        string
 	n, explore                                            int
 	view, shuffle, json, shrink                           bool
 	seed                                                  uint64
