@@ -217,3 +217,49 @@ func TestFanOutLoneSurvivorsAt1000(t *testing.T) {
 			seed, crashed, len(live), r.ms, r.msgs, r.elections)
 	}
 }
+
+// The crashed top-rated member's return at n = 1,000 (the step after each
+// round of coordbench's failover bench, which on real members in one
+// process set off a storm: docs/performance.md, "Eighth session"): in the
+// simulator, with the views telling the return at once or a second late,
+// the returning member takes over with one announcement to everyone and
+// no election, within 2n messages, and everyone follows it.
+func TestTopReturnAt1000(t *testing.T) {
+	const n = 1000
+	top := strconv.Itoa(n)
+	for _, viewDelay := range []int64{-1, 1000} {
+		s, err := New(Config{Members: members(n), Mode: core.View, HeartbeatDetector: true, ViewDelayMs: viewDelay, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Bootstrap(top); err != nil {
+			t.Fatal(err)
+		}
+		s.RunFor(2_000)
+		if err := s.Crash(top); err != nil {
+			t.Fatal(err)
+		}
+		s.RunFor(5_000)
+		if st, ok := s.Agreement(); !ok || st.Coordinator != strconv.Itoa(n-1) {
+			t.Fatalf("view delay %d: after the crash %+v (agreed %v), want %d", viewDelay, st, ok, n-1)
+		}
+		s.ResetCounts()
+		if err := s.Restart(top); err != nil {
+			t.Fatal(err)
+		}
+		s.RunFor(10_000)
+		st, ok := s.Agreement()
+		msgs, elections := s.ElectionMessages(), sent(s, core.MsgElection)
+		t.Logf("view delay %d ms: after the return %s agreed %v, %d messages, %d ELECTION, %d COORDINATOR",
+			viewDelay, st.Coordinator, ok, msgs, elections, sent(s, core.MsgCoordinator))
+		if !ok || st.Coordinator != top {
+			t.Errorf("view delay %d: after the return %+v (agreed %v), want %s", viewDelay, st, ok, top)
+		}
+		if msgs > 2*n || elections > 0 {
+			t.Errorf("view delay %d: the return cost %d messages (%d ELECTION), want at most %d and none", viewDelay, msgs, elections, 2*n)
+		}
+		if v := s.Checker().Violations; len(v) > 0 {
+			t.Errorf("violations: %v", v)
+		}
+	}
+}
