@@ -7,29 +7,22 @@ package core
 // A Node is not safe for concurrent use; one goroutine (the runtime
 // driver's loop, or the simulator) owns it.
 type Node struct {
-	cfg  Config
-	self Peer
-	tag  uint32
-	view view
+	// The fields that every input and tick reads come first, so that a
+	// driver feeding many nodes in turn (the simulator: a heartbeat round
+	// to 10,000 members) touches few cache lines of each.
 	alg  algorithm
+	self Peer
 
 	state       State
-	term        Term   // highest term seen
-	coordinator string // the node followed; "" when none
 	confirmed   bool   // quorum guard: the coordinator holds a lease
 	electing    bool   // an election this node takes part in is running
 	yielded     bool   // resigned: do not displace the successor
-	yieldTo     string // the first coordinator it followed since: a later one may be displaced
-	// suspect is the coordinator the failure detector gave up on, until a
-	// coordinator is known again: bully routes its first question around
-	// it (see bully.stageOneTarget).
-	suspect string
-	// relayed is a coordinator this node follows on another node's word
-	// (a relayed COORDINATOR), not having heard it directly since: when
-	// its detector gives up on that coordinator again, the silence is
-	// probably on the link to this node alone, so bully asks at once
-	// instead of waiting for a senior's announcement.
-	relayed string
+	handingOff  bool   // stopped leading; waits for CompleteHandoff
+	handed      bool   // rd has been handed over (see rd)
+	counted     bool   // rd's Counters hold something (see rd)
+	statusDirty bool   // see below, at rd
+	term        Term   // highest term seen
+	coordinator string // the node followed; "" when none
 
 	now     int    // ticks since NewNode
 	silence int    // follower: ticks since the coordinator was last heard
@@ -37,13 +30,33 @@ type Node struct {
 	grace   int    // follower: the lag the coordinator last reported, in ticks
 	lastSeq uint64 // follower: the last heartbeat round heard in this term
 	every   int    // follower: ticks within which the next heartbeat is due (Message.Every)
-	lag     int    // coordinator: how late its loop ran lately, in ticks
 	// health is the local health score (tickHealth); healthyFor counts
 	// the on-time ticks since it last changed.
 	health, healthyFor int
 	idle               int // ticks with neither a coordinator nor an election
 	hbTimer            int // coordinator: ticks since the last heartbeat round
-	fan                fanOut
+	coolUntil          int // an abdicated node displaces no coordinator before this tick
+	preemptAfter       int // no preemption request before this tick
+	// relayed is a coordinator this node follows on another node's word
+	// (a relayed COORDINATOR), not having heard it directly since: when
+	// its detector gives up on that coordinator again, the silence is
+	// probably on the link to this node alone, so bully asks at once
+	// instead of waiting for a senior's announcement.
+	relayed string
+	view    view
+	pv      preVoteRound
+
+	cfg Config
+	tag uint32
+
+	yieldTo string // the first coordinator it followed since: a later one may be displaced
+	// suspect is the coordinator the failure detector gave up on, until a
+	// coordinator is known again: bully routes its first question around
+	// it (see bully.stageOneTarget).
+	suspect string
+
+	lag int // coordinator: how late its loop ran lately, in ticks
+	fan fanOut
 	// The quorum guard (docs/design.md, "Leases").
 	hbSeq       uint64            // coordinator: heartbeat rounds sent in this term
 	rounds      []round           // coordinator: recent rounds and their send ticks
@@ -55,32 +68,26 @@ type Node struct {
 	declared    int  // coordinator: tick it declared (became coordinator) at
 	confirmedAt int  // coordinator: tick its lease was confirmed at
 	failedLeads int  // leaderships in a row that lapsed or were never confirmed
-	coolUntil   int  // an abdicated node displaces no coordinator before this tick
 	soloUntil   int  // alone in its view before this tick: raise no term (prevote.go)
 
 	exp           expectation // the start-up hold (expect.go)
-	pv            preVoteRound
-	preemptAfter  int    // no preemption request before this tick
-	handingOff    bool   // stopped leading; waits for CompleteHandoff
-	handoffTo     string // the member the role goes to ("": the next by rating)
-	handoffDirect bool   // handoffTo declares at once (TransferTo, preemption)
-	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
-	handoffEnd    int    // tick at which the hand-off proceeds without the driver
+	handoffTo     string      // the member the role goes to ("": the next by rating)
+	handoffDirect bool        // handoffTo declares at once (TransferTo, preemption)
+	handoffPass   bool        // the role is passed on (false: abdication, the followers elect)
+	handoffEnd    int         // tick at which the hand-off proceeds without the driver
 
 	// rd is the Ready being filled: the node queues its messages and
 	// decisions and counts straight into it. Once handed over (handed), it
 	// is cleared by the next thing the node queues or counts, or by the
 	// next Ready; counted says its Counters hold something (clear only
 	// those).
-	rd      Ready
-	handed  bool
-	counted bool
+	//
 	// statusDirty: a field that Status reports (state, term, coordinator,
 	// confirmed, rating) changed since the last Ready. Every write to one
 	// of them goes through a setter that sets it on a change (setState,
 	// setTerm, setCoordinator, setConfirmed; SetRating); Ready builds the
 	// status only then.
-	statusDirty bool
+	rd Ready
 }
 
 // NewNode validates cfg and returns a node in state sleep: after

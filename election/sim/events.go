@@ -101,7 +101,7 @@ func (s *Sim) staleView(e event) bool {
 	if !ok {
 		return false
 	}
-	k := [2]int{e.node, subj.idx}
+	k := [2]int{e.node, int(subj.idx)}
 	if e.seq < s.viewSeq[k] {
 		return true
 	}
@@ -176,7 +176,7 @@ func (s *Sim) reschedule(sn *simNode) {
 		return
 	}
 	sn.wake = t
-	s.phases[sn.phase].wakes.push(wake{tick: t, node: sn.idx})
+	s.phases[sn.phase].wakes.push(wake{tick: t, node: int(sn.idx)})
 }
 
 // flush takes a node's Ready: it hands the messages to the network, fires
@@ -197,7 +197,7 @@ func (s *Sim) flush(sn *simNode) {
 		return // crashed before sending
 	}
 	for _, m := range msgs {
-		s.sendFrom(sn.idx, m)
+		s.sendFrom(int(sn.idx), m)
 	}
 	if st := rd.Status; st != sn.last {
 		if st.State != sn.last.State || st.Coordinator != sn.last.Coordinator {
@@ -274,7 +274,7 @@ func (s *Sim) sendFrom(from int, m core.Message) {
 		}
 		s.inFlight[m.Type]++
 		s.inFlightAll++
-		s.schedule(event{at: s.arrival(from, m, to), kind: evDeliver, node: to.idx, msg: m, inc: to.inc})
+		s.schedule(event{at: s.arrival(from, m, to), kind: evDeliver, node: int(to.idx), msg: m, inc: to.inc})
 	}
 	s.runaway()
 }
@@ -305,7 +305,7 @@ func (s *Sim) arrival(from int, m core.Message, to *simNode) int64 {
 	at := s.now + d
 	if s.cfg.FIFO {
 		if from < 0 {
-			from = s.byID[m.From].idx
+			from = int(s.byID[m.From].idx)
 		}
 		at = s.fifo(from, to, at)
 	}
@@ -314,36 +314,42 @@ func (s *Sim) arrival(from int, m core.Message, to *simNode) int64 {
 
 // fifo delays an arrival at on the link from -> to to the link's last one
 // (same time: the queue's sequence keeps the order) and records it. A
-// receiver keeps its links' last arrivals in a short list, forgetting
-// those already past (a new arrival is never earlier than now), and moves
-// them to the map lastAt once it has more than maxLinks in use at once.
+// receiver keeps its links' last arrivals in a short list (Sim.links),
+// forgetting those already past (a new arrival is never earlier than
+// now), and moves them to the map lastAt once it has more than maxLinks in
+// use at once.
 func (s *Sim) fifo(from int, to *simNode, at int64) int64 {
-	if !to.manyLinks {
+	if s.links == nil {
+		s.links = make([]linkSet, len(s.nodes))
+	}
+	ls := &s.links[to.idx]
+	if !ls.many {
 		free := -1
-		for i := range to.links {
-			l := &to.links[i]
-			if l.from == from {
+		for i := range ls.n {
+			l := &ls.l[i]
+			if l.from == int32(from) {
 				at = max(at, l.at)
 				l.at = at
 				return at
 			}
 			if free < 0 && l.at <= s.now {
-				free = i
+				free = int(i)
 			}
 		}
 		switch {
 		case free >= 0:
-			to.links[free] = linkAt{from: from, at: at}
+			ls.l[free] = linkAt{from: int32(from), at: at}
 			return at
-		case len(to.links) < maxLinks:
-			to.links = append(to.links, linkAt{from: from, at: at})
+		case ls.n < maxLinks:
+			ls.l[ls.n] = linkAt{from: int32(from), at: at}
+			ls.n++
 			return at
 		}
-		to.manyLinks = true
-		for _, l := range to.links {
+		ls.many = true
+		for _, l := range ls.l[:ls.n] {
 			s.lastAt[int64(l.from)<<32|int64(to.idx)] = l.at
 		}
-		to.links = nil
+		ls.n = 0
 	}
 	link := int64(from)<<32 | int64(to.idx)
 	if last := s.lastAt[link]; at < last {
@@ -356,9 +362,17 @@ func (s *Sim) fifo(from int, to *simNode, at int64) int64 {
 // maxLinks bounds a receiver's list of FIFO links in use.
 const maxLinks = 8
 
+// linkSet is a receiver's links in use (fifo): the last arrival on each,
+// in l[:n]; many: too many, they are in Sim.lastAt instead.
+type linkSet struct {
+	n    uint8
+	many bool
+	l    [maxLinks]linkAt
+}
+
 // linkAt is the last arrival time on the link from a node.
 type linkAt struct {
-	from int
+	from int32
 	at   int64
 }
 
