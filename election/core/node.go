@@ -328,12 +328,13 @@ func (n *Node) Ready() *Ready {
 	return rd
 }
 
-// HasReady reports whether a Ready is due: messages are queued, or the
-// node's Status differs from the previous Ready's. A driver that skips
-// Ready otherwise (the simulator, after a tick) loses nothing: the counts
-// and flags wait for the next Ready.
+// HasReady reports whether a Ready is due: messages or phase decisions
+// are queued, or the node's Status differs from the previous Ready's. A
+// driver that skips Ready otherwise (the simulator, after a tick or a
+// message that changed nothing) loses nothing: the counts and flags wait
+// for the next Ready.
 func (n *Node) HasReady() bool {
-	return len(n.queued()) > 0 || n.statusDirty && n.statusChanged()
+	return !n.handed && (len(n.rd.Messages) > 0 || len(n.rd.Decisions) > 0) || n.statusDirty && n.statusChanged()
 }
 
 // pending returns the Ready being filled, clearing the one handed over

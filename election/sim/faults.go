@@ -65,8 +65,9 @@ func (s *Sim) Crash(id string) error {
 }
 
 func (s *Sim) crash(sn *simNode) {
+	s.takeQuiet(sn)
 	sn.up = false
-	sn.last = core.Status{ID: sn.id}
+	sn.last, sn.leads = core.Status{ID: sn.id}, false
 	s.tracef("%s: crashed", sn.id)
 	s.check.partitioned() // a crash shrinks majorities too
 	s.check.gone(sn)

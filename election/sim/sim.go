@@ -136,6 +136,13 @@ type simNode struct {
 	checkTerm core.Term
 	checkInc  int64
 	up        bool
+	// leads: the node's last Ready said it is coordinator (last.State),
+	// which the checker looks at after every input.
+	leads bool
+	// quiet: messages were delivered to the node that left nothing to
+	// hand over but counts (core.Node.HasReady), which wait in its Ready
+	// (takeQuiet).
+	quiet bool
 
 	id   string
 	last core.Status // the status of the node's last Ready
@@ -231,7 +238,7 @@ func (s *Sim) boot(sn *simNode) error {
 		return fmt.Errorf("sim: node %s: %w", sn.id, err)
 	}
 	sn.node, sn.up = n, true
-	sn.last, sn.counted = n.Status(), core.Counters{}
+	sn.last, sn.counted, sn.leads, sn.quiet = n.Status(), core.Counters{}, false, false
 	// A node (re)started now has had none of its phase's ticks so far.
 	// (No restart happens while a phase's nodes are being ticked: only
 	// crashes do, through triggers.)
@@ -289,6 +296,7 @@ func (s *Sim) Node(id string) *core.Node {
 // the simulator has taken from it.
 func (s *Sim) Counted(id string) core.Counters {
 	if sn, ok := s.byID[id]; ok {
+		s.takeQuiet(sn)
 		return sn.counted
 	}
 	return core.Counters{}
