@@ -24,12 +24,15 @@ type Node struct {
 	term        Term   // highest term seen
 	coordinator string // the node followed; "" when none
 
-	now     int    // ticks since NewNode
-	silence int    // follower: ticks since the coordinator was last heard
-	misses  int    // follower: heartbeat intervals missed in a row
-	grace   int    // follower: the lag the coordinator last reported, in ticks
-	lastSeq uint64 // follower: the last heartbeat round heard in this term
-	every   int    // follower: ticks within which the next heartbeat is due (Message.Every)
+	now int // ticks since NewNode
+	// deadline caches NextDeadline until the next input (0: not known);
+	// every exported method that may change a timer clears it (forget).
+	deadline int
+	silence  int    // follower: ticks since the coordinator was last heard
+	misses   int    // follower: heartbeat intervals missed in a row
+	grace    int    // follower: the lag the coordinator last reported, in ticks
+	lastSeq  uint64 // follower: the last heartbeat round heard in this term
+	every    int    // follower: ticks within which the next heartbeat is due (Message.Every)
 	// health is the local health score (tickHealth); healthyFor counts
 	// the on-time ticks since it last changed.
 	health, healthyFor int
@@ -119,6 +122,7 @@ func NewNode(cfg Config) (*Node, error) {
 // (possibly itself) in term. The simulator uses it for "the previous
 // coordinator was the highest-rated" set-ups; the runtime never does.
 func (n *Node) Bootstrap(coordinator string, term Term) {
+	n.forget()
 	n.setTerm(term)
 	if coordinator == n.self.ID {
 		n.becomeCoordinator(term)
@@ -149,6 +153,7 @@ func (n *Node) Tick() { n.Advance(1) }
 // not running could not hear anyone, so it does not blame the coordinator
 // for the time it slept through (docs/design.md, "Failure detection").
 func (n *Node) Advance(k int) {
+	n.forget()
 	if k <= 0 {
 		return
 	}
@@ -191,6 +196,7 @@ func (n *Node) Advance(k int) {
 
 // Step hands the node a message that arrived for it.
 func (n *Node) Step(m Message) {
+	n.forget()
 	if m.To != n.self.ID || m.From == "" || m.From == n.self.ID || m.Type == 0 || m.Type >= numMsgTypes {
 		n.drop(DropMisaddressed)
 		return
@@ -236,6 +242,7 @@ func (n *Node) Step(m Message) {
 // PeerUp reports a member alive (joined, restarted, or back after a
 // partition) with its rating.
 func (n *Node) PeerUp(p Peer) {
+	n.forget()
 	if p.ID == "" || p.ID == n.self.ID {
 		return
 	}
@@ -252,6 +259,7 @@ func (n *Node) PeerUp(p Peer) {
 // ignore it). If it was the coordinator, the node starts an election: the
 // membership layer is the backstop of the heartbeat detector.
 func (n *Node) PeerDown(id string) {
+	n.forget()
 	if n.cfg.Mode != View || id == n.self.ID || !n.view.down(id) {
 		return
 	}
@@ -264,6 +272,7 @@ func (n *Node) PeerDown(id string) {
 
 // PeerRating reports a member's new rating.
 func (n *Node) PeerRating(id string, rating int64) {
+	n.forget()
 	if p, ok := n.view.r.Get(id); ok && id != n.self.ID && p.Rating != rating {
 		p.Rating = rating
 		n.view.update(p)
@@ -274,6 +283,7 @@ func (n *Node) PeerRating(id string, rating int64) {
 // SetRating changes this node's own rating. If it now outranks the
 // coordinator by the preemption policy, it starts an election.
 func (n *Node) SetRating(r int64) {
+	n.forget()
 	n.self.Rating, n.statusDirty = r, true
 	n.view.update(n.self)
 	n.maybePreempt()
@@ -283,6 +293,7 @@ func (n *Node) SetRating(r int64) {
 // heartbeat detector would: it starts an election (non-voters wait for the
 // outcome instead).
 func (n *Node) Detect() {
+	n.forget()
 	if n.coordinator != "" && n.coordinator != n.self.ID {
 		n.coordinatorFailed()
 		return
