@@ -9,9 +9,11 @@ import "slices"
 // A Node is not safe for concurrent use; one goroutine (the runtime
 // driver's loop, or the simulator) owns it.
 type Node struct {
-	// The fields that every input and tick reads come first, so that a
-	// driver feeding many nodes in turn (the simulator: a heartbeat round
-	// to 10,000 members) touches few cache lines of each.
+	// The fields that every input and tick reads come first, then the
+	// configuration and the Ready being filled (counts, HasReady), so
+	// that a driver feeding many nodes in turn (the simulator: a
+	// heartbeat round to 10,000 members) touches few cache lines of each,
+	// and those next to each other.
 	alg  algorithm
 	self Peer
 
@@ -54,6 +56,19 @@ type Node struct {
 	cfg Config
 	tag uint32
 
+	// rd is the Ready being filled: the node queues its messages and
+	// decisions and counts straight into it. Once handed over (handed), it
+	// is cleared by the next thing the node queues or counts, or by the
+	// next Ready; counted says its Counters hold something (clear only
+	// those).
+	//
+	// statusDirty: a field that Status reports (state, term, coordinator,
+	// confirmed, rating) changed since the last Ready. Every write to one
+	// of them goes through a setter that sets it on a change (setState,
+	// setTerm, setCoordinator, setConfirmed; SetRating); Ready builds the
+	// status only then.
+	rd Ready
+
 	yieldTo string // the first coordinator it followed since: a later one may be displaced
 	// suspect is the coordinator the failure detector gave up on, until a
 	// coordinator is known again: bully routes its first question around
@@ -80,19 +95,6 @@ type Node struct {
 	handoffDirect bool        // handoffTo declares at once (TransferTo, preemption)
 	handoffPass   bool        // the role is passed on (false: abdication, the followers elect)
 	handoffEnd    int         // tick at which the hand-off proceeds without the driver
-
-	// rd is the Ready being filled: the node queues its messages and
-	// decisions and counts straight into it. Once handed over (handed), it
-	// is cleared by the next thing the node queues or counts, or by the
-	// next Ready; counted says its Counters hold something (clear only
-	// those).
-	//
-	// statusDirty: a field that Status reports (state, term, coordinator,
-	// confirmed, rating) changed since the last Ready. Every write to one
-	// of them goes through a setter that sets it on a change (setState,
-	// setTerm, setCoordinator, setConfirmed; SetRating); Ready builds the
-	// status only then.
-	rd Ready
 }
 
 // NewNode validates cfg and returns a node in state sleep: after
@@ -310,6 +312,9 @@ type Ready struct {
 	// Messages to send, in the order the node queued them. A driver that
 	// keeps a message, or hands it to another goroutine, must Clone it.
 	Messages []Message
+	// Decisions are the active/relay ring's phase decisions since the
+	// previous Ready, in order (none for the other algorithms).
+	Decisions []PhaseDecision
 	// Status is what the node reports now; Electing whether an election it
 	// takes part in is running now.
 	Status   Status
@@ -319,9 +324,6 @@ type Ready struct {
 	ViewChanged bool
 	// Counters count what happened since the previous Ready.
 	Counters
-	// Decisions are the active/relay ring's phase decisions since the
-	// previous Ready, in order (none for the other algorithms).
-	Decisions []PhaseDecision
 }
 
 // Ready hands over what changed since the previous Ready: the messages
