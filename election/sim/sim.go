@@ -117,6 +117,8 @@ type Sim struct {
 	// once (core.Node.Skip). One tick event per phase, not per node.
 	phases []phase
 	due    []int
+	// warmth sums what warm reads, so that the reads are not dropped.
+	warmth int
 }
 
 // simNode is a node as the simulator runs it. The fields read at every
