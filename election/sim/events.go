@@ -295,7 +295,7 @@ func (s *Sim) send(m core.Message) { s.sendFrom(-1, m) }
 func (s *Sim) sendFrom(from int, m core.Message) {
 	s.Sent[m.Type]++
 	s.traceMsg(m)
-	to, ok := s.byID[m.To]
+	to, ok := s.lookup(m.To)
 	if !ok {
 		s.Lost++
 		return
@@ -320,6 +320,22 @@ func (s *Sim) sendFrom(from int, m core.Message) {
 		s.schedule(event{at: s.arrival(from, m, to), kind: evDeliver, node: int(to.idx), msg: m, inc: to.inc})
 	}
 	s.runaway()
+}
+
+// lookup finds a message's receiver. A broadcast (a heartbeat round, a
+// COORDINATOR to every member) goes to the members in ring order, so the
+// node after the previous receiver is tried first: equal IDs share their
+// bytes, and the comparison costs less than a map lookup.
+func (s *Sim) lookup(id string) (*simNode, bool) {
+	if h := s.nextTo; h < len(s.nodes) && s.nodes[h].id == id {
+		s.nextTo++
+		return s.nodes[h], true
+	}
+	sn, ok := s.byID[id]
+	if ok {
+		s.nextTo = int(sn.idx) + 1
+	}
+	return sn, ok
 }
 
 // runaway stops the run when more messages are in flight than any

@@ -119,6 +119,7 @@ type Sim struct {
 	due    []int
 	// warmth sums what warm reads, so that the reads are not dropped.
 	warmth int
+	nextTo int // the node lookup tries first
 }
 
 // simNode is a node as the simulator runs it. The fields read at every
