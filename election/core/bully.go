@@ -283,6 +283,9 @@ func (b *bully) win() {
 	t := n.nextTerm()
 	n.becomeCoordinator(t)
 	r := n.view.r
+	if n.cfg.Mode == View {
+		n.reserve(n.liveCount() - 1) // the live peers: one allocation, not a doubling series
+	}
 	for i := 0; i < r.Len(); i++ {
 		p := r.At(i)
 		if p.ID == n.self.ID || !n.view.alive(p.ID) {

@@ -31,8 +31,18 @@ type deadliner interface {
 // Tick could send a message or change the node's state: the ticks that take
 // Now below it only count, as Skip does. It holds until the node's next
 // input (a message, a membership change, a call such as Detect); after one,
-// ask again. It is always above Now.
-func (n *Node) NextDeadline() int { return n.now + n.ticksToDeadline() }
+// ask again. It is always above Now. The node works it out once per input
+// and keeps it (the ticks before it do not move it), so asking again, and
+// Skip, cost nothing more.
+func (n *Node) NextDeadline() int {
+	if n.deadline == 0 {
+		n.deadline = n.now + n.ticksToDeadline()
+	}
+	return n.deadline
+}
+
+// forget clears the cached NextDeadline: an input may move a timer.
+func (n *Node) forget() { n.deadline = 0 }
 
 // Skip does what k calls of Tick do. When none of them reaches NextDeadline
 // (the common case for a driver that follows it) it costs O(1): the
@@ -40,7 +50,7 @@ func (n *Node) NextDeadline() int { return n.now + n.ticksToDeadline() }
 // crosses, so its result is always that of k Ticks, messages included.
 func (n *Node) Skip(k int) {
 	for k > 0 {
-		d := n.ticksToDeadline() // >= 1
+		d := n.NextDeadline() - n.now // >= 1
 		if k < d {
 			n.skip(k)
 			return

@@ -25,6 +25,7 @@ var (
 // algorithm decides how), without waiting for failure detection. The node
 // does not displace its successor afterwards.
 func (n *Node) Resign() error {
+	n.forget()
 	if err := n.canHandOff(); err != nil {
 		return err
 	}
@@ -39,6 +40,7 @@ func (n *Node) Resign() error {
 // PreemptAlways a voter ranked above id may then displace it, as the bully
 // rule says.
 func (n *Node) TransferTo(id string) error {
+	n.forget()
 	if err := n.canHandOff(); err != nil {
 		return err
 	}
@@ -90,6 +92,7 @@ func (n *Node) HandoffPending() bool { return n.handingOff }
 // the old leadership guarded has stopped; the node calls it itself after
 // HandoffTicks.
 func (n *Node) CompleteHandoff() {
+	n.forget()
 	if !n.handingOff {
 		return
 	}

@@ -369,6 +369,7 @@ func (n *Node) tickCoolOff() {
 // (hashicorp/raft's VerifyLeader). It returns 0 unless the quorum guard is
 // on and this node is a confirmed coordinator.
 func (n *Node) VerifyRound() uint64 {
+	n.forget()
 	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.confirmed {
 		return 0
 	}

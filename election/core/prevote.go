@@ -23,12 +23,12 @@ const (
 
 // preVoteRound is the node's pre-vote in progress.
 type preVoteRound struct {
+	active   bool // first: read at every tick and input (Node.ticksToDeadline)
 	kind     preVoteKind
+	wide     bool   // no guard: every live voter was asked, not only the nearest
+	timer    int    // ticks left before the next step (re-ask, widen, give up)
 	round    uint64 // sent in Seq; answers carry it back
-	active   bool
-	wide     bool // no guard: every live voter was asked, not only the nearest
-	timer    int  // ticks left before the next step (re-ask, widen, give up)
-	deadline int  // guard: tick at which the round is given up
+	deadline int    // guard: tick at which the round is given up
 	hint     string
 	granted  map[string]bool // voters that granted (election) or answered (preempt)
 	// others is sampleWide's buffer: the rank positions of the eligible

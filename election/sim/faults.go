@@ -65,8 +65,9 @@ func (s *Sim) Crash(id string) error {
 }
 
 func (s *Sim) crash(sn *simNode) {
+	s.takeQuiet(sn)
 	sn.up = false
-	sn.last = core.Status{ID: sn.id}
+	sn.last, sn.leads = core.Status{ID: sn.id}, false
 	s.tracef("%s: crashed", sn.id)
 	s.check.partitioned() // a crash shrinks majorities too
 	s.check.gone(sn)
@@ -138,7 +139,7 @@ func (s *Sim) scheduleView(o *simNode, kind evKind, p core.Peer) {
 	}
 	at := s.now + d
 	s.viewUntil = max(s.viewUntil, at)
-	s.schedule(event{at: at, kind: kind, node: o.idx, peer: p})
+	s.schedule(event{at: at, kind: kind, node: int(o.idx), peer: p})
 }
 
 // SetViewDelay changes how long membership takes to report a change, from
@@ -281,7 +282,7 @@ func (s *Sim) Forge(m core.Message) error {
 	if span := s.cfg.DelayMax - s.cfg.DelayMin; span > 0 {
 		d += s.rng.Int64N(span + 1)
 	}
-	s.schedule(event{at: s.now + d, kind: evDeliver, node: to.idx, msg: m, inc: to.inc, forged: true})
+	s.schedule(event{at: s.now + d, kind: evDeliver, node: int(to.idx), msg: m, inc: to.inc, forged: true})
 	return nil
 }
 

@@ -131,6 +131,20 @@ func (q *eventQueue) pop() event {
 	return e
 }
 
+// nextNode returns the node of the next pending event in the earliest
+// bucket, the one pop returns next unless an event is scheduled before it
+// (-1: none there, or a tick, whose node is a phase).
+func (q *eventQueue) nextNode() int {
+	b := &q.buckets[q.base&(window-1)]
+	if b.first == nil {
+		return -1
+	}
+	if e := &b.first.evs[b.head]; e.kind != evTick {
+		return e.node
+	}
+	return -1
+}
+
 // reset drops every pending event.
 func (q *eventQueue) reset() {
 	q.buckets = [window]bucket{}

@@ -11,8 +11,9 @@ func (s *Sim) CrashBefore(ids ...string) error {
 		if !ok {
 			return errUnknown("crash", id)
 		}
+		s.takeQuiet(sn)
 		sn.up = false
-		sn.last = core.Status{ID: id}
+		sn.last, sn.leads = core.Status{ID: id}, false
 	}
 	if s.cfg.Mode != core.View {
 		return nil

@@ -481,7 +481,7 @@ func (sc *Script) isolate(a args) error {
 	n := len(sc.sim.nodes)
 	kept := 0
 	for i := 1; i < n; i++ {
-		o := sc.sim.nodes[(sn.idx+i)%n]
+		o := sc.sim.nodes[(int(sn.idx)+i)%n]
 		if kept < keep && o.up {
 			kept++
 			continue
@@ -544,7 +544,7 @@ func (sc *Script) forge(a args) error {
 				hi = max(hi, o.node.Status().Term)
 			}
 		}
-		other := sc.sim.nodes[(sn.idx+1)%len(sc.sim.nodes)].id
+		other := sc.sim.nodes[(int(sn.idx)+1)%len(sc.sim.nodes)].id
 		term = core.MakeTerm(hi.Epoch()+1, core.Tag(other))
 	default:
 		e, g, ok := strings.Cut(ts, ".")

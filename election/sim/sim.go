@@ -99,6 +99,7 @@ type Sim struct {
 	// Forged counts frames injected by Forge.
 	Forged uint64
 	lastAt map[int64]int64 // FIFO: per link (from<<32 | to), the last arrival time
+	links  []linkSet       // FIFO: per receiver, its links in use (fifo); made at the first use
 	// Sent counts every message handed to the network, by type, including
 	// those to crashed or cut-off nodes.
 	Sent     [core.NumMsgTypes]uint64
@@ -116,19 +117,20 @@ type Sim struct {
 	// once (core.Node.Skip). One tick event per phase, not per node.
 	phases []phase
 	due    []int
+	// warmth sums what warm reads, so that the reads are not dropped.
+	warmth int
+	nextTo int // the node lookup tries first
 }
 
+// simNode is a node as the simulator runs it. The fields read at every
+// input come first, in one cache line (the slab of simNodes is page
+// aligned and a simNode is 5 lines): a heartbeat round to 10,000 members
+// touches little of each.
 type simNode struct {
-	idx  int
-	id   string
-	node *core.Node
-	up   bool
-	last core.Status // the status of the node's last Ready
-	// counted sums the Counters of the node's Readies since it last
-	// started (Counted).
-	counted core.Counters
-	phase   int   // index in Sim.phases
-	inc     int64 // incarnation: bumped by every restart
+	node  *core.Node
+	idx   int32 // index in Sim.nodes
+	phase int32 // index in Sim.phases
+	inc   int64 // incarnation: bumped by every restart
 	// synced is the phase tick up to which the node has been ticked (or
 	// skipped); wake is the phase tick at which it is next due (0: none).
 	synced, wake int
@@ -136,11 +138,20 @@ type simNode struct {
 	// incarnation checkInc.
 	checkTerm core.Term
 	checkInc  int64
-	// links: with FIFO links, the last arrival on the links into this
-	// node that may still matter (Sim.fifo); manyLinks: too many, they are
-	// in Sim.lastAt instead.
-	links     []linkAt
-	manyLinks bool
+	up        bool
+	// leads: the node's last Ready said it is coordinator (last.State),
+	// which the checker looks at after every input.
+	leads bool
+	// quiet: messages were delivered to the node that left nothing to
+	// hand over but counts (core.Node.HasReady), which wait in its Ready
+	// (takeQuiet).
+	quiet bool
+
+	id   string
+	last core.Status // the status of the node's last Ready
+	// counted sums the Counters of the node's Readies since it last
+	// started (Counted).
+	counted core.Counters
 }
 
 // New builds a cluster in which every node is up and asleep (it will elect
@@ -174,7 +185,7 @@ func New(cfg Config) (*Sim, error) {
 	slab := make([]simNode, len(cfg.Members))
 	for i, p := range cfg.Members {
 		sn := &slab[i]
-		*sn = simNode{idx: i, id: p.ID, phase: ids[offsets[i]]}
+		*sn = simNode{idx: int32(i), id: p.ID, phase: int32(ids[offsets[i]])}
 		s.nodes = append(s.nodes, sn)
 		s.byID[p.ID] = sn
 		if err := s.boot(sn); err != nil {
@@ -230,7 +241,7 @@ func (s *Sim) boot(sn *simNode) error {
 		return fmt.Errorf("sim: node %s: %w", sn.id, err)
 	}
 	sn.node, sn.up = n, true
-	sn.last, sn.counted = n.Status(), core.Counters{}
+	sn.last, sn.counted, sn.leads, sn.quiet = n.Status(), core.Counters{}, false, false
 	// A node (re)started now has had none of its phase's ticks so far.
 	// (No restart happens while a phase's nodes are being ticked: only
 	// crashes do, through triggers.)
@@ -288,6 +299,7 @@ func (s *Sim) Node(id string) *core.Node {
 // the simulator has taken from it.
 func (s *Sim) Counted(id string) core.Counters {
 	if sn, ok := s.byID[id]; ok {
+		s.takeQuiet(sn)
 		return sn.counted
 	}
 	return core.Counters{}
