@@ -183,10 +183,7 @@ func (g *guard) joined(n *memberlist.Node) {
 	if i, ok := g.find(n.Name); ok {
 		g.alive[i].addr = keyOf(n)
 	} else {
-		if len(g.alive) == cap(g.alive) { // grow by 1/8, not append's up to 1/2
-			g.alive = slices.Grow(g.alive, len(g.alive)/8+8)
-		}
-		g.alive = slices.Insert(g.alive, i, liveMember{name: n.Name, addr: keyOf(n)})
+		g.alive = slices.Insert(roomForOne(g.alive), i, liveMember{name: n.Name, addr: keyOf(n)})
 	}
 	if g.voters == nil {
 		return

@@ -180,7 +180,7 @@ func (r refusal) String() string {
 // and those refused for it) are neighbours. A map by name and another by
 // tag cost about 220 bytes per member at n = 1,000 with the entries they
 // pointed to (the maps had grown to 2,048 slots); the slice costs its 64
-// bytes per entry and at most 1/8 more. A new member moves the ones
+// bytes per entry and about 1/8 more (roomForOne). A new member moves the ones
 // after it (O(n) copies, as the elector's roster does).
 type table struct {
 	mu      sync.RWMutex
@@ -236,14 +236,24 @@ func (t *table) get(name string) *entry {
 	return nil
 }
 
-// add inserts a new entry for name, growing the slice by 1/8 when it is
-// full (append's growth left up to a third of it unused at n = 1,000).
+// add inserts a new entry for name.
 func (t *table) add(name string, tag uint32, at int) *entry {
-	if len(t.peers) == cap(t.peers) {
-		t.peers = slices.Grow(t.peers, len(t.peers)/8+8)
-	}
-	t.peers = slices.Insert(t.peers, at, entry{name: name, tag: tag})
+	t.peers = slices.Insert(roomForOne(t.peers), at, entry{name: name, tag: tag})
 	return &t.peers[at]
+}
+
+// roomForOne returns s with room for one more element: s itself, or a
+// copy 1/8 larger (and 8). append doubles a slice of up to 256 elements
+// and grows a larger one by 1/4 or more: up to half of each member's
+// per-member slices would stand unused. The slices it grows take an O(n)
+// insert anyway, so the more frequent copies change no order.
+func roomForOne[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	out := make([]T, len(s), len(s)+len(s)/8+8)
+	copy(out, s)
+	return out
 }
 
 // alive records a live member's address and metadata. memberlist reports
