@@ -136,13 +136,24 @@ func TestGuardLiveMembers(t *testing.T) {
 	if got := g.topVoter(); got != "" || g.voters != nil {
 		t.Fatalf("topVoter after the start %q, voters %v", got, g.voters)
 	}
-	if err := g.checkName("a", "127.0.0.1:1", nil); err != nil {
+	if err := g.checkName(node("a", 1, nil)); err != nil {
 		t.Fatalf("a at its own address refused: %v", err)
 	}
-	if err := g.checkName("a", "127.0.0.1:7", nil); !errors.Is(err, ErrNameTaken) {
+	a16 := node("a", 1, nil)
+	a16.Addr = net.IPv4(127, 0, 0, 1).To16() // the same address in its 16-byte form
+	if err := g.checkName(a16); err != nil {
+		t.Fatalf("a at its own address, 16 bytes, refused: %v", err)
+	}
+	var taken *NameTakenError
+	if err := g.checkName(node("a", 7, nil)); !errors.As(err, &taken) || taken.Incumbent != "127.0.0.1:1" || taken.Newcomer != "127.0.0.1:7" {
 		t.Fatalf("a second a at another address: %v", err)
 	}
-	if err := g.checkName("d", "127.0.0.1:7", nil); err != nil {
+	a6 := node("a", 1, nil)
+	a6.Addr = net.ParseIP("::1")
+	if err := g.checkName(a6); !errors.As(err, &taken) || taken.Newcomer != "[::1]:1" {
+		t.Fatalf("a second a at an IPv6 address: %v", err)
+	}
+	if err := g.checkName(node("d", 7, nil)); err != nil {
 		t.Fatalf("the name of a departed member refused: %v", err)
 	}
 }

@@ -45,11 +45,11 @@ func (n *Node) SetPayload(payload string) error {
 func (t *table) payload(name string) (string, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	e := t.peers[name]
-	if e == nil || !e.admitted {
+	e := t.get(name)
+	if e == nil || !e.is(flagAdmitted) {
 		return "", false
 	}
-	return e.meta.payload(), true
+	return e.payload(), true
 }
 
 // StatusMembers lists the members as election.NewHandler's /status shows

@@ -1,10 +1,12 @@
 package membership
 
 import (
+	"cmp"
 	"net"
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,38 +51,76 @@ const (
 	RefusedTagCollision = "tag collision"
 )
 
-// entry is the table's record of one member. It is kept small: every
-// member holds one for every other (112 bytes each, where a copy of
-// memberlist's node with its raw and decoded metadata took 240 and more).
+// entry is the table's record of one member. It is kept small, 64 bytes:
+// every member holds one for every other, in one slice (table.peers)
+// without a map. The name shares its bytes with memberlist's copy.
 type entry struct {
-	info     peerAddr
-	meta     peerMeta
-	since    time.Time // when alive last changed
-	alive    bool      // alive in memberlist
-	admitted bool      // alive, valid metadata, unique tag: the elector knows it
-	refused  refusal   // why an alive member is not admitted
+	name   string
+	rating int64
+	boot   uint64
+	rare   *rareMeta // nil: this node's Algorithm and no payload, as most members
+	ip     [16]byte  // the first ipLen bytes: the address (IPv4 as 4 bytes)
+	tag    uint32    // core.Tag(name): the table's order
+	port   uint16
+	ipLen  uint8 // 0 (no address), 4 or 16; longer addresses are not kept
+	flags  entryFlags
+	// refused says why an alive member is not admitted.
+	refused refusal
 }
 
-// peerAddr is a member's name and address: the parts of a memberlist.Node
-// the table keeps (not its metadata, which it keeps decoded in peerMeta).
-type peerAddr struct {
-	Name string
-	Addr net.IP
-	Port uint16
+// entryFlags are an entry's yes-or-no facts.
+type entryFlags uint8
+
+const (
+	flagAlive        entryFlags = 1 << iota // alive in memberlist
+	flagAdmitted                            // alive, valid metadata, unique tag: the elector knows it
+	flagNonVoterPeer                        // the member's metadata says NonVoter
+)
+
+func (e *entry) is(f entryFlags) bool { return e.flags&f != 0 }
+
+func (e *entry) set(f entryFlags, on bool) {
+	if on {
+		e.flags |= f
+	} else {
+		e.flags &^= f
+	}
 }
 
-func (a peerAddr) address() string {
-	return net.JoinHostPort(a.Addr.String(), strconv.Itoa(int(a.Port)))
+// setAddr keeps ip and port (IPv4 as 4 bytes); an address longer than 16
+// bytes, which no IP is, is kept as none.
+func (e *entry) setAddr(ip net.IP, port uint16) {
+	if v4 := ip.To4(); v4 != nil {
+		ip = v4
+	}
+	e.ipLen, e.port = 0, port
+	if len(ip) <= len(e.ip) {
+		e.ipLen = uint8(copy(e.ip[:], ip))
+	}
 }
 
-// peerMeta is the part of a member's metadata that the table uses after
-// the join: the shared election settings (meta's Quorum, Heartbeat,
-// Misses, Lease) are checked at the join (guard.checkCompat) and not kept.
-type peerMeta struct {
-	Rating   int64
-	Boot     uint64
-	rare     *rareMeta // nil: this node's Algorithm and no payload, as most members
-	NonVoter bool
+// addr returns the entry's IP (a new slice), nil if it has none.
+func (e *entry) addr() net.IP {
+	if e.ipLen == 0 {
+		return nil
+	}
+	return append(net.IP(nil), e.ip[:e.ipLen]...)
+}
+
+func (e *entry) address() string {
+	return net.JoinHostPort(net.IP(e.ip[:e.ipLen]).String(), strconv.Itoa(int(e.port)))
+}
+
+// setMeta keeps the part of m that the table uses after the join: the
+// shared election settings (meta's Quorum, Heartbeat, Misses, Lease) are
+// checked at the join (guard.checkCompat) and not kept. alg is this
+// node's Algorithm (every compatible member has it).
+func (e *entry) setMeta(m meta, alg string) {
+	e.rating, e.boot, e.rare = m.Rating, m.Boot, nil
+	e.set(flagNonVoterPeer, m.NonVoter)
+	if m.Algorithm != alg || m.Payload != "" {
+		e.rare = &rareMeta{Algorithm: m.Algorithm, Payload: m.Payload}
+	}
 }
 
 // rareMeta is the part of a member's metadata that is usually the same
@@ -91,19 +131,19 @@ type rareMeta struct {
 }
 
 // algorithm returns the member's Algorithm; own is this node's.
-func (m peerMeta) algorithm(own string) string {
-	if m.rare == nil {
+func (e *entry) algorithm(own string) string {
+	if e.rare == nil {
 		return own
 	}
-	return m.rare.Algorithm
+	return e.rare.Algorithm
 }
 
 // payload returns the member's Payload.
-func (m peerMeta) payload() string {
-	if m.rare == nil {
+func (e *entry) payload() string {
+	if e.rare == nil {
 		return ""
 	}
-	return m.rare.Payload
+	return e.rare.Payload
 }
 
 // refusal is why an alive member is not admitted (Member.Refused).
@@ -134,39 +174,86 @@ func (r refusal) String() string {
 // core.CompareID) is admitted, so every node that sees the same members
 // admits the same one; a member whose tag equals this node's own is always
 // refused. Refusals are logged as errors and counted.
+//
+// The entries are one slice in (tag, name) order: a member is found by a
+// binary search on its tag, and the members that share a tag (the holder
+// and those refused for it) are neighbours. A map by name and another by
+// tag cost about 220 bytes per member at n = 1,000 with the entries they
+// pointed to (the maps had grown to 2,048 slots); the slice costs its 64
+// bytes per entry and about 1/8 more (roomForOne). A new member moves the ones
+// after it (O(n) copies, as the elector's roster does).
 type table struct {
 	mu      sync.RWMutex
 	self    entry
-	selfAlg string // this node's Algorithm, which most entries leave out (peerMeta.rare)
-	selfTag uint32
-	peers   map[string]*entry
-	byTag   map[uint32]*entry // the admitted peers, by core.Tag of their name
-	forget  time.Duration     // how long departed members stay listed
-	// gone counts the departed peers still listed, and nextPrune is the
-	// earliest moment one of them is due to be forgotten: with them,
-	// prune and departed, called after every batch of messages and
-	// twice a second, cost nothing while no member has departed,
-	// instead of a scan of every peer (O(n) per message at n members).
-	gone      int
+	selfAlg string // this node's Algorithm, which most entries leave out (entry.rare)
+	peers   []entry
+	forget  time.Duration // how long departed members stay listed
+	// left holds when each departed peer still listed departed, and
+	// nextPrune is the earliest moment one of them is due to be
+	// forgotten: with them, prune and departed, called after every batch
+	// of messages and twice a second, cost nothing while no member has
+	// departed, instead of a scan of every peer (O(n) per message at n
+	// members). Live members keep no time.
+	left      map[string]time.Time
 	nextPrune time.Time
 	// collided counts the live peers refused for a tag collision: promote,
-	// asked at every departure, scans the peers only when there are some.
+	// asked at every departure, looks only when there are some.
 	collided int
 	log      hclog.Logger
 	stats    *counters
 }
 
 func newTable(name string, m meta, forget time.Duration, log hclog.Logger, stats *counters) *table {
-	return &table{
-		self:    entry{info: peerAddr{Name: name}, meta: m.peer(m.Algorithm), alive: true, admitted: true},
+	t := &table{
+		self:    entry{name: name, tag: core.Tag(name), flags: flagAlive | flagAdmitted},
 		selfAlg: m.Algorithm,
-		selfTag: core.Tag(name),
-		peers:   make(map[string]*entry),
-		byTag:   make(map[uint32]*entry),
+		left:    make(map[string]time.Time),
 		forget:  forget,
 		log:     log,
 		stats:   stats,
 	}
+	t.self.setMeta(m, m.Algorithm)
+	return t
+}
+
+// search returns the position of the entry named name, whose tag is tag,
+// or the position where it would go, and whether it is there.
+func (t *table) search(name string, tag uint32) (int, bool) {
+	return slices.BinarySearchFunc(t.peers, name, func(e entry, name string) int {
+		if c := cmp.Compare(e.tag, tag); c != 0 {
+			return c
+		}
+		return strings.Compare(e.name, name)
+	})
+}
+
+// get returns the entry named name, or nil; the pointer is valid until
+// the table next adds or removes an entry.
+func (t *table) get(name string) *entry {
+	if i, ok := t.search(name, core.Tag(name)); ok {
+		return &t.peers[i]
+	}
+	return nil
+}
+
+// add inserts a new entry for name.
+func (t *table) add(name string, tag uint32, at int) *entry {
+	t.peers = slices.Insert(roomForOne(t.peers), at, entry{name: name, tag: tag})
+	return &t.peers[at]
+}
+
+// roomForOne returns s with room for one more element: s itself, or a
+// copy 1/8 larger (and 8). append doubles a slice of up to 256 elements
+// and grows a larger one by 1/4 or more: up to half of each member's
+// per-member slices would stand unused. The slices it grows take an O(n)
+// insert anyway, so the more frequent copies change no order.
+func roomForOne[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	out := make([]T, len(s), len(s)+len(s)/8+8)
+	copy(out, s)
+	return out
 }
 
 // alive records a live member's address and metadata. memberlist reports
@@ -175,22 +262,24 @@ func newTable(name string, m meta, forget time.Duration, log hclog.Logger, stats
 func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	addr := peerAddr{Name: info.Name, Addr: info.Addr, Port: info.Port}
-	if info.Name == t.self.info.Name {
-		t.self.info = addr
+	if info.Name == t.self.name {
+		t.self.setAddr(info.Addr, info.Port)
 		return nil
 	}
-	e := t.peers[info.Name]
-	if e == nil {
-		e = &entry{}
-		t.peers[info.Name] = e
-	} else if !e.alive {
-		t.gone-- // back from the departed
+	tag := core.Tag(info.Name)
+	var e *entry
+	if i, ok := t.search(info.Name, tag); ok {
+		e = &t.peers[i]
+	} else {
+		e = t.add(info.Name, tag, i)
 	}
-	if !e.alive {
-		e.alive, e.since, e.meta = true, now, peerMeta{}
+	if !e.is(flagAlive) {
+		delete(t.left, e.name) // back from the departed (or new)
+		e.set(flagAlive, true)
+		e.rating, e.boot, e.rare = 0, 0, nil
+		e.set(flagNonVoterPeer, false)
 	}
-	e.info = addr
+	e.setAddr(info.Addr, info.Port)
 	return t.setMeta(e, info.Meta)
 }
 
@@ -201,31 +290,31 @@ func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
 func (t *table) restart(info nodeInfo) (restarted bool, members int) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	e := t.peers[info.Name]
-	if e == nil || e.meta.Boot == 0 {
+	e := t.get(info.Name)
+	if e == nil || e.boot == 0 {
 		return false, len(t.peers) + 1
 	}
 	m, err := decodeMeta(info.Meta)
-	return err == nil && m.Boot > e.meta.Boot, len(t.peers) + 1
+	return err == nil && m.Boot > e.boot, len(t.peers) + 1
 }
 
 // leave records a member that left or was declared dead.
 func (t *table) leave(name string, now time.Time) []election.Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e := t.peers[name]
-	if e == nil || !e.alive {
+	e := t.get(name)
+	if e == nil || !e.is(flagAlive) {
 		return nil
 	}
-	e.alive, e.since = false, now
+	e.set(flagAlive, false)
+	t.left[e.name] = now
 	t.setRefused(e, refusedNone)
-	t.gone++
-	if due := now.Add(t.forget); t.gone == 1 || due.Before(t.nextPrune) {
+	if due := now.Add(t.forget); len(t.left) == 1 || due.Before(t.nextPrune) {
 		t.nextPrune = due
 	}
 	out := t.demote(e)
 	if out != nil {
-		out = append(out, t.promote(core.Tag(name))...)
+		out = append(out, t.promote(e.tag)...)
 	}
 	return out
 }
@@ -235,23 +324,22 @@ func (t *table) setMeta(e *entry, raw []byte) []election.Event {
 	full, err := decodeMeta(raw)
 	if err != nil {
 		if e.refused != refusedMeta {
-			t.log.Error("refusing member: bad metadata", "member", e.info.Name, "addr", e.info.address(), "error", err)
+			t.log.Error("refusing member: bad metadata", "member", e.name, "addr", e.address(), "error", err)
 			t.stats.refusedMeta.Add(1)
 		}
 		out := t.demote(e)
 		t.setRefused(e, refusedMeta)
 		return out
 	}
-	m := full.peer(t.selfAlg)
-	old := e.meta
-	e.meta = m
+	old := *e
+	e.setMeta(full, t.selfAlg)
 	switch {
-	case !e.admitted:
+	case !e.is(flagAdmitted):
 		return t.admit(e)
-	case old.Boot != m.Boot || old.NonVoter != m.NonVoter:
+	case old.boot != e.boot || old.is(flagNonVoterPeer) != e.is(flagNonVoterPeer):
 		// A restart (or a changed role): the elector must see it leave.
 		return []election.Event{downEvent(e), upEvent(e)}
-	case old.Rating != m.Rating:
+	case old.rating != e.rating:
 		return []election.Event{{Kind: election.EventPeerRating, Peer: e.peer()}}
 	}
 	return nil
@@ -259,36 +347,46 @@ func (t *table) setMeta(e *entry, raw []byte) []election.Event {
 
 // admit admits a live member with valid metadata unless its tag collides.
 func (t *table) admit(e *entry) []election.Event {
-	tag := core.Tag(e.info.Name)
-	if tag == t.selfTag {
-		t.refuseTag(e, t.self.info.Name, tag)
+	if e.tag == t.self.tag {
+		t.refuseTag(e, t.self.name, e.tag)
 		return nil
 	}
 	var out []election.Event
-	if h := t.tagHolder(tag); h != nil {
-		if core.CompareID(e.info.Name, h.info.Name) > 0 {
-			t.refuseTag(e, h.info.Name, tag)
+	if h := t.tagHolder(e.tag); h != nil {
+		if core.CompareID(e.name, h.name) > 0 {
+			t.refuseTag(e, h.name, e.tag)
 			return nil
 		}
 		out = t.demote(h)
-		t.refuseTag(h, e.info.Name, tag)
+		t.refuseTag(h, e.name, e.tag)
 	}
-	e.admitted = true
+	e.set(flagAdmitted, true)
 	t.setRefused(e, refusedNone)
-	t.byTag[tag] = e
 	return append(out, upEvent(e))
+}
+
+// sameTag returns the entries whose tag is tag: neighbours in the slice,
+// usually one or none.
+func (t *table) sameTag(tag uint32) []entry {
+	i, _ := slices.BinarySearchFunc(t.peers, tag, func(e entry, tag uint32) int { return cmp.Compare(e.tag, tag) })
+	j := i
+	for j < len(t.peers) && t.peers[j].tag == tag {
+		j++
+	}
+	return t.peers[i:j]
 }
 
 // promote admits the lowest-named live member refused for tag, if any,
 // now that the tag's holder is gone.
 func (t *table) promote(tag uint32) []election.Event {
 	if t.collided == 0 {
-		return nil // nobody is waiting for a tag: no scan (each departure asks)
+		return nil // nobody is waiting for a tag (each departure asks)
 	}
 	var best *entry
-	for _, e := range t.peers {
-		if e.alive && e.refused == refusedTag && core.Tag(e.info.Name) == tag &&
-			(best == nil || core.CompareID(e.info.Name, best.info.Name) < 0) {
+	same := t.sameTag(tag)
+	for i := range same {
+		if e := &same[i]; e.is(flagAlive) && e.refused == refusedTag &&
+			(best == nil || core.CompareID(e.name, best.name) < 0) {
 			best = e
 		}
 	}
@@ -310,15 +408,23 @@ func (t *table) setRefused(e *entry, why refusal) {
 	e.refused = why
 }
 
-// tagHolder returns the admitted peer whose name has tag, or nil: a map
-// look-up, since every member admits every other (a scan was O(n) per
-// admission, O(n²) per member at start-up).
-func (t *table) tagHolder(tag uint32) *entry { return t.byTag[tag] }
+// tagHolder returns the admitted peer whose name has tag, or nil: a
+// binary search, since every member admits every other (a scan was O(n)
+// per admission, O(n²) per member at start-up).
+func (t *table) tagHolder(tag uint32) *entry {
+	same := t.sameTag(tag)
+	for i := range same {
+		if same[i].is(flagAdmitted) {
+			return &same[i]
+		}
+	}
+	return nil
+}
 
 func (t *table) refuseTag(e *entry, other string, tag uint32) {
 	if e.refused != refusedTag {
 		t.log.Error("refusing member: its core.Tag equals another member's, terms would be ambiguous; rename one",
-			"member", e.info.Name, "other", other, "tag", tag)
+			"member", e.name, "other", other, "tag", tag)
 		t.stats.refusedTag.Add(1)
 	}
 	t.setRefused(e, refusedTag)
@@ -326,18 +432,15 @@ func (t *table) refuseTag(e *entry, other string, tag uint32) {
 
 // demote hides an admitted member from the elector.
 func (t *table) demote(e *entry) []election.Event {
-	if !e.admitted {
+	if !e.is(flagAdmitted) {
 		return nil
 	}
-	e.admitted = false
-	if tag := core.Tag(e.info.Name); t.byTag[tag] == e {
-		delete(t.byTag, tag)
-	}
+	e.set(flagAdmitted, false)
 	return []election.Event{downEvent(e)}
 }
 
 func (e *entry) peer() core.Peer {
-	return core.Peer{ID: e.info.Name, Rating: e.meta.Rating, NonVoter: e.meta.NonVoter}
+	return core.Peer{ID: e.name, Rating: e.rating, NonVoter: e.is(flagNonVoterPeer)}
 }
 
 func upEvent(e *entry) election.Event {
@@ -345,7 +448,7 @@ func upEvent(e *entry) election.Event {
 }
 
 func downEvent(e *entry) election.Event {
-	return election.Event{Kind: election.EventPeerDown, Peer: core.Peer{ID: e.info.Name}}
+	return election.Event{Kind: election.EventPeerDown, Peer: core.Peer{ID: e.name}}
 }
 
 // prune forgets members that departed more than forget ago and returns
@@ -353,22 +456,28 @@ func downEvent(e *entry) election.Event {
 func (t *table) prune(now time.Time) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.gone == 0 || !now.After(t.nextPrune) {
+	if len(t.left) == 0 || !now.After(t.nextPrune) {
 		return nil
 	}
 	var gone []string
 	var next time.Time
-	for name, e := range t.peers {
-		if e.alive {
-			continue
-		}
-		if due := e.since.Add(t.forget); now.After(due) {
-			delete(t.peers, name)
+	for name, since := range t.left {
+		if due := since.Add(t.forget); now.After(due) {
+			delete(t.left, name)
 			gone = append(gone, name)
-			t.gone--
 		} else if next.IsZero() || due.Before(next) {
 			next = due
 		}
+	}
+	if len(gone) > 0 {
+		// Every departed entry is in left but those just forgotten.
+		t.peers = slices.DeleteFunc(t.peers, func(e entry) bool {
+			if e.is(flagAlive) {
+				return false
+			}
+			_, listed := t.left[e.name]
+			return !listed
+		})
 	}
 	t.nextPrune = next
 	return gone
@@ -378,22 +487,26 @@ func (t *table) prune(now time.Time) []string {
 // and are still remembered, the latest first.
 func (t *table) departed(k int) []string {
 	t.mu.RLock()
-	if t.gone == 0 {
+	if len(t.left) == 0 {
 		t.mu.RUnlock()
 		return nil
 	}
-	var gone []*entry
-	for _, e := range t.peers {
-		if !e.alive && e.info.Addr != nil {
-			gone = append(gone, e)
+	type gone struct {
+		addr  string
+		since time.Time
+	}
+	var all []gone
+	for name, since := range t.left {
+		if e := t.get(name); e != nil && e.ipLen != 0 {
+			all = append(all, gone{e.address(), since})
 		}
 	}
-	slices.SortFunc(gone, func(a, b *entry) int { return b.since.Compare(a.since) })
-	out := make([]string, 0, min(k, len(gone)))
-	for _, e := range gone[:min(k, len(gone))] {
-		out = append(out, e.info.address())
-	}
 	t.mu.RUnlock()
+	slices.SortFunc(all, func(a, b gone) int { return b.since.Compare(a.since) })
+	out := make([]string, 0, min(k, len(all)))
+	for _, g := range all[:min(k, len(all))] {
+		out = append(out, g.addr)
+	}
 	return out
 }
 
@@ -418,19 +531,19 @@ func (t *table) liveAddrs(addrs []string) map[string]bool {
 	if len(want) == 0 {
 		return live
 	}
-	check := func(info *peerAddr) {
-		if ip, ok := netip.AddrFromSlice(info.Addr); ok {
-			if a, ok := want[netip.AddrPortFrom(ip.Unmap(), info.Port)]; ok {
+	check := func(e *entry) {
+		if ip, ok := netip.AddrFromSlice(e.ip[:e.ipLen]); ok {
+			if a, ok := want[netip.AddrPortFrom(ip.Unmap(), e.port)]; ok {
 				live[a] = true
 			}
 		}
 	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	check(&t.self.info)
-	for _, e := range t.peers {
-		if e.alive {
-			check(&e.info)
+	check(&t.self)
+	for i := range t.peers {
+		if e := &t.peers[i]; e.is(flagAlive) {
+			check(e)
 		}
 	}
 	return live
@@ -446,29 +559,19 @@ type target struct {
 func (t *table) target(name string) (target, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	e := t.peers[name]
-	if e == nil || !e.admitted {
+	e := t.get(name)
+	if e == nil || !e.is(flagAdmitted) {
 		return target{}, false
 	}
-	n := memberlist.Node{Name: name, Addr: e.info.Addr, Port: e.info.Port}
-	return target{node: n, boot: e.meta.Boot}, true
+	n := memberlist.Node{Name: name, Addr: e.addr(), Port: e.port}
+	return target{node: n, boot: e.boot}, true
 }
 
 // setSelfMeta records this node's new metadata.
 func (t *table) setSelfMeta(m meta) {
 	t.mu.Lock()
-	t.self.meta = m.peer(t.selfAlg)
+	t.self.setMeta(m, t.selfAlg)
 	t.mu.Unlock()
-}
-
-// peer returns the part of m that the table keeps; alg is this node's
-// Algorithm (every compatible member has it).
-func (m meta) peer(alg string) peerMeta {
-	p := peerMeta{Rating: m.Rating, Boot: m.Boot, NonVoter: m.NonVoter}
-	if m.Algorithm != alg || m.Payload != "" {
-		p.rare = &rareMeta{Algorithm: m.Algorithm, Payload: m.Payload}
-	}
-	return p
 }
 
 // members lists this node and the members the table holds, by name,
@@ -478,8 +581,9 @@ func (t *table) members(now time.Time) []Member {
 	t.mu.RLock()
 	out := make([]Member, 0, len(t.peers)+1)
 	out = append(out, t.self.member(true, t.selfAlg))
-	for _, e := range t.peers {
-		if e.alive || now.Sub(e.since) <= t.forget {
+	for i := range t.peers {
+		e := &t.peers[i]
+		if e.is(flagAlive) || now.Sub(t.left[e.name]) <= t.forget {
 			out = append(out, e.member(false, t.selfAlg))
 		}
 	}
@@ -491,12 +595,12 @@ func (t *table) members(now time.Time) []Member {
 // member returns e as Members lists it; alg is this node's Algorithm.
 func (e *entry) member(self bool, alg string) Member {
 	m := Member{
-		Name: e.info.Name, Rating: e.meta.Rating, Voter: !e.meta.NonVoter,
-		Algorithm: e.meta.algorithm(alg), BootID: e.meta.Boot,
-		Alive: e.alive, Self: self, Refused: e.refused.String(), Payload: e.meta.payload(),
+		Name: e.name, Rating: e.rating, Voter: !e.is(flagNonVoterPeer),
+		Algorithm: e.algorithm(alg), BootID: e.boot,
+		Alive: e.is(flagAlive), Self: self, Refused: e.refused.String(), Payload: e.payload(),
 	}
-	if e.info.Addr != nil {
-		m.Addr = e.info.address()
+	if e.ipLen != 0 {
+		m.Addr = e.address()
 	}
 	return m
 }

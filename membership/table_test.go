@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/election/core"
 )
 
 func info(name string, m meta) nodeInfo {
@@ -179,8 +181,8 @@ func TestTableDepartedBookkeeping(t *testing.T) {
 	for i, name := range []string{"a", "b", "c"} {
 		tb.alive(mk(name, uint16(7000+i)), t0)
 	}
-	if tb.gone != 0 || tb.departed(3) != nil || tb.prune(t0.Add(time.Hour)) != nil {
-		t.Fatalf("nobody departed: gone %d, departed %v", tb.gone, tb.departed(3))
+	if len(tb.left) != 0 || tb.departed(3) != nil || tb.prune(t0.Add(time.Hour)) != nil {
+		t.Fatalf("nobody departed: gone %d, departed %v", len(tb.left), tb.departed(3))
 	}
 	live := tb.liveAddrs([]string{"127.0.0.1:7000", "127.0.0.1:7002", "127.0.0.1:7999", "[::ffff:127.0.0.1]:7001"})
 	if !live["127.0.0.1:7000"] || !live["127.0.0.1:7002"] || live["127.0.0.1:7999"] || !live["[::ffff:127.0.0.1]:7001"] {
@@ -195,8 +197,8 @@ func TestTableDepartedBookkeeping(t *testing.T) {
 		t.Fatal("liveAddrs holds a departed member alive")
 	}
 	tb.alive(mk("a", 7000), t0.Add(20*time.Second)) // a is back
-	if tb.gone != 1 {
-		t.Fatalf("gone %d after a came back, want 1", tb.gone)
+	if len(tb.left) != 1 {
+		t.Fatalf("gone %d after a came back, want 1", len(tb.left))
 	}
 	if gone := tb.prune(t0.Add(time.Minute + 5*time.Second)); gone != nil {
 		t.Fatalf("pruned %v before b was due", gone)
@@ -211,8 +213,8 @@ func TestTableDepartedBookkeeping(t *testing.T) {
 	if gone := tb.prune(t0.Add(time.Minute + 31*time.Second)); !slices.Equal(gone, []string{"a"}) {
 		t.Fatalf("pruned %v, want [a]", gone)
 	}
-	if tb.gone != 0 || tb.departed(3) != nil {
-		t.Fatalf("after pruning all: gone %d, departed %v", tb.gone, tb.departed(3))
+	if len(tb.left) != 0 || tb.departed(3) != nil {
+		t.Fatalf("after pruning all: gone %d, departed %v", len(tb.left), tb.departed(3))
 	}
 }
 
@@ -245,7 +247,7 @@ func TestTakesTurn(t *testing.T) {
 }
 
 // TestTableAlgorithmAndPayload: an entry leaves out an Algorithm equal to
-// this node's and an empty payload (peerMeta.rare), and lists both as the
+// this node's and an empty payload (entry.rare), and lists both as the
 // member published them.
 func TestTableAlgorithmAndPayload(t *testing.T) {
 	c := &counters{}
@@ -254,8 +256,8 @@ func TestTableAlgorithmAndPayload(t *testing.T) {
 	tb.alive(info("a", meta{Boot: 2, Algorithm: "bully"}), t0)
 	tb.alive(info("b", meta{Boot: 3, Algorithm: "bully", Payload: "pb"}), t0)
 	tb.alive(info("c", meta{Boot: 4, Algorithm: "ring"}), t0)
-	if tb.peers["a"].meta.rare != nil {
-		t.Fatalf("a's entry keeps its Algorithm: %+v", tb.peers["a"].meta.rare)
+	if tb.get("a").rare != nil {
+		t.Fatalf("a's entry keeps its Algorithm: %+v", tb.get("a").rare)
 	}
 	var got []string
 	for _, m := range tb.members(t0) {
@@ -268,7 +270,106 @@ func TestTableAlgorithmAndPayload(t *testing.T) {
 		t.Fatalf("payload(b) = %q, %v", p, ok)
 	}
 	tb.alive(info("b", meta{Boot: 3, Algorithm: "bully"}), t0) // payload cleared
-	if p, _ := tb.payload("b"); p != "" || tb.peers["b"].meta.rare != nil {
-		t.Fatalf("cleared payload: %q, rare %+v", p, tb.peers["b"].meta.rare)
+	if p, _ := tb.payload("b"); p != "" || tb.get("b").rare != nil {
+		t.Fatalf("cleared payload: %q, rare %+v", p, tb.get("b").rare)
+	}
+}
+
+// TestTableAddresses: the entry keeps an IPv4 address as 4 bytes (from
+// either form), an IPv6 one as 16, and none as none.
+func TestTableAddresses(t *testing.T) {
+	tb, _ := newTestTable("self")
+	t0 := time.Unix(0, 0)
+	for _, c := range []struct {
+		name string
+		ip   net.IP
+		addr string
+		len  int
+	}{
+		{"a", net.IPv4(10, 0, 0, 1), "10.0.0.1:7000", 4},
+		{"b", net.IP{10, 0, 0, 2}, "10.0.0.2:7000", 4},
+		{"c", net.ParseIP("2001:db8::1"), "[2001:db8::1]:7000", 16},
+		{"d", nil, "", 0},
+	} {
+		tb.alive(nodeInfo{Name: c.name, Addr: c.ip, Port: 7000, Meta: meta{Boot: 1}.encode()}, t0)
+		tg, ok := tb.target(c.name)
+		if !ok || len(tg.node.Addr) != c.len || (c.len > 0 && !tg.node.Addr.Equal(c.ip)) || tg.node.Port != 7000 {
+			t.Errorf("%s: target %+v, %v", c.name, tg, ok)
+		}
+		for _, m := range tb.members(t0) {
+			if m.Name == c.name && m.Addr != c.addr {
+				t.Errorf("%s: listed at %q, want %q", c.name, m.Addr, c.addr)
+			}
+		}
+		tb.leave(c.name, t0)
+	}
+	if got := tb.departed(10); len(got) != 3 {
+		t.Errorf("departed %v: want the three members with an address", got)
+	}
+}
+
+// TestTableMatchesModel drives the table with random joins, departures
+// and prunes among names of which many share a tag ("7", "07", "007"
+// ...), and checks after each step every name against a plain model: who
+// is listed, who is admitted (the lowest ID among the live members of a
+// tag, none for this node's tag), and the boot ID the sender would use.
+func TestTableMatchesModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 2))
+	var names []string
+	for i := range 300 {
+		names = append(names, fmt.Sprint(i%60), fmt.Sprintf("%03d", i%60), fmt.Sprint("m", i))
+	}
+	names = append(names, "0001") // the tag of this node, "1"
+	slices.Sort(names)
+	names = slices.DeleteFunc(slices.Compact(names), func(n string) bool { return n == "1" })
+	tb := newTable("1", meta{Boot: 1}, time.Minute, hclog.NewNullLogger(), &counters{})
+	type state struct {
+		alive bool
+		boot  uint64
+		left  time.Time
+	}
+	model := map[string]*state{}
+	now := time.Unix(1000, 0)
+	for step := range 4000 {
+		now = now.Add(time.Second)
+		name := names[rng.IntN(len(names))]
+		switch rng.IntN(5) {
+		case 0, 1, 2:
+			boot := uint64(rng.IntN(3) + 1)
+			tb.alive(info(name, meta{Boot: boot}), now)
+			model[name] = &state{alive: true, boot: boot}
+		case 3:
+			tb.leave(name, now)
+			if s := model[name]; s != nil && s.alive {
+				s.alive, s.left = false, now
+			}
+		case 4:
+			tb.prune(now)
+			for n, s := range model {
+				if !s.alive && now.Sub(s.left) > time.Minute {
+					delete(model, n)
+				}
+			}
+		}
+		holder := map[uint32]string{}
+		for n, s := range model {
+			if tag := core.Tag(n); s.alive && tag != core.Tag("1") {
+				if h, ok := holder[tag]; !ok || core.CompareID(n, h) < 0 {
+					holder[tag] = n
+				}
+			}
+		}
+		if len(tb.peers) != len(model) {
+			t.Fatalf("step %d: the table holds %d entries, the model %d", step, len(tb.peers), len(model))
+		}
+		for _, n := range names {
+			s := model[n]
+			tg, ok := tb.target(n)
+			want := s != nil && holder[core.Tag(n)] == n
+			if ok != want || (ok && tg.boot != s.boot) || (tb.get(n) != nil) != (s != nil) {
+				t.Fatalf("step %d: %s: target %v (boot %d), listed %v; model %+v, holder %q",
+					step, n, ok, tg.boot, tb.get(n) != nil, s, holder[core.Tag(n)])
+			}
+		}
 	}
 }
