@@ -110,24 +110,37 @@ type liveMember struct {
 	addr addrKey
 }
 
-// addrKey is a member's IP and port, compared where the guard compared
-// nodeAddr's "ip:port" strings: equal keys, equal strings. IPv4 is kept
-// as 4 bytes whichever form memberlist gives (both print alike); an
-// address longer than 16 bytes, which no IP is, is cut to its first 16.
+// addrKey is a member's IP and port, packed: the guard compares them
+// where it compared nodeAddr's "ip:port" strings (equal keys, equal
+// strings), and the table keeps one per member. IPv4 is kept as 4 bytes
+// whichever form memberlist gives (both print alike); an address longer
+// than 16 bytes, which no IP is, is kept as none.
 type addrKey struct {
 	ip   [16]byte
 	port uint16
-	n    uint8 // the address's length, at most 16
+	n    uint8 // the address's length: 0 (none), 4 or 16
 }
 
-func keyOf(n *memberlist.Node) addrKey {
-	ip := net.IP(n.Addr)
+// packAddr packs ip and port.
+func packAddr(ip net.IP, port uint16) addrKey {
 	if v4 := ip.To4(); v4 != nil {
 		ip = v4
 	}
-	k := addrKey{port: n.Port}
-	k.n = uint8(copy(k.ip[:], ip))
+	k := addrKey{port: port}
+	if len(ip) <= len(k.ip) {
+		k.n = uint8(copy(k.ip[:], ip))
+	}
 	return k
+}
+
+func keyOf(n *memberlist.Node) addrKey { return packAddr(n.Addr, n.Port) }
+
+// IP returns the address's IP (a new slice), nil if it has none.
+func (k addrKey) IP() net.IP {
+	if k.n == 0 {
+		return nil
+	}
+	return append(net.IP(nil), k.ip[:k.n]...)
 }
 
 // String is the address as nodeAddr prints it.

@@ -2,10 +2,8 @@ package membership
 
 import (
 	"cmp"
-	"net"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -59,10 +57,8 @@ type entry struct {
 	rating int64
 	boot   uint64
 	rare   *rareMeta // nil: this node's Algorithm and no payload, as most members
-	ip     [16]byte  // the first ipLen bytes: the address (IPv4 as 4 bytes)
+	addr   addrKey   // the address, packed (as the guard keeps it)
 	tag    uint32    // core.Tag(name): the table's order
-	port   uint16
-	ipLen  uint8 // 0 (no address), 4 or 16; longer addresses are not kept
 	flags  entryFlags
 	// refused says why an alive member is not admitted.
 	refused refusal
@@ -87,29 +83,7 @@ func (e *entry) set(f entryFlags, on bool) {
 	}
 }
 
-// setAddr keeps ip and port (IPv4 as 4 bytes); an address longer than 16
-// bytes, which no IP is, is kept as none.
-func (e *entry) setAddr(ip net.IP, port uint16) {
-	if v4 := ip.To4(); v4 != nil {
-		ip = v4
-	}
-	e.ipLen, e.port = 0, port
-	if len(ip) <= len(e.ip) {
-		e.ipLen = uint8(copy(e.ip[:], ip))
-	}
-}
-
-// addr returns the entry's IP (a new slice), nil if it has none.
-func (e *entry) addr() net.IP {
-	if e.ipLen == 0 {
-		return nil
-	}
-	return append(net.IP(nil), e.ip[:e.ipLen]...)
-}
-
-func (e *entry) address() string {
-	return net.JoinHostPort(net.IP(e.ip[:e.ipLen]).String(), strconv.Itoa(int(e.port)))
-}
+func (e *entry) address() string { return e.addr.String() }
 
 // setMeta keeps the part of m that the table uses after the join: the
 // shared election settings (meta's Quorum, Heartbeat, Misses, Lease) are
@@ -263,7 +237,7 @@ func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if info.Name == t.self.name {
-		t.self.setAddr(info.Addr, info.Port)
+		t.self.addr = packAddr(info.Addr, info.Port)
 		return nil
 	}
 	tag := core.Tag(info.Name)
@@ -279,7 +253,7 @@ func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
 		e.rating, e.boot, e.rare = 0, 0, nil
 		e.set(flagNonVoterPeer, false)
 	}
-	e.setAddr(info.Addr, info.Port)
+	e.addr = packAddr(info.Addr, info.Port)
 	return t.setMeta(e, info.Meta)
 }
 
@@ -497,7 +471,7 @@ func (t *table) departed(k int) []string {
 	}
 	var all []gone
 	for name, since := range t.left {
-		if e := t.get(name); e != nil && e.ipLen != 0 {
+		if e := t.get(name); e != nil && e.addr.n != 0 {
 			all = append(all, gone{e.address(), since})
 		}
 	}
@@ -532,8 +506,8 @@ func (t *table) liveAddrs(addrs []string) map[string]bool {
 		return live
 	}
 	check := func(e *entry) {
-		if ip, ok := netip.AddrFromSlice(e.ip[:e.ipLen]); ok {
-			if a, ok := want[netip.AddrPortFrom(ip.Unmap(), e.port)]; ok {
+		if ip, ok := netip.AddrFromSlice(e.addr.ip[:e.addr.n]); ok {
+			if a, ok := want[netip.AddrPortFrom(ip.Unmap(), e.addr.port)]; ok {
 				live[a] = true
 			}
 		}
@@ -563,7 +537,7 @@ func (t *table) target(name string) (target, bool) {
 	if e == nil || !e.is(flagAdmitted) {
 		return target{}, false
 	}
-	n := memberlist.Node{Name: name, Addr: e.addr(), Port: e.port}
+	n := memberlist.Node{Name: name, Addr: e.addr.IP(), Port: e.addr.port}
 	return target{node: n, boot: e.boot}, true
 }
 
@@ -599,7 +573,7 @@ func (e *entry) member(self bool, alg string) Member {
 		Algorithm: e.algorithm(alg), BootID: e.boot,
 		Alive: e.is(flagAlive), Self: self, Refused: e.refused.String(), Payload: e.payload(),
 	}
-	if e.ipLen != 0 {
+	if e.addr.n != 0 {
 		m.Addr = e.address()
 	}
 	return m
