@@ -168,8 +168,18 @@ func (c *realCluster) describe(names []string) string {
 	}
 	out := ""
 	for _, name := range names {
-		id, tm, ok := c.nodes[name].el.Leader()
+		nd := c.nodes[name]
+		id, tm, ok := nd.el.Leader()
 		out += fmt.Sprintf("%s->%s/%d/%v ", name, id, tm, ok)
+	}
+	// What each node saw, for a failure's diagnosis: its state, the members
+	// memberlist admitted, and the frames membership dropped (by reason).
+	for _, name := range names {
+		nd := c.nodes[name]
+		st, ms := nd.el.Status(), nd.mem.Stats()
+		out += fmt.Sprintf("\n  %s: state %v term %d electing %v startup %+v members %d dropped %v refused tag/meta/name/incompat %d/%d/%d/%d rejoins %d",
+			name, st.State, st.Term, st.Electing, st.Startup, len(nd.mem.Members()), ms.Dropped,
+			ms.RefusedTagCollision, ms.RefusedBadMeta, ms.RefusedDuplicateName, ms.RefusedIncompatible, ms.Rejoins)
 	}
 	return out
 }
