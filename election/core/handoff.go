@@ -97,14 +97,21 @@ func (n *Node) CompleteHandoff() {
 		return
 	}
 	n.handingOff = false
-	for i := 0; i < n.view.r.Len(); i++ {
-		if p := n.view.r.At(i); p.ID != n.self.ID && n.view.alive(p.ID) {
+	if n.handoffPass {
+		// The successor first: it declares at once, and its announcement
+		// then travels beside the releases below instead of after them. A
+		// node sends its messages one after another (a TCP connection
+		// each in the runtime); behind n releases, the successor's RESIGN
+		// waited so long in a large cluster that the released followers,
+		// knowing no coordinator, elected meanwhile (a storm at every
+		// preemption, docs/performance.md).
+		n.alg.resign()
+	}
+	for k := n.view.r.Len() - 1; k >= 0; k-- { // the watchers first, as bully.win
+		if p := n.view.r.ByRank(k); p.ID != n.self.ID && n.view.alive(p.ID) {
 			n.send(Message{Type: MsgHeartbeat, To: p.ID, Coordinator: n.self.ID, Released: true,
 				Confirmed: !n.handoffPass, Seq: n.hbSeq})
 		}
-	}
-	if n.handoffPass {
-		n.alg.resign()
 	}
 }
 

@@ -239,9 +239,13 @@ func (s *Sim) flush(sn *simNode) {
 	if s.fire(sn, msgs) {
 		return // crashed before sending
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
+		if s.cfg.SendGapUs > 0 {
+			s.sendGap = int64(i) * s.cfg.SendGapUs / 1000 // the i-th leaves this much later
+		}
 		s.sendFrom(int(sn.idx), m)
 	}
+	s.sendGap = 0
 	if st := rd.Status; st != sn.last {
 		if st.State != sn.last.State || st.Coordinator != sn.last.Coordinator {
 			s.tracef("%s: %s -> %s coordinator=%s term=%s", sn.id, sn.last.State, st.State, orNone(st.Coordinator), st.Term)
@@ -361,7 +365,7 @@ func (s *Sim) arrival(from int, m core.Message, to *simNode) int64 {
 	if !s.cfg.FIFO && s.cfg.Reorder > 0 && s.rng.Float64() < s.cfg.Reorder {
 		return s.now + d + s.rng.Int64N(2*s.cfg.DelayMax+1)
 	}
-	at := s.now + d
+	at := s.now + d + s.sendGap
 	if s.cfg.FIFO {
 		if from < 0 {
 			from = int(s.byID[m.From].idx)

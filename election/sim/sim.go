@@ -56,6 +56,12 @@ type Config struct {
 	// and uneven membership, as gossip is. Newer news about a member
 	// always wins over older news that arrives later.
 	ViewDelayMaxMs int64
+	// SendGapUs: a node's messages leave one after another, this many µs
+	// apart (the i-th of one Ready departs i × SendGapUs later, rounded
+	// down to the ms), as a runtime that opens a TCP connection per
+	// message sends a broadcast to n members over n × its cost. 0: all
+	// at once.
+	SendGapUs int64
 	// HeartbeatDetector turns on the followers' heartbeat failure detector.
 	// Off, only nodes told to Detect (or a view PeerDown) notice a failure,
 	// which is what the message-count experiments assume.
@@ -98,8 +104,11 @@ type Sim struct {
 	viewUntil int64
 	// Forged counts frames injected by Forge.
 	Forged uint64
-	lastAt map[int64]int64 // FIFO: per link (from<<32 | to), the last arrival time
-	links  []linkSet       // FIFO: per receiver, its links in use (fifo); made at the first use
+	// sendGap delays the message being sent by its place in its node's
+	// Ready (Config.SendGapUs).
+	sendGap int64
+	lastAt  map[int64]int64 // FIFO: per link (from<<32 | to), the last arrival time
+	links   []linkSet       // FIFO: per receiver, its links in use (fifo); made at the first use
 	// Sent counts every message handed to the network, by type, including
 	// those to crashed or cut-off nodes.
 	Sent     [core.NumMsgTypes]uint64
@@ -214,6 +223,9 @@ func (c *Config) fill() error {
 	if c.TickMs < 1 || c.TickMs > maxMs || c.DelayMin < 0 || c.DelayMax < c.DelayMin || c.DelayMax > maxMs {
 		return fmt.Errorf("sim: TickMs = %d, delay = %d-%d: want 1 <= TickMs <= %d and 0 <= min <= max <= %d",
 			c.TickMs, c.DelayMin, c.DelayMax, maxMs, maxMs)
+	}
+	if c.SendGapUs < 0 || c.SendGapUs > 1_000_000 {
+		return fmt.Errorf("sim: SendGapUs = %d: want 0 to 1000000 (1 s per message)", c.SendGapUs)
 	}
 	for _, p := range []struct {
 		name string
