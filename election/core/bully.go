@@ -283,7 +283,15 @@ func (b *bully) win() {
 	t := n.nextTerm()
 	n.becomeCoordinator(t)
 	r := n.view.r
-	if n.cfg.Mode == View {
+	// With the guard in a fanned-out view, the non-voters hear the
+	// announcement once a majority has confirmed the lease
+	// (announceConfirmed): they report a coordinator only when it holds
+	// one, and they hear a heartbeat once a rotation period (about 10 s
+	// among 1,000 members), so an announcement now would leave them
+	// reporting none until then.
+	deferRest := n.cfg.QuorumSize > 0 && n.fanningOut()
+	n.announceRest = deferRest
+	if n.cfg.Mode == View && !deferRest {
 		n.reserve(n.liveCount() - 1) // the live peers: one allocation, not a doubling series
 	}
 	// Highest-rated first: a node's messages leave one after another (a
@@ -294,7 +302,7 @@ func (b *bully) win() {
 	// elected meanwhile.
 	for k := r.Len() - 1; k >= 0; k-- {
 		p := r.ByRank(k)
-		if p.ID == n.self.ID || !n.view.alive(p.ID) {
+		if p.ID == n.self.ID || !n.view.alive(p.ID) || deferRest && p.NonVoter {
 			continue
 		}
 		// Textbook: the sites below (§1 step 2). View: every live peer, so
@@ -449,10 +457,16 @@ func (b *bully) onCoordinator(m Message) {
 		n.drop(DropUnexpected) // an echo of our own older announcement
 		return
 	}
+	// Confirmed: the coordinator itself says that its lease holds
+	// (announceConfirmed); an answer naming a coordinator never is.
+	confirmed := m.Confirmed && c == m.From
 	if n.coordinator != c || n.term != m.Term {
-		n.follow(c, m.Term, false)
+		n.follow(c, m.Term, confirmed)
 	} else {
 		n.silence, n.misses = 0, 0
+		if confirmed {
+			n.setConfirmed(true)
+		}
 	}
 	switch {
 	case c != m.From:

@@ -247,7 +247,25 @@ func (n *Node) renewLease() {
 		n.setConfirmed(true)
 		n.confirmedAt = n.now
 		n.setState(StateCoordinator)
+		n.announceConfirmed()
 		n.heartbeat()
+	}
+}
+
+// announceConfirmed sends the announcement that bully.win held back from
+// the non-voters, now that the lease holds, highest-rated first, with
+// Confirmed set: they report the coordinator at once instead of at their
+// next heartbeat, a rotation period later.
+func (n *Node) announceConfirmed() {
+	if !n.announceRest || n.coordinator != n.self.ID {
+		return
+	}
+	n.announceRest = false
+	r := n.view.r
+	for k := r.Len() - 1; k >= 0; k-- {
+		if p := r.ByRank(k); p.ID != n.self.ID && p.NonVoter && n.view.alive(p.ID) {
+			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Confirmed: true})
+		}
 	}
 }
 

@@ -17,16 +17,20 @@ type Node struct {
 	alg  algorithm
 	self Peer
 
-	state       State
-	confirmed   bool   // quorum guard: the coordinator holds a lease
-	electing    bool   // an election this node takes part in is running
-	yielded     bool   // resigned: do not displace the successor
-	handingOff  bool   // stopped leading; waits for CompleteHandoff
-	handed      bool   // rd has been handed over (see rd)
-	counted     bool   // rd's Counters hold something (see rd)
-	statusDirty bool   // see below, at rd
-	term        Term   // highest term seen
-	coordinator string // the node followed; "" when none
+	state     State
+	confirmed bool // quorum guard: the coordinator holds a lease
+	// announceRest: a bully winner with the guard and a fanned-out view
+	// announced itself to the voters only; the others hear it once its
+	// lease holds (announceConfirmed).
+	announceRest bool
+	electing     bool   // an election this node takes part in is running
+	yielded      bool   // resigned: do not displace the successor
+	handingOff   bool   // stopped leading; waits for CompleteHandoff
+	handed       bool   // rd has been handed over (see rd)
+	counted      bool   // rd's Counters hold something (see rd)
+	statusDirty  bool   // see below, at rd
+	term         Term   // highest term seen
+	coordinator  string // the node followed; "" when none
 
 	now int // ticks since NewNode
 	// deadline caches NextDeadline until the next input (0: not known);

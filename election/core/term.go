@@ -116,6 +116,7 @@ func (n *Node) becomeCoordinator(t Term) {
 		n.setTerm(t)
 	}
 	again := n.coordinator == n.self.ID && !n.confirmed // see below
+	n.announceRest = false                              // bully.win sets it again
 	wasElecting := n.electing
 	n.alg.reset()
 	n.electing = false
