@@ -112,44 +112,53 @@ type liveMember struct {
 
 // addrKey is a member's IP and port, packed: the guard compares them
 // where it compared nodeAddr's "ip:port" strings (equal keys, equal
-// strings), and the table keeps one per member. IPv4 is kept as 4 bytes
-// whichever form memberlist gives (both print alike); an address longer
-// than 16 bytes, which no IP is, is kept as none.
+// strings), and the table keeps one per member. The IP is kept in its
+// 16-byte form, IPv4 as ::ffff:a.b.c.d, whichever form memberlist gives
+// (both print alike); 18 bytes with no length field, so that the table's
+// entry fits in 64. The zero IP ("::", which memberlist never advertises)
+// stands for none, as does an address longer than 16 bytes, which no IP is.
 type addrKey struct {
 	ip   [16]byte
 	port uint16
-	n    uint8 // the address's length: 0 (none), 4 or 16
 }
 
 // packAddr packs ip and port.
 func packAddr(ip net.IP, port uint16) addrKey {
-	if v4 := ip.To4(); v4 != nil {
-		ip = v4
-	}
 	k := addrKey{port: port}
-	if len(ip) <= len(k.ip) {
-		k.n = uint8(copy(k.ip[:], ip))
+	if ip16 := ip.To16(); ip16 != nil {
+		copy(k.ip[:], ip16)
 	}
 	return k
 }
 
 func keyOf(n *memberlist.Node) addrKey { return packAddr(n.Addr, n.Port) }
 
-// IP returns the address's IP (a new slice), nil if it has none.
-func (k addrKey) IP() net.IP {
-	if k.n == 0 {
+// none reports that the key holds no IP.
+func (k addrKey) none() bool { return k.ip == [16]byte{} }
+
+// netIP returns the key's IP, 4 bytes for IPv4, without copying (nil if
+// there is none); the slice shares k's array.
+func (k *addrKey) netIP() net.IP {
+	if k.none() {
 		return nil
 	}
-	return append(net.IP(nil), k.ip[:k.n]...)
+	if ip := net.IP(k.ip[:]).To4(); ip != nil {
+		return ip
+	}
+	return net.IP(k.ip[:])
+}
+
+// IP returns the address's IP (a new slice), nil if it has none.
+func (k addrKey) IP() net.IP {
+	if k.none() {
+		return nil
+	}
+	return append(net.IP(nil), k.netIP()...)
 }
 
 // String is the address as nodeAddr prints it.
 func (k addrKey) String() string {
-	var ip net.IP
-	if k.n > 0 {
-		ip = net.IP(k.ip[:k.n])
-	}
-	return net.JoinHostPort(ip.String(), strconv.Itoa(int(k.port)))
+	return net.JoinHostPort(k.netIP().String(), strconv.Itoa(int(k.port)))
 }
 
 func newGuard(name string, own meta, log hclog.Logger, stats *counters, fail func(error)) *guard {

@@ -57,11 +57,11 @@ type entry struct {
 	rating int64
 	boot   uint64
 	rare   *rareMeta // nil: this node's Algorithm and no payload, as most members
-	addr   addrKey   // the address, packed (as the guard keeps it)
-	tag    uint32    // core.Tag(name): the table's order
+	addr   addrKey   // the address, packed (as the guard keeps it), 18 bytes
 	flags  entryFlags
 	// refused says why an alive member is not admitted.
 	refused refusal
+	tag     uint32 // core.Tag(name): the table's order
 }
 
 // entryFlags are an entry's yes-or-no facts.
@@ -471,7 +471,7 @@ func (t *table) departed(k int) []string {
 	}
 	var all []gone
 	for name, since := range t.left {
-		if e := t.get(name); e != nil && e.addr.n != 0 {
+		if e := t.get(name); e != nil && !e.addr.none() {
 			all = append(all, gone{e.address(), since})
 		}
 	}
@@ -506,10 +506,12 @@ func (t *table) liveAddrs(addrs []string) map[string]bool {
 		return live
 	}
 	check := func(e *entry) {
-		if ip, ok := netip.AddrFromSlice(e.addr.ip[:e.addr.n]); ok {
-			if a, ok := want[netip.AddrPortFrom(ip.Unmap(), e.addr.port)]; ok {
-				live[a] = true
-			}
+		if e.addr.none() {
+			return
+		}
+		ip := netip.AddrFrom16(e.addr.ip).Unmap()
+		if a, ok := want[netip.AddrPortFrom(ip, e.addr.port)]; ok {
+			live[a] = true
 		}
 	}
 	t.mu.RLock()
@@ -573,7 +575,7 @@ func (e *entry) member(self bool, alg string) Member {
 		Algorithm: e.algorithm(alg), BootID: e.boot,
 		Alive: e.is(flagAlive), Self: self, Refused: e.refused.String(), Payload: e.payload(),
 	}
-	if e.addr.n != 0 {
+	if !e.addr.none() {
 		m.Addr = e.address()
 	}
 	return m
