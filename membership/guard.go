@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/coordelect/coordelect/election/core"
@@ -82,12 +80,14 @@ func (e *IncompatibleError) Unwrap() error { return ErrIncompatible }
 // always does (it has not started electing); a running node yields only to
 // a member that started before it (a smaller boot ID, the start time; ties
 // by address), so both sides of a clash found after join agree on which
-// one goes. Members learnt from a push-pull are mirrored in alive from
-// memberlist's own events, so the check needs no call back into memberlist.
+// one goes. The live members and their addresses are mirrored from
+// memberlist's own events (joined, left) into the table's entries
+// (table.hold, held.go), so the check needs no call back into memberlist.
 type guard struct {
 	name  string
 	boot  uint64
 	own   meta // this node's settings, for compat
+	table *table
 	log   hclog.Logger
 	stats *counters
 	fail  func(error)
@@ -95,19 +95,8 @@ type guard struct {
 	mu       sync.Mutex
 	self     string             // this node's address, from its own NotifyJoin
 	starting bool               // New has not returned
-	alive    []liveMember       // live members but this node, by name (strings.Compare)
 	voters   map[string]int64   // live voters' ratings, by name, while starting (for topVoter); then nil
 	reported map[[2]string]bool // clashes already logged: name, address; nil until the first
-}
-
-// liveMember is the guard's record of a live member: 40 bytes in one
-// sorted slice, where a map[string]string of names to "ip:port" strings
-// took about 100 per member at n = 1,000 (32-byte slots in a map grown to
-// 2,048 of them, and a 16-byte string each). The name shares its bytes
-// with memberlist's.
-type liveMember struct {
-	name string
-	addr addrKey
 }
 
 // addrKey is a member's IP and port, packed: the guard compares them
@@ -161,15 +150,11 @@ func (k addrKey) String() string {
 	return net.JoinHostPort(k.netIP().String(), strconv.Itoa(int(k.port)))
 }
 
-func newGuard(name string, own meta, log hclog.Logger, stats *counters, fail func(error)) *guard {
-	return &guard{name: name, boot: own.Boot, own: own, log: log, stats: stats, fail: fail, starting: true,
+// newGuard returns the guard of the node name, which keeps its mirror of
+// memberlist's live members in table.
+func newGuard(name string, own meta, table *table, log hclog.Logger, stats *counters, fail func(error)) *guard {
+	return &guard{name: name, boot: own.Boot, own: own, table: table, log: log, stats: stats, fail: fail, starting: true,
 		voters: make(map[string]int64)}
-}
-
-// find returns the position of the live member named name, or where it
-// would go, and whether it is there. Called with g.mu held.
-func (g *guard) find(name string) (int, bool) {
-	return slices.BinarySearchFunc(g.alive, name, func(m liveMember, name string) int { return strings.Compare(m.name, name) })
 }
 
 // report records that the clash key is being logged and returns whether it
@@ -202,11 +187,7 @@ func (g *guard) joined(n *memberlist.Node) {
 	if n.Name == g.name {
 		return
 	}
-	if i, ok := g.find(n.Name); ok {
-		g.alive[i].addr = keyOf(n)
-	} else {
-		g.alive = slices.Insert(roomForOne(g.alive), i, liveMember{name: n.Name, addr: keyOf(n)})
-	}
+	g.table.hold(n.Name, keyOf(n))
 	if g.voters == nil {
 		return
 	}
@@ -219,9 +200,7 @@ func (g *guard) joined(n *memberlist.Node) {
 
 func (g *guard) left(n *memberlist.Node) {
 	g.mu.Lock()
-	if i, ok := g.find(n.Name); ok {
-		g.alive = slices.Delete(g.alive, i, i+1)
-	}
+	g.table.release(n.Name)
 	delete(g.voters, n.Name)
 	g.mu.Unlock()
 }
@@ -236,9 +215,9 @@ func (g *guard) topVoter() string {
 	var best core.Rank
 	addr := ""
 	for name, rating := range g.voters {
-		if i, ok := g.find(name); ok {
+		if a, ok := g.table.heldAddr(name); ok {
 			if r := (core.Rank{Rating: rating, ID: name}); addr == "" || r.Compare(best) > 0 {
-				best, addr = r, g.alive[i].addr.String()
+				best, addr = r, a.String()
 			}
 		}
 	}
@@ -248,7 +227,7 @@ func (g *guard) topVoter() string {
 // started marks the end of New: from now on this node yields a clash only
 // to an older member, and stops keeping the voters' ratings (only New asks
 // topVoter): every member keeps the guard's record of every other, and
-// it holds the address alone (liveMember).
+// it holds the address alone (in the table's entry).
 func (g *guard) started() {
 	g.mu.Lock()
 	g.starting = false
@@ -341,8 +320,8 @@ func (g *guard) checkName(p *memberlist.Node) error {
 	defer g.mu.Unlock()
 	name, raw := p.Name, p.Meta
 	if name != g.name {
-		if i, ok := g.find(name); ok && g.alive[i].addr != keyOf(p) {
-			return g.refuse(name, g.alive[i].addr.String(), nodeAddr(p))
+		if a, ok := g.table.heldAddr(name); ok && a != keyOf(p) {
+			return g.refuse(name, a.String(), nodeAddr(p))
 		}
 		return nil
 	}

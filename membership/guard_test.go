@@ -112,7 +112,8 @@ func TestDuplicateNameFoundAfterJoin(t *testing.T) {
 // aside); checkName gives the address that holds each name, after the
 // start as before.
 func TestGuardLiveMembers(t *testing.T) {
-	g := newGuard("self", meta{Boot: 1}, hclog.NewNullLogger(), &counters{}, func(error) {})
+	tb := newTable("self", meta{Boot: 1}, time.Minute, hclog.NewNullLogger(), &counters{})
+	g := newGuard("self", meta{Boot: 1}, tb, hclog.NewNullLogger(), &counters{}, func(error) {})
 	node := func(name string, port uint16, m []byte) *memberlist.Node {
 		return &memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: port, Meta: m}
 	}

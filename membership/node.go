@@ -213,13 +213,14 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 		Misses: uint64(cfg.HeartbeatMisses), Lease: uint64(cfg.QuorumLease)}
 	n.inbox = newInbox(cfg.QueueSize, &n.stats)
 	n.restarted = make(chan string, 16)
-	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.Name, n.meta, logger, &n.stats, n.fail),
+	n.table = newTable(cfg.Name, n.meta, 0, logger, &n.stats) // forget: below, from memberlist's config
+	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.Name, n.meta, n.table, logger, &n.stats, n.fail),
 		ack: binary.BigEndian.AppendUint64(nil, boot), rejoin: n.askJoin, keyMismatch: n.keyMismatch}
 	b := n.meta.encode()
 	n.del.meta.Store(&b)
 	mc := cfg.memberlistConfig(n.del, logger)
 	n.updateWait = mc.GossipInterval
-	n.table = newTable(cfg.Name, n.meta, mc.GossipToTheDeadTime, logger, &n.stats)
+	n.table.forget = mc.GossipToTheDeadTime
 	n.out = &sender{table: n.table, selfBoot: boot, queueSize: cfg.SendQueueSize,
 		stats: &n.stats, log: logger, wg: &n.wg, links: make(map[string]*outLink)}
 	n.disp = &dispatcher{inbox: n.inbox, table: n.table, out: n.out,

@@ -13,10 +13,10 @@ import (
 )
 
 // BenchmarkPeerState measures what one member's membership state holds for
-// each other member once all have joined: the guard's record, the inbox
-// items of the join's push-pull (all n reported at once, then a settled
-// cluster's one item), and the table's entry, fed as the delegate and the
-// dispatcher feed them. memberlist's own nodes (names, addresses,
+// each other member once all have joined: the inbox items of the join's
+// push-pull (all n reported at once, then a settled cluster's one item)
+// and the table's entry, which also holds the guard's record, fed as the
+// delegate and the dispatcher feed them. memberlist's own nodes (names, addresses,
 // metadata) are allocated before the first reading and are not counted.
 // It reports the live heap the state adds, per peer (B/peer), after two
 // collections; the time per op is not a figure.
@@ -49,8 +49,8 @@ func peerStateBytes(nodes []*memberlist.Node) float64 {
 	own := meta{Rating: 0, Boot: 1, Algorithm: "bully"}
 	c := &counters{}
 	before := liveHeap()
-	g := newGuard("self", own, hclog.NewNullLogger(), c, func(error) {})
 	tb := newTable("self", own, time.Minute, hclog.NewNullLogger(), c)
+	g := newGuard("self", own, tb, hclog.NewNullLogger(), c, func(error) {})
 	q := newInbox(64, c)
 	g.started()
 	for _, n := range nodes { // a join's push-pull: every member at once

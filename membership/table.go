@@ -68,9 +68,10 @@ type entry struct {
 type entryFlags uint8
 
 const (
-	flagAlive        entryFlags = 1 << iota // alive in memberlist
+	flagAlive        entryFlags = 1 << iota // alive in memberlist, as the dispatcher has heard (alive, leave)
 	flagAdmitted                            // alive, valid metadata, unique tag: the elector knows it
 	flagNonVoterPeer                        // the member's metadata says NonVoter
+	flagHeld                                // memberlist holds it alive now: the guard's (held.go)
 )
 
 func (e *entry) is(f entryFlags) bool { return e.flags&f != 0 }
@@ -151,7 +152,10 @@ func (r refusal) String() string {
 //
 // The entries are one slice in (tag, name) order: a member is found by a
 // binary search on its tag, and the members that share a tag (the holder
-// and those refused for it) are neighbours. A map by name and another by
+// and those refused for it) are neighbours. The guard's record of the
+// members memberlist holds alive is kept in the same entries (held.go):
+// an entry the guard holds and the table does not list yet is in the
+// slice, not in what the table lists. A map by name and another by
 // tag cost about 220 bytes per member at n = 1,000 with the entries they
 // pointed to (the maps had grown to 2,048 slots); the slice costs its 64
 // bytes per entry and about 1/8 more (roomForOne). A new member moves the ones
@@ -173,8 +177,11 @@ type table struct {
 	// collided counts the live peers refused for a tag collision: promote,
 	// asked at every departure, looks only when there are some.
 	collided int
-	log      hclog.Logger
-	stats    *counters
+	// listed counts the peers the table lists: alive, or departed and in
+	// left. The slice also holds entries only the guard holds (held.go).
+	listed int
+	log    hclog.Logger
+	stats  *counters
 }
 
 func newTable(name string, m meta, forget time.Duration, log hclog.Logger, stats *counters) *table {
@@ -248,12 +255,20 @@ func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
 		e = t.add(info.Name, tag, i)
 	}
 	if !e.is(flagAlive) {
-		delete(t.left, e.name) // back from the departed (or new)
+		if _, departed := t.left[e.name]; departed {
+			delete(t.left, e.name) // back from the departed
+		} else {
+			t.listed++ // new, or held by the guard alone
+		}
 		e.set(flagAlive, true)
 		e.rating, e.boot, e.rare = 0, 0, nil
 		e.set(flagNonVoterPeer, false)
 	}
-	e.addr = packAddr(info.Addr, info.Port)
+	if !e.is(flagHeld) {
+		// memberlist has let it go since this item was queued (while it
+		// holds it, hold keeps its latest address).
+		e.addr = packAddr(info.Addr, info.Port)
+	}
 	return t.setMeta(e, info.Meta)
 }
 
@@ -266,10 +281,10 @@ func (t *table) restart(info nodeInfo) (restarted bool, members int) {
 	defer t.mu.RUnlock()
 	e := t.get(info.Name)
 	if e == nil || e.boot == 0 {
-		return false, len(t.peers) + 1
+		return false, t.listed + 1
 	}
 	m, err := decodeMeta(info.Meta)
-	return err == nil && m.Boot > e.boot, len(t.peers) + 1
+	return err == nil && m.Boot > e.boot, t.listed + 1
 }
 
 // leave records a member that left or was declared dead.
@@ -444,17 +459,31 @@ func (t *table) prune(now time.Time) []string {
 		}
 	}
 	if len(gone) > 0 {
-		// Every departed entry is in left but those just forgotten.
-		t.peers = slices.DeleteFunc(t.peers, func(e entry) bool {
-			if e.is(flagAlive) {
-				return false
-			}
-			_, listed := t.left[e.name]
-			return !listed
-		})
+		t.listed -= len(gone)
+		t.forgetUnlisted()
 	}
 	t.nextPrune = next
 	return gone
+}
+
+// forgetUnlisted deletes the entries that neither the table lists nor the
+// guard holds; an entry the guard holds but the table no longer lists (its
+// return is queued) keeps its name and address alone, as if new.
+func (t *table) forgetUnlisted() {
+	t.peers = slices.DeleteFunc(t.peers, func(e entry) bool {
+		if e.is(flagAlive) {
+			return false
+		}
+		_, departed := t.left[e.name]
+		return !departed && !e.is(flagHeld)
+	})
+	for i := range t.peers {
+		e := &t.peers[i]
+		if _, departed := t.left[e.name]; !departed && !e.is(flagAlive) {
+			t.setRefused(e, refusedNone)
+			*e = entry{name: e.name, addr: e.addr, tag: e.tag, flags: flagHeld}
+		}
+	}
 }
 
 // departed returns the addresses of up to k members that left or died
@@ -488,7 +517,7 @@ func (t *table) departed(k int) []string {
 func (t *table) size() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return len(t.peers) + 1
+	return t.listed + 1
 }
 
 // liveAddrs reports which of addrs ("ip:port") belong to a member
@@ -553,17 +582,25 @@ func (t *table) setSelfMeta(m meta) {
 // members lists this node and the members the table holds, by name,
 // leaving out those departed more than forget before now (prune deletes
 // them when the dispatcher next runs).
+//
+// It copies the entries under the lock and formats them after: the
+// guard's hold and release, which memberlist calls with its node lock
+// held, wait for the lock.
 func (t *table) members(now time.Time) []Member {
 	t.mu.RLock()
-	out := make([]Member, 0, len(t.peers)+1)
-	out = append(out, t.self.member(true, t.selfAlg))
+	listed := make([]entry, 0, t.listed+1)
+	listed = append(listed, t.self)
 	for i := range t.peers {
 		e := &t.peers[i]
-		if e.is(flagAlive) || now.Sub(t.left[e.name]) <= t.forget {
-			out = append(out, e.member(false, t.selfAlg))
+		if since, departed := t.left[e.name]; e.is(flagAlive) || departed && now.Sub(since) <= t.forget {
+			listed = append(listed, *e)
 		}
 	}
 	t.mu.RUnlock()
+	out := make([]Member, len(listed))
+	for i := range listed {
+		out[i] = listed[i].member(i == 0, t.selfAlg)
+	}
 	slices.SortFunc(out, func(a, b Member) int { return core.CompareID(a.Name, b.Name) })
 	return out
 }

@@ -310,9 +310,14 @@ func TestTableAddresses(t *testing.T) {
 
 // TestTableMatchesModel drives the table with random joins, departures
 // and prunes among names of which many share a tag ("7", "07", "007"
-// ...), and checks after each step every name against a plain model: who
-// is listed, who is admitted (the lowest ID among the live members of a
-// tag, none for this node's tag), and the boot ID the sender would use.
+// ...), as the node does: the guard's side (hold, release) at once, as
+// memberlist's callbacks call it, and the table's (alive, leave) later,
+// from a queue that the dispatcher drains at random moments. After each
+// step it checks every name against a plain model: who is listed, who is
+// admitted (the lowest ID among the live members of a tag, none for this
+// node's tag), the boot ID the sender would use, the address the guard
+// sees for a member memberlist holds, and, once the queue is drained, the
+// address listed for every member: memberlist's last.
 func TestTableMatchesModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20, 2))
 	var names []string
@@ -328,22 +333,49 @@ func TestTableMatchesModel(t *testing.T) {
 		boot  uint64
 		left  time.Time
 	}
-	model := map[string]*state{}
+	model := map[string]*state{} // the table's side: the members it lists
+	held := map[string]uint16{}  // memberlist's side: the live members' ports
+	last := map[string]uint16{}  // memberlist's last port of every member
+	type item struct {
+		name  string
+		alive bool
+		boot  uint64
+		port  uint16
+	}
+	var queue []item
 	now := time.Unix(1000, 0)
-	for step := range 4000 {
+	for step := range 6000 {
 		now = now.Add(time.Second)
 		name := names[rng.IntN(len(names))]
-		switch rng.IntN(5) {
-		case 0, 1, 2:
-			boot := uint64(rng.IntN(3) + 1)
-			tb.alive(info(name, meta{Boot: boot}), now)
-			model[name] = &state{alive: true, boot: boot}
-		case 3:
-			tb.leave(name, now)
-			if s := model[name]; s != nil && s.alive {
-				s.alive, s.left = false, now
+		switch rng.IntN(6) {
+		case 0, 1: // memberlist: joined or updated
+			boot, port := uint64(rng.IntN(3)+1), uint16(7000+rng.IntN(3))
+			tb.hold(name, packAddr(net.IPv4(127, 0, 0, 1), port))
+			held[name], last[name] = port, port
+			queue = append(queue, item{name: name, alive: true, boot: boot, port: port})
+		case 2: // memberlist: left
+			if _, ok := held[name]; ok {
+				tb.release(name)
+				delete(held, name)
+				queue = append(queue, item{name: name})
 			}
-		case 4:
+		case 3, 4: // the dispatcher: some of the queue
+			k := rng.IntN(len(queue) + 1)
+			for _, it := range queue[:k] {
+				if it.alive {
+					i := info(it.name, meta{Boot: it.boot})
+					i.Port = it.port
+					tb.alive(i, now)
+					model[it.name] = &state{alive: true, boot: it.boot}
+				} else {
+					tb.leave(it.name, now)
+					if s := model[it.name]; s != nil && s.alive {
+						s.alive, s.left = false, now
+					}
+				}
+			}
+			queue = queue[k:]
+		case 5:
 			tb.prune(now)
 			for n, s := range model {
 				if !s.alive && now.Sub(s.left) > time.Minute {
@@ -359,16 +391,42 @@ func TestTableMatchesModel(t *testing.T) {
 				}
 			}
 		}
-		if len(tb.peers) != len(model) {
-			t.Fatalf("step %d: the table holds %d entries, the model %d", step, len(tb.peers), len(model))
+		if tb.size() != len(model)+1 {
+			t.Fatalf("step %d: the table lists %d members, the model %d", step, tb.size()-1, len(model))
 		}
 		for _, n := range names {
 			s := model[n]
 			tg, ok := tb.target(n)
 			want := s != nil && holder[core.Tag(n)] == n
-			if ok != want || (ok && tg.boot != s.boot) || (tb.get(n) != nil) != (s != nil) {
-				t.Fatalf("step %d: %s: target %v (boot %d), listed %v; model %+v, holder %q",
-					step, n, ok, tg.boot, tb.get(n) != nil, s, holder[core.Tag(n)])
+			if ok != want || (ok && tg.boot != s.boot) {
+				t.Fatalf("step %d: %s: target %v (boot %d); model %+v, holder %q", step, n, ok, tg.boot, s, holder[core.Tag(n)])
+			}
+			port, isHeld := held[n]
+			if a, ok := tb.heldAddr(n); ok != isHeld || (ok && a.port != port) {
+				t.Fatalf("step %d: %s: the guard sees %v at %v; memberlist holds it %v at %d", step, n, ok, a, isHeld, port)
+			}
+		}
+		listed, recent := tb.members(now), 0
+		for _, s := range model {
+			if s.alive || now.Sub(s.left) <= time.Minute {
+				recent++
+			}
+		}
+		if len(listed) != recent+1 {
+			t.Fatalf("step %d: members lists %d, the model %d", step, len(listed)-1, recent)
+		}
+		if len(queue) > 0 {
+			continue
+		}
+		if len(tb.peers) > len(model)+len(held) {
+			t.Fatalf("step %d: %d entries for %d listed and %d held members", step, len(tb.peers), len(model), len(held))
+		}
+		for _, m := range listed {
+			if m.Self {
+				continue
+			}
+			if want := fmt.Sprint("127.0.0.1:", last[m.Name]); model[m.Name] == nil || m.Addr != want {
+				t.Fatalf("step %d: %s listed at %s, want %s (model %+v)", step, m.Name, m.Addr, want, model[m.Name])
 			}
 		}
 	}
