@@ -3,7 +3,6 @@ package election
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,8 +49,8 @@ type Elector struct {
 	// unsettledSince is when this node lost its agreed coordinator.
 	unsettledSince time.Time
 	electionBegan  bool      // the node started an election during this flush
-	membersDirty   bool      // the member list changed since the snapshot
-	membersBuilt   time.Time // when the snapshot's member list was built
+	membersDirty   bool      // the view changed since the members were last counted
+	membersBuilt   time.Time // when the members were last counted (countMembers)
 	warnedVoters   bool      // checkVoters has warned
 	// origin is when Run started: the core's tick 0 on the monotonic clock.
 	origin time.Time
@@ -78,6 +77,13 @@ type Elector struct {
 	startup     core.Startup // the start-up hold, while it may change
 	startupOpen bool         // the hold is not over yet
 	expectSet   bool         // Config.ExpectVoters was set, not defaulted
+
+	// view is held (written) by the loop while it hands the node an event
+	// that can change the node's view (handle, SetRating), and read by
+	// Status, which builds its member list from the view on another
+	// goroutine (status.go): every member keeps no second copy of its
+	// view of every other.
+	view sync.RWMutex
 
 	mu      sync.Mutex
 	started bool
@@ -135,6 +141,7 @@ func New(cfg Config) (*Elector, error) {
 	e.expectSet = explicit
 	e.upd.StateChanged = true
 	e.updateSnapshot()
+	e.countMembers()
 	e.record()
 	return e, nil
 }
@@ -257,7 +264,9 @@ func (e *Elector) TransferTo(ctx context.Context, id string) error {
 // policy, it starts an election. It returns the Transport's error.
 func (e *Elector) SetRating(r int64) error {
 	return e.do(context.Background(), func() error {
+		e.view.Lock()
 		e.node.SetRating(r)
+		e.view.Unlock()
 		return e.tr.SetRating(r)
 	})
 }
@@ -293,7 +302,7 @@ func (e *Elector) do(ctx context.Context, fn func() error) error {
 // noticed.
 func (e *Elector) Status() Status {
 	s := *e.snap.Load()
-	s.Members = slices.Clone(s.Members)
+	s.Members = e.members()
 	if s.Coordinator == e.id && e.Check(s.Term) != nil {
 		s.Coordinator = ""
 		if s.State == core.StateCoordinator {

@@ -68,8 +68,11 @@ func (e *Elector) loop(ctx context.Context) error {
 	}
 }
 
-// handle feeds one transport event to the node.
+// handle feeds one transport event to the node; any of them can change
+// its view, which Status reads (e.view).
 func (e *Elector) handle(ev Event) {
+	e.view.Lock()
+	defer e.view.Unlock()
 	switch ev.Kind {
 	case EventMessage:
 		m := ev.Message
@@ -96,9 +99,10 @@ const maxPeerUps = 256
 
 // morePeerUps handles the PeerUps already waiting behind one (a join's
 // push-pull reports up to the whole cluster at once), so that one flush
-// follows them all: the member list the status publishes is rebuilt once,
-// not once per member, which at n = 1,000 was O(n) garbage for each of the
-// n members every member learns. A PeerUp changes the view alone (a
+// follows them all: the members are counted (countMembers) once, not once
+// per member, which at n = 1,000 was O(n) work (and, while the status
+// published a member list, garbage) for each of the n members every
+// member learns. A PeerUp changes the view alone (a
 // coordinator also queues a heartbeat to the newcomer, sent by the flush).
 // It stops at the first other event and returns it, to be handled after
 // the flush like any event.
@@ -188,7 +192,7 @@ func (e *Elector) observe(rd *core.Ready) {
 	st, electing := rd.Status, rd.Electing
 	e.membersDirty = e.membersDirty || rd.ViewChanged
 	startup := e.observeStartup()
-	changed := st != e.status || electing != e.electing || e.membersDirty || startup
+	changed := st != e.status || electing != e.electing || startup
 	if st.State != e.status.State {
 		e.upd.StateChanged = true
 	}
@@ -206,6 +210,9 @@ func (e *Elector) observe(rd *core.Ready) {
 	}
 	if changed {
 		e.updateSnapshot()
+	}
+	if e.membersDirty {
+		e.countMembers()
 	}
 }
 

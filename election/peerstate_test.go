@@ -11,9 +11,10 @@ import (
 )
 
 // BenchmarkPeerState measures what one member's elector holds for each
-// other member once all have joined: the core node's view (its roster)
-// and the member list the Status snapshot publishes, fed n PeerUps as the
-// loop handles a join's push-pull (one flush after them). The members'
+// other member once all have joined: the core node's view (its roster;
+// Status builds its member list from it at each call, which is not
+// counted), fed n PeerUps as the loop handles a join's push-pull (one
+// flush after them). The members'
 // names are allocated before the first reading and are not counted (the
 // transport's copies, which the events share). It reports the live heap
 // the state adds, per peer (B/peer), after two collections; the time per
@@ -53,7 +54,7 @@ func electorStateBytes(b *testing.B, names []string) float64 {
 		k := (i * 7919) % len(names) // a permutation: n is not a multiple of 7919
 		e.handle(Event{Kind: EventPeerUp, Peer: core.Peer{ID: names[k], Rating: int64(k + 1)}})
 	}
-	e.membersBuilt = time.Time{} // the list is rebuilt at this flush, not up to n ms later
+	e.membersBuilt = time.Time{} // the members are counted at this flush, not up to n ms later
 	e.flush()
 	after := liveHeap()
 	if got := len(e.Status().Members); got != len(names)+1 {

@@ -22,7 +22,7 @@ type recorded struct {
 	sendFailed   uint64
 	durations    []float64
 	alive, known int
-	memberLists  int // updates with MembersChanged: member lists built
+	memberLists  int // updates with MembersChanged: member counts (countMembers)
 }
 
 // countingRecorder keeps what an Elector reports, for assertions.

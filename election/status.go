@@ -32,9 +32,10 @@ type Status struct {
 	Startup core.Startup
 	// Members lists the members this node knows, itself included, in ring
 	// order (ID order, core.CompareID, for members learned at run time).
-	// Among n members the list is rebuilt at most every n ms (at most
-	// once a second), so it may lag a membership change by that much;
-	// the other fields do not lag.
+	// Status builds it from the node's view at each call (O(n), a new
+	// slice the caller owns): the Elector keeps no copy of its view to
+	// publish, since every member of a large cluster would keep one of
+	// every other. It can be a change newer than the other fields.
 	Members []Member
 	// Stopped reports that Run has returned; the other fields are the
 	// node's last view.
@@ -64,28 +65,42 @@ func (s Status) AliveMembers() int {
 	return n
 }
 
-// membersEvery is the least time between two rebuilds of the member list
-// Status publishes, for a list of n members: n ms, at most a second. A
-// rebuild is O(n) and allocates the list; a member of a large cluster
-// learns of each of the others one by one as they start (each a PeerUp
-// and a flush), so rebuilding at each was O(n²) per member and, at n =
-// 1,000 in one process, O(n³) work and tens of GB of garbage for a start.
-// A change within the window is published by the first flush after it
-// (the loop wakes at least every 1.5 H).
+// membersEvery is the least time between two counts of the members
+// (countMembers) among n members: n ms, at most a second. A count is
+// O(n); a member of a large cluster learns of each of the others one by
+// one as they start (each a PeerUp and a flush), so counting (and, before,
+// rebuilding the member list the status published) at each was O(n²) per
+// member and, at n = 1,000 in one process, O(n³) work for a start. A
+// change within the window is counted by the first flush after it (the
+// loop wakes at least every 1.5 H).
 func membersEvery(n int) time.Duration {
 	return min(time.Second, time.Duration(n)*time.Millisecond)
 }
 
-// membersRecent reports whether the member list of n members was built
-// less than membersEvery(n) ago. Asked only when the list changed, so
-// that the flushes of messages, most of them, read no clock for it.
-func (e *Elector) membersRecent(n int) bool {
-	return time.Since(e.membersBuilt) < membersEvery(n)
+// countMembers hands the Recorder the members the view holds and those
+// alive, and checks the live voters (checkVoters), at most once per
+// membersEvery after a change of the view.
+func (e *Elector) countMembers() {
+	r := e.node.Roster()
+	if time.Since(e.membersBuilt) < membersEvery(r.Len()) {
+		return
+	}
+	e.membersBuilt, e.membersDirty = time.Now(), false
+	alive, voters := 0, 0
+	for i := range r.Len() {
+		if p := r.At(i); e.node.Alive(p.ID) {
+			alive++
+			if !p.NonVoter {
+				voters++
+			}
+		}
+	}
+	e.upd.Alive, e.upd.Known, e.upd.MembersChanged = alive, r.Len(), true
+	e.checkVoters(voters)
 }
 
-// updateSnapshot publishes the node's status for Status(); the member list
-// is rebuilt only after a membership change, at most once per
-// membersEvery.
+// updateSnapshot publishes the node's status for Status() (but the member
+// list, which Status builds).
 func (e *Elector) updateSnapshot() {
 	st := e.status
 	s := &Status{
@@ -99,19 +114,14 @@ func (e *Elector) updateSnapshot() {
 		Algorithm:   e.self.Algorithm,
 		Startup:     e.startup,
 	}
-	if old := e.snap.Load(); old != nil && (!e.membersDirty || e.membersRecent(len(old.Members))) {
-		s.Members = old.Members
-	} else {
-		e.membersBuilt = time.Now()
-		s.Members = e.members()
-		e.upd.Alive, e.upd.Known, e.upd.MembersChanged = s.AliveMembers(), len(s.Members), true
-		e.membersDirty = false
-		e.checkVoters(s.Members)
-	}
 	e.snap.Store(s)
 }
 
+// members builds Status's member list from the node's view: on any
+// goroutine, under e.view.
 func (e *Elector) members() []Member {
+	e.view.RLock()
+	defer e.view.RUnlock()
 	r := e.node.Roster()
 	out := make([]Member, r.Len())
 	for i := range out {
@@ -125,15 +135,9 @@ func (e *Elector) members() []Member {
 // QuorumSize: the guard's majority is of QuorumSize, so voters beyond it
 // could make two majorities, and the coordinator heartbeats every voter
 // every round (docs/design.md, "The quorum guard at scale").
-func (e *Elector) checkVoters(ms []Member) {
+func (e *Elector) checkVoters(v int) {
 	if e.cfg.QuorumSize == 0 || e.warnedVoters {
 		return
-	}
-	v := 0
-	for _, m := range ms {
-		if m.Alive && !m.NonVoter {
-			v++
-		}
 	}
 	if v > e.cfg.QuorumSize {
 		e.warnedVoters = true
