@@ -98,8 +98,8 @@ func (b *bully) liveVotersAbove() int {
 		return above
 	}
 	me := n.rank()
-	k, _ := slices.BinarySearchFunc(r.byRank, me, func(a int32, rk Rank) int { return r.ring[a].Rank().Compare(rk) })
-	for k < len(r.byRank) && r.ring[r.byRank[k]].Rank().Compare(me) <= 0 {
+	k, _ := slices.BinarySearchFunc(r.byRank, me, func(a int32, rk Rank) int { return r.rank(a).Compare(rk) })
+	for k < len(r.byRank) && r.rank(r.byRank[k]).Compare(me) <= 0 {
 		k++
 	}
 	above := len(r.byRank) - k

@@ -16,11 +16,17 @@ import (
 // garbage at n = 1,000, for each of the n members every member learns.
 // Node.Roster's result is therefore valid until the next call into the
 // node; the node's Ready says when its view changed (ViewChanged).
+//
+// The ring is kept as parallel slices (IDs, ratings, non-voter flags):
+// 25 bytes a member where a []Peer took 32 (a Peer's bool pads to 8), and
+// every member of a cluster holds a roster of every other.
 type Roster struct {
-	ring    []Peer
-	index   idIndex
-	byRank  []int32 // ring positions, ascending by rank
-	rankPos []int32 // ring position -> position in byRank
+	ids      []string // ring order
+	ratings  []int64  // ratings[i] is ids[i]'s
+	nonVoter []bool   // nonVoter[i] is ids[i]'s
+	index    idIndex
+	byRank   []int32 // ring positions, ascending by rank
+	rankPos  []int32 // ring position -> position in byRank
 	// nonVoters counts the members that never stand: while there are
 	// none, the live voters above a rank are counted in O(log n + dead)
 	// (bully's liveVotersAbove), not by a walk.
@@ -32,13 +38,17 @@ type Roster struct {
 // tag, so two members with one tag could both win the same term (IDs "0"
 // and "00" are the same number, for instance).
 func NewRoster(members []Peer) (*Roster, error) {
-	r := &Roster{ring: slices.Clone(members), index: newIDIndex(len(members))}
+	r := &Roster{ids: make([]string, len(members)), ratings: make([]int64, len(members)),
+		nonVoter: make([]bool, len(members)), index: newIDIndex(len(members))}
+	for i, p := range members {
+		r.ids[i], r.ratings[i], r.nonVoter[i] = p.ID, p.Rating, p.NonVoter
+	}
 	tags := make(map[uint32]string, len(members))
-	for i, p := range r.ring {
+	for i, p := range members {
 		if p.ID == "" {
 			return nil, fmt.Errorf("core: roster member %d has an empty ID", i)
 		}
-		slot, at := r.index.find(r.ring, p.ID)
+		slot, at := r.index.find(r.ids, p.ID)
 		if at >= 0 {
 			return nil, fmt.Errorf("core: roster member %q appears twice", p.ID)
 		}
@@ -66,12 +76,12 @@ func MustRoster(members []Peer) *Roster {
 }
 
 func (r *Roster) sortRanks() {
-	n := len(r.ring)
+	n := len(r.ids)
 	r.byRank = make([]int32, n)
 	for i := range r.byRank {
 		r.byRank[i] = int32(i)
 	}
-	slices.SortFunc(r.byRank, func(a, b int32) int { return r.ring[a].Rank().Compare(r.ring[b].Rank()) })
+	slices.SortFunc(r.byRank, func(a, b int32) int { return r.rank(a).Compare(r.rank(b)) })
 	r.rankPos = make([]int32, n)
 	for pos, i := range r.byRank {
 		r.rankPos[i] = int32(pos)
@@ -79,30 +89,41 @@ func (r *Roster) sortRanks() {
 }
 
 // Len is the number of members.
-func (r *Roster) Len() int { return len(r.ring) }
+func (r *Roster) Len() int { return len(r.ids) }
 
 // At returns the member at ring position i.
-func (r *Roster) At(i int) Peer { return r.ring[i] }
+func (r *Roster) At(i int) Peer {
+	return Peer{ID: r.ids[i], Rating: r.ratings[i], NonVoter: r.nonVoter[i]}
+}
+
+// rank returns the rank of the member at ring position i.
+func (r *Roster) rank(i int32) Rank { return Rank{Rating: r.ratings[i], ID: r.ids[i]} }
 
 // Index returns the ring position of id, or -1.
 func (r *Roster) Index(id string) int {
-	_, i := r.index.find(r.ring, id)
+	_, i := r.index.find(r.ids, id)
 	return i
 }
 
 // Get returns the member with the given ID.
 func (r *Roster) Get(id string) (Peer, bool) {
-	if _, i := r.index.find(r.ring, id); i >= 0 {
-		return r.ring[i], true
+	if _, i := r.index.find(r.ids, id); i >= 0 {
+		return r.At(i), true
 	}
 	return Peer{}, false
 }
 
 // Members returns a copy of the members in ring order.
-func (r *Roster) Members() []Peer { return slices.Clone(r.ring) }
+func (r *Roster) Members() []Peer {
+	out := make([]Peer, len(r.ids))
+	for i := range out {
+		out[i] = r.At(i)
+	}
+	return out
+}
 
 // ByRank returns the member at rank position k (0 is the lowest).
-func (r *Roster) ByRank(k int) Peer { return r.ring[r.byRank[k]] }
+func (r *Roster) ByRank(k int) Peer { return r.At(int(r.byRank[k])) }
 
 // RankOf returns the rank position of ring position i.
 func (r *Roster) RankOf(i int) int { return int(r.rankPos[i]) }
@@ -110,9 +131,9 @@ func (r *Roster) RankOf(i int) int { return int(r.rankPos[i]) }
 // tagClash returns the member other than id whose Tag equals id's, or "".
 func (r *Roster) tagClash(id string) string {
 	t := Tag(id)
-	for _, q := range r.ring {
-		if q.ID != id && Tag(q.ID) == t {
-			return q.ID
+	for _, q := range r.ids {
+		if q != id && Tag(q) == t {
+			return q
 		}
 	}
 	return ""
@@ -120,8 +141,8 @@ func (r *Roster) tagClash(id string) string {
 
 // clone returns a copy of r that shares nothing with it.
 func (r *Roster) clone() *Roster {
-	return &Roster{ring: slices.Clone(r.ring), index: r.index.clone(),
-		byRank: slices.Clone(r.byRank), rankPos: slices.Clone(r.rankPos), nonVoters: r.nonVoters}
+	return &Roster{ids: slices.Clone(r.ids), ratings: slices.Clone(r.ratings), nonVoter: slices.Clone(r.nonVoter),
+		index: r.index.clone(), byRank: slices.Clone(r.byRank), rankPos: slices.Clone(r.rankPos), nonVoters: r.nonVoters}
 }
 
 // with returns a copy of r in which p is replaced or, if new, inserted
@@ -139,16 +160,16 @@ func (r *Roster) with(p Peer) *Roster {
 // need one order. The result equals NewRoster's of the changed ring. Only
 // a node's own copy may be changed (view.update).
 func (r *Roster) set(p Peer) {
-	byRank := func(a int32, rk Rank) int { return r.ring[a].Rank().Compare(rk) }
+	byRank := func(a int32, rk Rank) int { return r.rank(a).Compare(rk) }
 	if p.NonVoter {
 		r.nonVoters++
 	}
-	if _, i := r.index.find(r.ring, p.ID); i >= 0 {
-		old := r.ring[i]
+	if _, i := r.index.find(r.ids, p.ID); i >= 0 {
+		old := r.At(i)
 		if old.NonVoter {
 			r.nonVoters--
 		}
-		r.ring[i] = p
+		r.ratings[i], r.nonVoter[i] = p.Rating, p.NonVoter
 		if old.Rating == p.Rating {
 			return
 		}
@@ -159,12 +180,14 @@ func (r *Roster) set(p Peer) {
 		r.reindexRanks()
 		return
 	}
-	at := slices.IndexFunc(r.ring, func(q Peer) bool { return CompareID(p.ID, q.ID) < 0 })
+	at := slices.IndexFunc(r.ids, func(q string) bool { return CompareID(p.ID, q) < 0 })
 	if at < 0 {
-		at = len(r.ring)
+		at = len(r.ids)
 	}
-	r.ring = slices.Insert(r.ring, at, p)
-	r.index.insert(r.ring, at)
+	r.ids = slices.Insert(r.ids, at, p.ID)
+	r.ratings = slices.Insert(r.ratings, at, p.Rating)
+	r.nonVoter = slices.Insert(r.nonVoter, at, p.NonVoter)
+	r.index.insert(r.ids, at)
 	for k, pos := range r.byRank {
 		if int(pos) >= at {
 			r.byRank[k] = pos + 1
@@ -221,24 +244,24 @@ func idHash(id string) uint64 {
 
 // find returns the ring position of id (-1 if absent) and its slot: the
 // one that holds it, or the empty one where it would go.
-func (x *idIndex) find(ring []Peer, id string) (slot, pos int) {
+func (x *idIndex) find(ids []string, id string) (slot, pos int) {
 	mask := uint64(len(x.slots) - 1)
 	for h := idHash(id) >> x.shift; ; h = (h + 1) & mask {
 		s := x.slots[h]
 		if s == 0 {
 			return int(h), -1
 		}
-		if ring[s-1].ID == id {
+		if ids[s-1] == id {
 			return int(h), int(s - 1)
 		}
 	}
 }
 
-// insert indexes ring[at], just inserted at ring position at: the
+// insert indexes ids[at], just inserted at ring position at: the
 // members from at on moved up by one.
-func (x *idIndex) insert(ring []Peer, at int) {
-	if len(ring)*4 > len(x.slots)*3 {
-		x.rebuild(ring)
+func (x *idIndex) insert(ids []string, at int) {
+	if len(ids)*4 > len(x.slots)*3 {
+		x.rebuild(ids)
 		return
 	}
 	for k, s := range x.slots {
@@ -246,15 +269,15 @@ func (x *idIndex) insert(ring []Peer, at int) {
 			x.slots[k] = s + 1
 		}
 	}
-	slot, _ := x.find(ring, ring[at].ID) // not found: the ID is new
+	slot, _ := x.find(ids, ids[at]) // not found: the ID is new
 	x.slots[slot] = int32(at) + 1
 }
 
-// rebuild indexes ring in a table of twice the size.
-func (x *idIndex) rebuild(ring []Peer) {
+// rebuild indexes ids in a table of twice the size.
+func (x *idIndex) rebuild(ids []string) {
 	x.slots, x.shift = make([]int32, 2*len(x.slots)), x.shift-1
-	for i, p := range ring {
-		slot, _ := x.find(ring, p.ID)
+	for i, id := range ids {
+		slot, _ := x.find(ids, id)
 		x.slots[slot] = int32(i) + 1
 	}
 }

@@ -36,7 +36,7 @@ func TestRosterSetMatchesNewRoster(t *testing.T) {
 				p = Peer{ID: id, Rating: int64(rng.IntN(20))}
 			}
 			own.set(p)
-			want := MustRoster(own.ring)
+			want := MustRoster(own.Members())
 			if !sameRoster(own, want) {
 				t.Fatalf("trial %d step %d: set(%v) gave\n%+v\nwant\n%+v", trial, step, p, own, want)
 			}
@@ -51,7 +51,7 @@ func TestRosterSetMatchesNewRoster(t *testing.T) {
 // order and ranks, and index them alike: every member at its position,
 // in tables of one size with one slot used per member.
 func sameRoster(a, b *Roster) bool {
-	if !reflect.DeepEqual(a.ring, b.ring) || !reflect.DeepEqual(a.byRank, b.byRank) ||
+	if !reflect.DeepEqual(a.Members(), b.Members()) || !reflect.DeepEqual(a.byRank, b.byRank) ||
 		!reflect.DeepEqual(a.rankPos, b.rankPos) || a.nonVoters != b.nonVoters ||
 		len(a.index.slots) != len(b.index.slots) || a.index.shift != b.index.shift {
 		return false
@@ -63,10 +63,10 @@ func sameRoster(a, b *Roster) bool {
 				used++
 			}
 		}
-		if used != len(r.ring) || r.Index("absent") != -1 {
+		if used != r.Len() || r.Index("absent") != -1 {
 			return false
 		}
-		for i, p := range r.ring {
+		for i, p := range r.Members() {
 			if r.Index(p.ID) != i {
 				return false
 			}
