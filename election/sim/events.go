@@ -76,7 +76,7 @@ func (s *Sim) Step() bool {
 		}
 		if !sn.up || sn.inc != e.inc || (!e.forged && s.cut(e.msg.From, e.msg.To)) {
 			s.Lost++
-			if e.msg.Type.ElectionTraffic() {
+			if s.tracing() && e.msg.Type.ElectionTraffic() {
 				s.tracef("%s -> %s %s lost", e.msg.From, e.msg.To, e.msg.Type)
 			}
 			return true
@@ -229,12 +229,14 @@ func (s *Sim) flush(sn *simNode) {
 	sn.quiet = false // its counts are in this Ready
 	msgs := rd.Messages
 	sn.counted.Add(&rd.Counters)
-	for _, d := range rd.Decisions {
-		f := "-"
-		if d.F.ID != "" {
-			f = d.F.ID
+	if s.tracing() {
+		for _, d := range rd.Decisions {
+			f := "-"
+			if d.F.ID != "" {
+				f = d.F.ID
+			}
+			s.tracef("%s: phase %d d=%s e=%s f=%s -> %s", sn.id, d.Phase, d.D.ID, d.E.ID, f, d.Outcome)
 		}
-		s.tracef("%s: phase %d d=%s e=%s f=%s -> %s", sn.id, d.Phase, d.D.ID, d.E.ID, f, d.Outcome)
 	}
 	if s.fire(sn, msgs) {
 		return // crashed before sending
@@ -247,7 +249,7 @@ func (s *Sim) flush(sn *simNode) {
 	}
 	s.sendGap = 0
 	if st := rd.Status; st != sn.last {
-		if st.State != sn.last.State || st.Coordinator != sn.last.Coordinator {
+		if s.tracing() && (st.State != sn.last.State || st.Coordinator != sn.last.Coordinator) {
 			s.tracef("%s: %s -> %s coordinator=%s term=%s", sn.id, sn.last.State, st.State, orNone(st.Coordinator), st.Term)
 		}
 		sn.last, sn.leads = st, st.State == core.StateCoordinator
@@ -306,7 +308,7 @@ func (s *Sim) sendFrom(from int, m core.Message) {
 	}
 	if s.cfg.Loss > 0 && s.rng.Float64() < s.cfg.Loss {
 		s.Lost++
-		if m.Type.ElectionTraffic() {
+		if s.tracing() && m.Type.ElectionTraffic() {
 			s.tracef("%s -> %s %s dropped by the network", m.From, m.To, m.Type)
 		}
 		return

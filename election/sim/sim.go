@@ -332,6 +332,11 @@ func (s *Sim) IDs() []string {
 // Checker returns the safety and liveness checker.
 func (s *Sim) Checker() *Checker { return s.check }
 
+// tracing reports whether trace lines are wanted: the callers on hot paths
+// ask first, so that a run without a trace does not build (and box) the
+// arguments of lines nobody reads.
+func (s *Sim) tracing() bool { return s.cfg.Trace != nil }
+
 func (s *Sim) tracef(format string, args ...any) {
 	if s.cfg.Trace != nil {
 		s.cfg.Trace(fmt.Sprintf("%6dms  ", s.now) + fmt.Sprintf(format, args...))
