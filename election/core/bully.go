@@ -104,7 +104,7 @@ func (b *bully) liveVotersAbove() int {
 	}
 	above := len(r.byRank) - k
 	if n.view.mode == View {
-		for id := range n.view.dead {
+		for id := range n.view.dead.all {
 			if q, ok := r.Get(id); ok && q.Rank().Compare(me) > 0 {
 				above--
 			}

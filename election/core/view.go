@@ -9,17 +9,13 @@ type view struct {
 	r    *Roster
 	own  bool // r is this node's own copy
 	mode Mode
-	dead map[string]struct{}
+	dead deadSet
 	// changed: a member came, went or changed since the last Ready.
 	changed bool
 }
 
 func (v *view) alive(id string) bool {
-	if v.mode != View || v.dead == nil {
-		return true
-	}
-	_, d := v.dead[id]
-	return !d
+	return v.mode != View || !v.dead.has(id)
 }
 
 // down marks id dead; it reports whether anything changed.
@@ -27,10 +23,7 @@ func (v *view) down(id string) bool {
 	if v.r.Index(id) < 0 || !v.alive(id) {
 		return false
 	}
-	if v.dead == nil {
-		v.dead = make(map[string]struct{})
-	}
-	v.dead[id] = struct{}{}
+	v.dead.add(id)
 	v.changed = true
 	return true
 }
@@ -42,14 +35,80 @@ func (v *view) up(p Peer) bool {
 	if !ok && v.r.tagClash(p.ID) != "" {
 		return false
 	}
-	if _, d := v.dead[p.ID]; d {
-		delete(v.dead, p.ID)
+	if v.dead.remove(p.ID) {
 		v.changed = true
 	}
 	if !ok || q != p {
 		v.update(p)
 	}
 	return true
+}
+
+// deadSet is the members a view holds dead. Most views hold none or one
+// (the crashed coordinator), so the first is kept inline and a map is
+// made only for more: a million simulated members that all learn of one
+// crash then allocate nothing for it.
+type deadSet struct {
+	one  string              // a dead member; "" when none (never also in more)
+	more map[string]struct{} // the others
+}
+
+func (d *deadSet) has(id string) bool {
+	if id == "" {
+		return false
+	}
+	if d.one == id {
+		return true
+	}
+	_, ok := d.more[id]
+	return ok
+}
+
+// add adds id ("" and members already in the set are not added).
+func (d *deadSet) add(id string) {
+	switch {
+	case id == "" || d.has(id):
+	case d.one == "":
+		d.one = id
+	default:
+		if d.more == nil {
+			d.more = make(map[string]struct{})
+		}
+		d.more[id] = struct{}{}
+	}
+}
+
+// remove removes id and reports whether it was in the set.
+func (d *deadSet) remove(id string) bool {
+	if id != "" && d.one == id {
+		d.one = ""
+		return true
+	}
+	if _, ok := d.more[id]; ok {
+		delete(d.more, id)
+		return true
+	}
+	return false
+}
+
+func (d *deadSet) len() int {
+	k := len(d.more)
+	if d.one != "" {
+		k++
+	}
+	return k
+}
+
+// all yields the members of the set, in no particular order.
+func (d *deadSet) all(yield func(string) bool) {
+	if d.one != "" && !yield(d.one) {
+		return
+	}
+	for id := range d.more {
+		if !yield(id) {
+			return
+		}
+	}
 }
 
 // update sets p in the node's own roster, copying the shared one on the
@@ -89,7 +148,7 @@ func (n *Node) Alive(id string) bool { return n.view.alive(id) }
 
 // liveCount is the number of members the view holds alive, this node
 // included.
-func (n *Node) liveCount() int { return n.view.r.Len() - len(n.view.dead) }
+func (n *Node) liveCount() int { return n.view.r.Len() - n.view.dead.len() }
 
 // liveVoters counts the voters the view holds alive, this node included.
 func (n *Node) liveVoters() int {

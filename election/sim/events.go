@@ -2,6 +2,7 @@ package sim
 
 import (
 	"slices"
+	"unsafe"
 
 	"github.com/coordelect/coordelect/election/core"
 )
@@ -59,8 +60,8 @@ func (s *Sim) Step() bool {
 	}
 	e := s.queue.pop()
 	s.now = e.at
-	if i := s.queue.nextNode(); i >= 0 {
-		s.warm(s.nodes[i])
+	if i := s.queue.nextNode(prefetchAhead); i >= 0 {
+		s.prefetchNode(i)
 	}
 	if e.kind == evTick {
 		s.schedule(event{at: e.at + s.cfg.TickMs, kind: evTick, node: e.node})
@@ -76,7 +77,7 @@ func (s *Sim) Step() bool {
 		}
 		if !sn.up || sn.inc != e.inc || (!e.forged && s.cut(e.msg.From, e.msg.To)) {
 			s.Lost++
-			if e.msg.Type.ElectionTraffic() {
+			if s.tracing() && e.msg.Type.ElectionTraffic() {
 				s.tracef("%s -> %s %s lost", e.msg.From, e.msg.To, e.msg.Type)
 			}
 			return true
@@ -104,15 +105,30 @@ func (s *Sim) Step() bool {
 	return true
 }
 
-// warm reads the simNode and the core.Node that the next event goes to,
-// so that their cache lines load while this event runs: a heartbeat round
-// visits 10,000 nodes whose state is far from the cache, and waits for
-// each otherwise (peterson n=10,000: a sixth of the run). It changes
-// nothing (NextDeadline is kept until the node's next input).
-func (s *Sim) warm(sn *simNode) {
-	if sn.up {
-		s.warmth += sn.node.NextDeadline()
-	}
+// prefetchAhead is how many events ahead Step asks for a node's cache
+// lines: a heartbeat round visits 10,000 nodes whose state is far from
+// the cache, and two events leave the lines time to arrive (one waited
+// for part of them; peterson n = 10,000, ninth session).
+const prefetchAhead = 2
+
+// Cache lines prefetched: of the simNode, its first two (what every
+// delivery reads); of the core.Node, its first twelve (768 bytes: core
+// keeps the fields every input reads first, then the configuration and
+// the Ready whose counts a delivery adds to). Prefetching all 18 lines
+// of a core.Node did worse than these 12 (ninth session).
+const (
+	simNodeLines  = 2
+	coreNodeLines = 12
+)
+
+// prefetchNode asks for the cache lines of node i, the node of an event
+// that comes soon, so that they load while the events before it run. It
+// changes nothing (a crashed node's old state machine is prefetched for
+// nothing). The core.Node's address comes from Sim.cores, not from the
+// simNode, so that neither waits for the other.
+func (s *Sim) prefetchNode(i int) {
+	prefetch(unsafe.Pointer(s.nodes[i]), simNodeLines)
+	prefetch(unsafe.Pointer(s.cores[i]), coreNodeLines)
 }
 
 // staleView reports whether newer news about the same member already
@@ -229,12 +245,14 @@ func (s *Sim) flush(sn *simNode) {
 	sn.quiet = false // its counts are in this Ready
 	msgs := rd.Messages
 	sn.counted.Add(&rd.Counters)
-	for _, d := range rd.Decisions {
-		f := "-"
-		if d.F.ID != "" {
-			f = d.F.ID
+	if s.tracing() {
+		for _, d := range rd.Decisions {
+			f := "-"
+			if d.F.ID != "" {
+				f = d.F.ID
+			}
+			s.tracef("%s: phase %d d=%s e=%s f=%s -> %s", sn.id, d.Phase, d.D.ID, d.E.ID, f, d.Outcome)
 		}
-		s.tracef("%s: phase %d d=%s e=%s f=%s -> %s", sn.id, d.Phase, d.D.ID, d.E.ID, f, d.Outcome)
 	}
 	if s.fire(sn, msgs) {
 		return // crashed before sending
@@ -247,7 +265,7 @@ func (s *Sim) flush(sn *simNode) {
 	}
 	s.sendGap = 0
 	if st := rd.Status; st != sn.last {
-		if st.State != sn.last.State || st.Coordinator != sn.last.Coordinator {
+		if s.tracing() && (st.State != sn.last.State || st.Coordinator != sn.last.Coordinator) {
 			s.tracef("%s: %s -> %s coordinator=%s term=%s", sn.id, sn.last.State, st.State, orNone(st.Coordinator), st.Term)
 		}
 		sn.last, sn.leads = st, st.State == core.StateCoordinator
@@ -306,7 +324,7 @@ func (s *Sim) sendFrom(from int, m core.Message) {
 	}
 	if s.cfg.Loss > 0 && s.rng.Float64() < s.cfg.Loss {
 		s.Lost++
-		if m.Type.ElectionTraffic() {
+		if s.tracing() && m.Type.ElectionTraffic() {
 			s.tracef("%s -> %s %s dropped by the network", m.From, m.To, m.Type)
 		}
 		return

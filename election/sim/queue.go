@@ -131,16 +131,19 @@ func (q *eventQueue) pop() event {
 	return e
 }
 
-// nextNode returns the node of the next pending event in the earliest
-// bucket, the one pop returns next unless an event is scheduled before it
-// (-1: none there, or a tick, whose node is a phase).
-func (q *eventQueue) nextNode() int {
+// nextNode returns the node of the k-th next pending event (k >= 1) in
+// the earliest bucket's first chunk, the one pop returns k-th unless
+// events are scheduled before it (-1: none there, or a tick, whose node
+// is a phase).
+func (q *eventQueue) nextNode(k int) int {
 	b := &q.buckets[q.base&(window-1)]
 	if b.first == nil {
 		return -1
 	}
-	if e := &b.first.evs[b.head]; e.kind != evTick {
-		return e.node
+	if i := b.head + k - 1; i < b.first.n {
+		if e := &b.first.evs[i]; e.kind != evTick {
+			return e.node
+		}
 	}
 	return -1
 }

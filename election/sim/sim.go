@@ -86,8 +86,11 @@ type Sim struct {
 	seq    uint64
 	queue  *eventQueue
 	nodes  []*simNode
-	byID   map[string]*simNode
-	group  map[string]int // partition group; absent = 0
+	// cores holds each node's state machine (nodes[i].node) in a slice of
+	// its own, for prefetchNode.
+	cores []*core.Node
+	byID  map[string]*simNode
+	group map[string]int // partition group; absent = 0
 	// ring, when set, is a majorities-ring partition: each node reaches
 	// only the nodes within reach places of it on this ring.
 	ring  map[string]int
@@ -126,8 +129,6 @@ type Sim struct {
 	// once (core.Node.Skip). One tick event per phase, not per node.
 	phases []phase
 	due    []int
-	// warmth sums what warm reads, so that the reads are not dropped.
-	warmth int
 	nextTo int // the node lookup tries first
 }
 
@@ -191,6 +192,7 @@ func New(cfg Config) (*Sim, error) {
 		ids[p.offset] = i
 	}
 	s.nodes = make([]*simNode, 0, len(cfg.Members))
+	s.cores = make([]*core.Node, len(cfg.Members))
 	slab := make([]simNode, len(cfg.Members))
 	for i, p := range cfg.Members {
 		sn := &slab[i]
@@ -253,6 +255,7 @@ func (s *Sim) boot(sn *simNode) error {
 		return fmt.Errorf("sim: node %s: %w", sn.id, err)
 	}
 	sn.node, sn.up = n, true
+	s.cores[sn.idx] = n
 	sn.last, sn.counted, sn.leads, sn.quiet = n.Status(), core.Counters{}, false, false
 	// A node (re)started now has had none of its phase's ticks so far.
 	// (No restart happens while a phase's nodes are being ticked: only
@@ -331,6 +334,11 @@ func (s *Sim) IDs() []string {
 
 // Checker returns the safety and liveness checker.
 func (s *Sim) Checker() *Checker { return s.check }
+
+// tracing reports whether trace lines are wanted: the callers on hot paths
+// ask first, so that a run without a trace does not build (and box) the
+// arguments of lines nobody reads.
+func (s *Sim) tracing() bool { return s.cfg.Trace != nil }
 
 func (s *Sim) tracef(format string, args ...any) {
 	if s.cfg.Trace != nil {
