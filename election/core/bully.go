@@ -468,6 +468,9 @@ func (b *bully) onCoordinator(m Message) {
 			n.setConfirmed(true)
 		}
 	}
+	if confirmed {
+		n.lastSeq = max(n.lastSeq, m.Seq) // the rounds before it are older news
+	}
 	switch {
 	case c != m.From:
 		n.relayed = c

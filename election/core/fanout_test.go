@@ -185,3 +185,41 @@ func TestHeartbeatFanOutQuorumVoters(t *testing.T) {
 		t.Errorf("%d elections started", s)
 	}
 }
+
+// With the guard, a non-voter learns that a new coordinator's lease holds
+// from its confirmed announcement (announceConfirmed); a heartbeat of a
+// round sent before the confirmation (a datagram the announcement
+// overtook) does not take that back, while a newer unconfirmed round (a
+// lapsed lease) does. The first reordering left non-voters of a
+// 1,000-member cluster reporting no coordinator until their next
+// heartbeat, 10 s later (docs/performance.md, "Ninth session").
+func TestConfirmedAnnouncementNotUndoneByOlderRound(t *testing.T) {
+	const n, voters = 20, 5
+	ps := make([]Peer, n)
+	for i := range ps {
+		ps[i] = Peer{ID: strconv.Itoa(i + 1), Rating: int64(i + 1), NonVoter: i < n-voters}
+	}
+	node, err := NewNode(Config{ID: "1", Roster: MustRoster(ps), Mode: View, QuorumSize: voters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, term := MakeTerm(1, Tag("20")), MakeTerm(2, Tag("19"))
+	node.Bootstrap("20", old)
+	node.Step(Message{Type: MsgHeartbeat, From: "20", To: "1", Coordinator: "20", Term: old, Seq: 7, Confirmed: true, Every: 100, Rating: 20})
+	if st := node.Status(); st.Coordinator != "20" {
+		t.Fatalf("before: %+v, want 20", st)
+	}
+	node.Step(Message{Type: MsgCoordinator, From: "19", To: "1", Coordinator: "19", Term: term, Seq: 3, Confirmed: true, Rating: 19})
+	if st := node.Status(); st.Coordinator != "19" || st.Term != term {
+		t.Fatalf("after the confirmed announcement: %+v, want 19 in %v", st, term)
+	}
+	node.Step(Message{Type: MsgHeartbeat, From: "19", To: "1", Coordinator: "19", Term: term, Seq: 2, Every: 100, Rating: 19})
+	if st := node.Status(); st.Coordinator != "19" {
+		t.Fatalf("after an older unconfirmed round: %+v, want 19 still confirmed", st)
+	}
+	node.Step(Message{Type: MsgHeartbeat, From: "19", To: "1", Coordinator: "19", Term: term, Seq: 4, Confirmed: true, Every: 100, Rating: 19})
+	node.Step(Message{Type: MsgHeartbeat, From: "19", To: "1", Coordinator: "19", Term: term, Seq: 5, Every: 100, Rating: 19})
+	if st := node.Status(); st.Coordinator != "" {
+		t.Fatalf("after a newer unconfirmed round: %+v, want no confirmed coordinator", st)
+	}
+}

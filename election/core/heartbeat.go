@@ -107,6 +107,12 @@ func (n *Node) onHeartbeat(m Message) {
 	if n.coordinator != m.From || n.term != m.Term {
 		n.follow(m.From, m.Term, m.Confirmed)
 	}
+	// A round older than one already heard (heartbeats are datagrams, and
+	// a confirmed announcement carries the round it followed) still shows
+	// that the coordinator lives, but does not say whether its lease
+	// holds now (with the guard; without it every coordinator counts as
+	// confirmed).
+	older := n.cfg.QuorumSize > 0 && m.Seq != 0 && m.Seq <= n.lastSeq
 	if m.Seq > n.lastSeq+1 && n.lastSeq > 0 && n.every == n.cfg.HeartbeatInterval {
 		// Heartbeats the coordinator sent that never arrived (a member
 		// that hears every round; the others hear one round in a period).
@@ -122,7 +128,9 @@ func (n *Node) onHeartbeat(m Message) {
 	if n.relayed == m.From {
 		n.relayed = "" // heard directly again
 	}
-	n.setConfirmed(m.Confirmed || n.cfg.QuorumSize == 0)
+	if !older {
+		n.setConfirmed(m.Confirmed || n.cfg.QuorumSize == 0)
+	}
 	if n.cfg.QuorumSize > 0 {
 		n.grant(m)
 	}
@@ -264,7 +272,10 @@ func (n *Node) announceConfirmed() {
 	r := n.view.r
 	for k := r.Len() - 1; k >= 0; k-- {
 		if p := r.ByRank(k); p.ID != n.self.ID && p.NonVoter && n.view.alive(p.ID) {
-			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Confirmed: true})
+			// Seq: the rounds up to this one went out unconfirmed; one of
+			// them arriving after this announcement (a datagram overtaken
+			// by it) must not take the confirmation back (onHeartbeat).
+			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Confirmed: true, Seq: n.hbSeq})
 		}
 	}
 }

@@ -85,6 +85,7 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 		fs.BoolVar(&o.bare, "bare", false, "members without electors: memberlist's own cost, the baseline (no sends are counted)")
 		fs.IntVar(&o.rounds, "rounds", 0, "after the window, crash the coordinator this many times and report the failovers (as coordbench failover)")
 		fs.DurationVar(&o.roundQuiet, "quiet", time.Second, "with -rounds: the settled window before each round in which elections are spurious")
+		fs.BoolVar(&o.verbose, "v", false, "with -rounds: log, per round, the node the agreement waited for and the survivors' membership counters")
 	}, func(o *benchOptions) error {
 		switch {
 		case o.rounds < 0:
@@ -111,7 +112,7 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	log := newBenchLogger(stderr, false)
+	log := newBenchLogger(stderr, o.verbose)
 	c := newBenchCluster(o, log)
 	c.labels = true
 	t0 := time.Now()
