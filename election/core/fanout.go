@@ -48,11 +48,17 @@ type fanOut struct {
 	// went to everyone.
 	period, promised int
 	since            uint64
+	// owed: with the guard, the members sent a heartbeat that said
+	// "unconfirmed" and that hear one a period (rotation, a newcomer's
+	// first, a former watcher's), since the lease last held. They would
+	// report no coordinator for a whole period; they are told at once
+	// when the lease holds again (payOwed).
+	owed []string
 }
 
 // reset starts a new term's fan-out.
 func (f *fanOut) reset() {
-	f.watch, f.prev = f.watch[:0], f.prev[:0]
+	f.watch, f.prev, f.owed = f.watch[:0], f.prev[:0], f.owed[:0]
 	f.cursor, f.period, f.promised, f.since = 0, 0, 0, 0
 }
 
@@ -204,4 +210,23 @@ func (n *Node) followerEvery(c string) int {
 		return h
 	}
 	return min((n.periodFor(n.rest(c, ws))+1)*h, maxEvery)
+}
+
+// payOwed sends the members owed a confirmation (fanOut.owed) a heartbeat
+// of the current round, now confirmed; called when the lease holds again,
+// after that round (its number is above every unconfirmed one they heard,
+// so onHeartbeat takes it).
+func (n *Node) payOwed() {
+	f := &n.fan
+	if len(f.owed) == 0 {
+		return
+	}
+	slices.Sort(f.owed)
+	for _, id := range slices.Compact(f.owed) {
+		if p, ok := n.view.r.Get(id); ok && n.view.alive(id) && !n.fast(p, f.watch) {
+			n.sendHeartbeat(id, n.heartbeatEvery(id))
+		}
+	}
+	clear(f.owed)
+	f.owed = f.owed[:0]
 }

@@ -86,6 +86,9 @@ func (n *Node) heartbeatTo(id string) { n.sendHeartbeat(id, n.heartbeatEvery(id)
 // sendHeartbeat sends the current round to id, telling it to expect the
 // next within every ticks (0: H).
 func (n *Node) sendHeartbeat(id string, every uint32) {
+	if every != 0 && n.cfg.QuorumSize > 0 && !n.confirmed {
+		n.fan.owed = append(n.fan.owed, id) // told "unconfirmed" for a period
+	}
 	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.confirmed, Seq: n.hbSeq,
 		Phase: uint32(min(n.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every})
 }
@@ -257,6 +260,7 @@ func (n *Node) renewLease() {
 		n.setState(StateCoordinator)
 		n.announceConfirmed()
 		n.heartbeat()
+		n.payOwed()
 	}
 }
 
@@ -269,6 +273,7 @@ func (n *Node) announceConfirmed() {
 		return
 	}
 	n.announceRest = false
+	n.fan.owed = n.fan.owed[:0] // every non-voter hears this announcement
 	r := n.view.r
 	for k := r.Len() - 1; k >= 0; k-- {
 		if p := r.ByRank(k); p.ID != n.self.ID && p.NonVoter && n.view.alive(p.ID) {

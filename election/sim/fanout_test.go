@@ -321,3 +321,72 @@ func TestQuorumFailoverAt1000(t *testing.T) {
 		}
 	}
 }
+
+// With the guard, the coordinator's lease lapses for a moment (its voters'
+// acks held up for about a lease) and comes back in the same term. The
+// non-voters heartbeated during the lapse were told "unconfirmed"; they
+// hear the coordinator next a rotation period later (about 2 s at n =
+// 200, 10 s at n = 1,000), and until then they reported no coordinator.
+// Once the lease holds again they are told at once.
+func TestQuorumLapseReconfirmsRotation(t *testing.T) {
+	const n, voters = 200, 5
+	ms := members(n)
+	for i := range ms[:n-voters] {
+		ms[i].NonVoter = true
+	}
+	coord := strconv.Itoa(n)
+	lapses := 0
+	for blockMs := int64(100); blockMs <= 200; blockMs += 10 {
+		s, err := New(Config{Members: ms, Mode: core.View, HeartbeatDetector: true, Core: core.Config{QuorumSize: voters}, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Bootstrap(coord); err != nil {
+			t.Fatal(err)
+		}
+		s.RunFor(5_000)
+		c := s.nodes[n-1].node
+		term := c.Status().Term
+		for i := n - voters; i < n-1; i++ {
+			if err := s.BlockQuiet(ms[i].ID, coord); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lapsed := false
+		for range blockMs {
+			s.RunFor(1)
+			lapsed = lapsed || c.Status().Coordinator != coord
+		}
+		s.Heal()
+		for range 100 {
+			s.RunFor(1)
+			lapsed = lapsed || c.Status().Coordinator != coord
+		}
+		s.RunFor(300)
+		if st := c.Status(); st.Coordinator != coord || st.Term != term {
+			t.Logf("acks held up %d ms: the coordinator gave up (%+v)", blockMs, st)
+			continue
+		}
+		if !lapsed {
+			t.Logf("acks held up %d ms: no lapse", blockMs)
+			continue
+		}
+		lapses++
+		var none []string
+		for _, sn := range s.nodes {
+			if st := sn.node.Status(); st.Coordinator != coord || st.Term != term {
+				none = append(none, sn.id)
+			}
+		}
+		t.Logf("acks held up %d ms: the lease lapsed and held again; %d members do not report %s 300 ms later", blockMs, len(none), coord)
+		if len(none) > 0 {
+			t.Errorf("acks held up %d ms: 300 ms after the lease held again, %d members do not report %s in %v: %v", blockMs, len(none), coord, term, none)
+		}
+		if v := s.Checker().Violations; len(v) > 0 {
+			t.Errorf("violations: %v", v)
+		}
+	}
+	if lapses == 0 {
+		t.Fatal("no hold-up made the lease lapse and hold again in the same term")
+	}
+}
