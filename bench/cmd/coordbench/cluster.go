@@ -340,11 +340,13 @@ type changeLog struct {
 	terms []uint64
 	at    []time.Time
 	names []string
+	// prev is what each node reported before its last change.
+	prev []string
 }
 
 func (l *changeLog) reset(n int) {
 	l.seen, l.ids, l.terms = make([]bool, n), make([]string, n), make([]uint64, n)
-	l.at, l.names = make([]time.Time, n), make([]string, n)
+	l.at, l.names, l.prev = make([]time.Time, n), make([]string, n), make([]string, n)
 }
 
 // look reads the running nodes' leadership, records the changes, and
@@ -367,22 +369,22 @@ func (l *changeLog) look(nodes []*benchNode, now time.Time) (coord string, agree
 		}
 		if l.seen[i] && (l.ids[i] != id || l.terms[i] != tm) {
 			l.at[i], l.names[i] = now, b.name
+			l.prev[i] = fmt.Sprintf("%q/%s", l.ids[i], core.Term(l.terms[i]))
 		}
 		l.seen[i], l.ids[i], l.terms[i] = true, id, tm
 	}
 	return coord, agreed && !first
 }
 
-// last names the node that changed last and when.
-func (l *changeLog) last() (string, time.Time) {
-	var name string
-	var at time.Time
+// last names the node that changed last, when, and what it reported
+// before (coordinator/term).
+func (l *changeLog) last() (name string, at time.Time, before string) {
 	for i, t := range l.at {
 		if t.After(at) {
-			name, at = l.names[i], t
+			name, at, before = l.names[i], t, l.prev[i]
 		}
 	}
-	return name, at
+	return name, at, before
 }
 
 // memberStats sums the membership counters of the running nodes other

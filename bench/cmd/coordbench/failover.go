@@ -176,9 +176,9 @@ func (c *benchCluster) WaitAgreement(ctx context.Context, not string) (time.Time
 // membership counters and the messages by type since the coordinator was
 // taken out.
 func (c *benchCluster) Detail(t0 time.Time) []any {
-	last, lastAt := c.changes.last()
+	last, lastAt, before := c.changes.last()
 	r, g, d, f := c.memberStats(c.top())
-	return []any{"last_node", last, "last_change", lastAt.Sub(t0).Round(time.Millisecond),
+	return []any{"last_node", last, "last_change", lastAt.Sub(t0).Round(time.Millisecond), "last_before", before,
 		"reordered", r - c.taken[0], "gaps_skipped", g - c.taken[1], "dropped", d - c.taken[2],
 		"send_failed", f - c.taken[3], "by_type", c.sent().minus(c.sentAtTakeOut).String()}
 }
