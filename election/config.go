@@ -93,6 +93,17 @@ type Config struct {
 	// a coordinator in office (quorum guard only). More than
 	// HeartbeatInterval. Default HeartbeatInterval * HeartbeatMisses.
 	QuorumLease time.Duration
+	// QuorumLeaseMax caps the stretched lease (quorum guard only). A
+	// coordinator whose heartbeat round trips take longer than QuorumLease
+	// allows (a loaded or paused host: no lease could ever hold) asks its
+	// voters for a longer one, twice the recent round trip plus a
+	// heartbeat interval, and a failover after its crash takes as much
+	// longer (docs/design.md, "A lease that stretches"). It is also how
+	// long a starting voter acknowledges nobody, so a guarded cluster's
+	// first agreement takes at least this long. Members may differ: a
+	// voter promises at most its own. At least QuorumLease; QuorumLease turns stretching off. Default 8 *
+	// QuorumLease (1.2s with the defaults).
+	QuorumLeaseMax time.Duration
 	// SoloDelay holds back a member whose view lost its last two or more
 	// other voters within SoloDelay of each other (quorum guard off): it
 	// is more likely cut off itself than the survivor of simultaneous
@@ -209,6 +220,7 @@ func (c *Config) setDefaults() {
 		}
 	}
 	def(&c.QuorumLease, c.HeartbeatInterval*time.Duration(c.HeartbeatMisses))
+	def(&c.QuorumLeaseMax, 8*c.QuorumLease)
 	def(&c.HandoffTimeout, c.HeartbeatInterval+c.CoordinatorTimeout)
 	def(&c.StopTimeout, time.Second)
 }
@@ -264,6 +276,7 @@ func (c *Config) coreConfig() (cc core.Config, self Identity, err error) {
 		PreemptMargin:      c.PreemptMargin,
 		QuorumSize:         c.QuorumSize,
 		LeaseTicks:         v.ticks("QuorumLease", c.QuorumLease),
+		MaxLeaseTicks:      v.ticks("QuorumLeaseMax", c.QuorumLeaseMax),
 		HandoffTicks:       v.ticks("StopTimeout", c.StopTimeout),
 		SoloDelay:          v.ticks("SoloDelay", c.SoloDelay),
 	}
@@ -314,6 +327,9 @@ func (c *Config) checkRelations(v *validator) {
 	if c.QuorumSize > 0 && c.QuorumLease > 0 && c.QuorumLease <= c.HeartbeatInterval {
 		v.bad("QuorumLease", c.QuorumLease,
 			fmt.Sprintf("must exceed HeartbeatInterval = %v so that a lease can be renewed", c.HeartbeatInterval))
+	}
+	if c.QuorumSize > 0 && c.QuorumLease > 0 && c.QuorumLeaseMax > 0 && c.QuorumLeaseMax < c.QuorumLease {
+		v.bad("QuorumLeaseMax", c.QuorumLeaseMax, fmt.Sprintf("must be at least QuorumLease = %v", c.QuorumLease))
 	}
 }
 

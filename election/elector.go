@@ -42,6 +42,7 @@ type Elector struct {
 	status   core.Status
 	electing bool
 	last     Leadership
+	leaseAsk time.Duration // Update.Lease: the lease this node last asked for
 	// runCtx is Run's context; leadership contexts derive from it.
 	runCtx context.Context
 	// leading cancels the leadership context of the current term.

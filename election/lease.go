@@ -165,3 +165,22 @@ func (e *Elector) publishLease() {
 		e.lease.Store(s)
 	}
 }
+
+// observeLease follows the lease this node asks for as coordinator
+// (Update.Lease), and logs when it stretches beyond QuorumLease and when
+// it comes back: a failover after this coordinator's crash takes as much
+// longer as the lease has stretched.
+func (e *Elector) observeLease() {
+	ask := time.Duration(e.node.LeaseAsk()) * e.cfg.Tick
+	if ask == e.leaseAsk {
+		return
+	}
+	switch base := e.cfg.QuorumLease; {
+	case ask > base && e.leaseAsk <= base:
+		e.log.Info("quorum lease stretched: heartbeat round trips are slow", "lease", ask, "quorum_lease", base)
+	case ask == base && e.leaseAsk > base:
+		e.log.Info("quorum lease back to QuorumLease", "lease", ask)
+	}
+	e.leaseAsk = ask
+	e.upd.LeaseChanged = true
+}

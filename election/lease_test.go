@@ -57,7 +57,7 @@ func watchOverlap(t *testing.T, c *cluster, stop <-chan struct{}) *sync.WaitGrou
 func TestLeaseNoOverlap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, voters(5), withQuorum(5))
-		term, _ := c.waitAgreed(time.Second, "e", 0)
+		term, _ := c.waitAgreed(guardedStart, "e", 0)
 		stop := make(chan struct{})
 		wg := watchOverlap(t, c, stop)
 
@@ -85,7 +85,7 @@ func TestLeaseNoOverlap(t *testing.T) {
 func TestLeaseStalledLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, voters(5), withQuorum(5))
-		term, _ := c.waitAgreed(time.Second, "e", 0)
+		term, _ := c.waitAgreed(guardedStart, "e", 0)
 		e := c.members["e"]
 		deadline, ok := e.e.LeaseDeadline(term)
 		if !ok {
@@ -242,7 +242,7 @@ func TestClaimGatesLeadership(t *testing.T) {
 func TestVerifyLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, voters(3), withQuorum(3))
-		c.waitAgreed(time.Second, "c", 0)
+		c.waitAgreed(guardedStart, "c", 0)
 		leader := c.members["c"].e
 		start := time.Now()
 		if err := leader.VerifyLeader(context.Background()); err != nil {

@@ -205,6 +205,7 @@ func (e *Elector) observe(rd *core.Ready) {
 		e.changeLeader(l)
 	}
 	e.publishLease()
+	e.observeLease()
 	if len(e.verifiers) > 0 {
 		e.checkVerifiers()
 	}
@@ -220,7 +221,7 @@ func (e *Elector) observe(rd *core.Ready) {
 // anything did.
 func (e *Elector) record() {
 	u := &e.upd
-	u.State, u.Term, u.Leader = e.status.State, uint64(e.status.Term), e.last
+	u.State, u.Term, u.Leader, u.Lease = e.status.State, uint64(e.status.Term), e.last, e.leaseAsk
 	if !u.empty() {
 		e.rec.Record(*u)
 	}

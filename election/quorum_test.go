@@ -19,6 +19,12 @@ func withQuorum(s int) func(*election.Config) {
 // lease is the default quorum lease, K*H.
 const lease = detection
 
+// guardedStart bounds a guarded cluster's first agreement: a starting
+// voter acknowledges nobody for the longest lease it may have promised
+// before it restarted (8 leases and their margin, 1.29 s), then the
+// election and its first confirmed round.
+const guardedStart = 2 * time.Second
+
 // TestQuorumGuardMinorityCoordinator: with QuorumSize 5, a coordinator cut
 // off with one follower loses its lease and stops leading (its leadership
 // context is cancelled); the minority never reports a coordinator while
@@ -26,7 +32,7 @@ const lease = detection
 func TestQuorumGuardMinorityCoordinator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, voters(5), withQuorum(5))
-		old, _ := c.waitAgreed(time.Second, "e", 0)
+		old, _ := c.waitAgreed(guardedStart, "e", 0)
 		_, ctxs := c.members["e"].cb.snapshot()
 
 		c.net.Partition([]string{"d", "e"}, []string{"a", "b", "c"})
@@ -68,7 +74,7 @@ func TestQuorumGuardMinorityCoordinator(t *testing.T) {
 func TestQuorumGuardMajorityCoordinator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, voters(5), withQuorum(5))
-		term, _ := c.waitAgreed(time.Second, "e", 0)
+		term, _ := c.waitAgreed(guardedStart, "e", 0)
 		_, ctxs := c.members["e"].cb.snapshot()
 
 		c.net.Partition([]string{"a", "b"}, []string{"c", "d", "e"})
@@ -92,7 +98,7 @@ func TestQuorumGuardMajorityCoordinator(t *testing.T) {
 func TestQuorumGuardFailover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, voters(3), withQuorum(3))
-		old, _ := c.waitAgreed(time.Second, "c", 0)
+		old, _ := c.waitAgreed(guardedStart, "c", 0)
 		c.crash("c")
 		c.waitAgreed(detection+lease+time.Second, "b", old)
 	})

@@ -41,6 +41,12 @@ type Update struct {
 	// counted anew (the first Update, and after a membership change).
 	Alive, Known   int
 	MembersChanged bool
+	// Lease is the quorum lease this node asks its voters for while it
+	// is coordinator with the guard: QuorumLease, or longer while its
+	// heartbeat round trips are slow (Config.QuorumLeaseMax); 0 otherwise.
+	// LeaseChanged says it changed.
+	Lease        time.Duration
+	LeaseChanged bool
 
 	// Counters are what the node counted since the previous Update:
 	// messages accepted (Received, by type) and ignored (Dropped, by
@@ -68,7 +74,7 @@ const DropSendFailed = "send_failed"
 // counted (the current values alone are not news).
 func (u *Update) empty() bool {
 	v := *u
-	v.State, v.Term, v.Leader, v.Alive, v.Known = 0, 0, Leadership{}, 0, 0
+	v.State, v.Term, v.Leader, v.Alive, v.Known, v.Lease = 0, 0, Leadership{}, 0, 0, 0
 	return v == Update{}
 }
 

@@ -18,8 +18,8 @@ import (
 //	fromBoot 8 bytes big-endian boot ID of the sender
 //	toBoot   8 bytes big-endian boot ID of the receiver the sender addressed
 //	type     1 byte  core.MsgType, 1..core.NumMsgTypes-1
-//	flags    1 byte  bit 0: Confirmed, bit 1: Released, bit 2: Every follows;
-//	                 the other bits must be zero
+//	flags    1 byte  bit 0: Confirmed, bit 1: Released, bit 2: Every follows,
+//	                 bit 3: Lease follows; the other bits must be zero
 //	from, to                 string
 //	term                     uvarint
 //	rating                   varint
@@ -31,6 +31,10 @@ import (
 //	every                    uvarint, 1..2^32-1, only when flag bit 2 is set
 //	                         (the heartbeat period; added within version 2:
 //	                         a frame without it is byte for byte what it was)
+//	lease                    uvarint, 1..2^32-1, only when flag bit 3 is set
+//	                         (a stretched quorum lease, in ticks; added within
+//	                         version 2 in the same way: a build without it
+//	                         rejects such a frame as malformed)
 //	list                     uvarint count, then per peer:
 //	                         id string, rating varint, flags byte (bit 0: NonVoter)
 //
@@ -54,6 +58,7 @@ const (
 	flagConfirmed = 1 << 0
 	flagReleased  = 1 << 1
 	flagEvery     = 1 << 2
+	flagLease     = 1 << 3
 	flagNonVoter  = 1 << 0
 	// maxHeaderSize bounds the link header: magic, version, seq, boots.
 	// The message part may take the rest of MaxFrameSize.
@@ -117,7 +122,8 @@ func appendMessage(dst []byte, m core.Message) ([]byte, error) {
 	}
 	start := len(dst)
 	b := append(dst, byte(m.Type),
-		boolFlag(m.Confirmed, flagConfirmed)|boolFlag(m.Released, flagReleased)|boolFlag(m.Every != 0, flagEvery))
+		boolFlag(m.Confirmed, flagConfirmed)|boolFlag(m.Released, flagReleased)|boolFlag(m.Every != 0, flagEvery)|
+		boolFlag(m.Lease != 0, flagLease))
 	b = appendString(appendString(b, m.From), m.To)
 	b = binary.AppendUvarint(b, uint64(m.Term))
 	b = binary.AppendVarint(b, m.Rating)
@@ -128,6 +134,9 @@ func appendMessage(dst []byte, m core.Message) ([]byte, error) {
 	b = binary.AppendUvarint(b, m.Seq)
 	if m.Every != 0 {
 		b = binary.AppendUvarint(b, uint64(m.Every))
+	}
+	if m.Lease != 0 {
+		b = binary.AppendUvarint(b, uint64(m.Lease))
 	}
 	b = binary.AppendUvarint(b, uint64(len(m.List)))
 	for _, p := range m.List {
@@ -197,9 +206,9 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 	if r.err == nil && (m.Type == 0 || int(m.Type) >= core.NumMsgTypes) {
 		r.fail("unknown message type %d", m.Type)
 	}
-	f := r.flags(flagConfirmed | flagReleased | flagEvery)
+	f := r.flags(flagConfirmed | flagReleased | flagEvery | flagLease)
 	m.Confirmed, m.Released = f&flagConfirmed != 0, f&flagReleased != 0
-	r.body(&m, f&flagEvery != 0)
+	r.body(&m, f&flagEvery != 0, f&flagLease != 0)
 	if r.err == nil && r.off != len(b) {
 		r.fail("%d trailing bytes", len(b)-r.off)
 	}
@@ -210,7 +219,7 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 }
 
 // body reads the message fields after the header.
-func (r *reader) body(m *core.Message, every bool) {
+func (r *reader) body(m *core.Message, every, lease bool) {
 	m.From, m.To = r.str(), r.str()
 	m.Term = core.Term(r.uvarint())
 	m.Rating = r.varint()
@@ -224,16 +233,26 @@ func (r *reader) body(m *core.Message, every bool) {
 	}
 	m.Seq = r.uvarint()
 	if every {
-		switch e := r.uvarint(); {
-		case e == 0: // the flag says it is there: 0 would have two encodings
-			r.fail("every 0 with its flag set")
-		case e > math.MaxUint32:
-			r.fail("every %d over 2^32-1", e)
-		default:
-			m.Every = uint32(e)
-		}
+		m.Every = r.optU32("every")
+	}
+	if lease {
+		m.Lease = r.optU32("lease")
 	}
 	m.List = r.list()
+}
+
+// optU32 reads an optional field that its flag says is there: 1..2^32-1
+// (0 would have two encodings, with the flag and without it).
+func (r *reader) optU32(name string) uint32 {
+	switch v := r.uvarint(); {
+	case v == 0:
+		r.fail("%s 0 with its flag set", name)
+	case v > math.MaxUint32:
+		r.fail("%s %d over 2^32-1", name, v)
+	default:
+		return uint32(v)
+	}
+	return 0
 }
 
 func (r *reader) list() []core.Peer {

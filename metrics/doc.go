@@ -32,6 +32,7 @@
 //	coordelect_leader_changes_total          counter  changes to a new coordinator or term
 //	coordelect_members{state}                gauge    known members, alive or dead
 //	coordelect_heartbeat_misses_total        counter  heartbeat intervals spent in silence
+//	coordelect_quorum_lease_seconds          gauge    the lease a guarded coordinator asks for
 //
 // With WithTransportStats, the membership layer's counts join them
 // (receive-side drops as more reasons of coordelect_messages_dropped_total,

@@ -50,6 +50,7 @@ type Recorder struct {
 	leaderChanges   prometheus.Counter
 	members         *prometheus.GaugeVec
 	heartbeatMisses prometheus.Counter
+	quorumLease     prometheus.Gauge
 
 	// The children of the labelled counters, looked up once.
 	sentBy, receivedBy [core.NumMsgTypes]prometheus.Counter
@@ -130,6 +131,10 @@ func newRecorder(o options) *Recorder {
 			"Members this node knows, itself included, by liveness (alive or dead)."), []string{"state"}),
 		heartbeatMisses: prometheus.NewCounter(counterOpts("heartbeat_misses_total",
 			"Heartbeat intervals this node, as a follower, spent without hearing its coordinator.")),
+		quorumLease: prometheus.NewGauge(gaugeOpts("quorum_lease_seconds",
+			"The quorum lease this node asks its voters for while it is coordinator with the quorum guard: "+
+				"QuorumLease, or longer while its heartbeat round trips are slow (QuorumLeaseMax); 0 otherwise. "+
+				"A failover after its crash waits this long for the voters' promises.")),
 	}
 	return r
 }
@@ -146,7 +151,7 @@ func counterOpts(name, help string) prometheus.CounterOpts {
 func (r *Recorder) register(o options) error {
 	cs := []prometheus.Collector{
 		r.term, r.termEpoch, r.isCoordinator, r.deposed, r.coordinatorInfo, r.state, r.sent, r.received,
-		r.dropped, r.elections, r.duration, r.leaderChanges, r.members, r.heartbeatMisses,
+		r.dropped, r.elections, r.duration, r.leaderChanges, r.members, r.heartbeatMisses, r.quorumLease,
 	}
 	if o.transport != nil {
 		cs = append(cs, newTransportCollector(o.transport))
@@ -209,8 +214,8 @@ func (r *Recorder) Unregister() {
 
 // Record updates the metrics with what changed in an Update:
 // coordelect_state, _term, _term_epoch, _is_coordinator,
-// _coordinator_info, _leader_deposed_total, _leader_changes_total and
-// _members where the Update says they are new; the message, election and
+// _coordinator_info, _leader_deposed_total, _leader_changes_total,
+// _members and _quorum_lease_seconds where the Update says they are new; the message, election and
 // heartbeat-miss counters by its counts; _election_duration_seconds when an
 // election ended.
 func (r *Recorder) Record(u election.Update) {
@@ -229,6 +234,9 @@ func (r *Recorder) Record(u election.Update) {
 	if u.MembersChanged {
 		r.alive.Set(float64(u.Alive))
 		r.dead.Set(float64(max(u.Known-u.Alive, 0)))
+	}
+	if u.LeaseChanged {
+		r.quorumLease.Set(u.Lease.Seconds())
 	}
 	r.count(&u)
 	if u.ElectionEnded {

@@ -100,7 +100,17 @@ type Config struct {
 	// another term: one tick for the driver's tick rounding, the rest for
 	// the clock-rate difference between two members' monotonic clocks.
 	// Default 2: rates may differ by up to (LeaseMargin-1)/LeaseTicks.
+	// A stretched lease gets a margin in proportion (leaseMargin).
 	LeaseMargin int
+	// MaxLeaseTicks caps the stretched lease: a coordinator whose
+	// heartbeat round trips take longer than LeaseTicks allows (a loaded
+	// or paused host) asks its voters for a longer lease, up to this
+	// (docs/design.md, "Leases": "A lease that stretches"). It is also how
+	// long a starting voter acknowledges nobody: it may have promised that
+	// much before it restarted. Default 8 * LeaseTicks (Lifeguard's
+	// largest stretch of memberlist's probe timeout); LeaseTicks turns
+	// stretching off.
+	MaxLeaseTicks int
 	// HandoffTicks bounds how long a coordinator that gives the role up
 	// waits for its driver's CompleteHandoff (the work it guarded has
 	// stopped) before it passes the role on anyway. Default 0: at once
@@ -153,6 +163,7 @@ func (c *Config) setDefaults() {
 	def(&c.StartupTicks, c.HeartbeatInterval)
 	def(&c.LeaseTicks, c.HeartbeatInterval*c.HeartbeatMisses)
 	def(&c.LeaseMargin, 2)
+	def(&c.MaxLeaseTicks, max(c.LeaseTicks, min(8*c.LeaseTicks, maxLeaseTicks)))
 	def(&c.SoloDelay, 1000)
 	def(&c.HeartbeatWatchers, 4)
 	def(&c.HeartbeatBatch, 5)
@@ -237,6 +248,12 @@ func (c *Config) validate() error {
 	if c.QuorumSize > 0 && c.LeaseTicks <= c.HeartbeatInterval {
 		bad("LeaseTicks", c.LeaseTicks,
 			fmt.Sprintf("must exceed HeartbeatInterval = %d so that a lease can be renewed", c.HeartbeatInterval))
+	}
+	if c.QuorumSize > 0 && c.MaxLeaseTicks < c.LeaseTicks {
+		bad("MaxLeaseTicks", c.MaxLeaseTicks, fmt.Sprintf("must be at least LeaseTicks = %d", c.LeaseTicks))
+	}
+	if c.QuorumSize > 0 && c.MaxLeaseTicks > maxLeaseTicks {
+		bad("MaxLeaseTicks", c.MaxLeaseTicks, fmt.Sprintf("must be at most %d ticks", maxLeaseTicks))
 	}
 	return errors.Join(errs...)
 }

@@ -43,7 +43,10 @@ func (n *Node) tickCoordinator() {
 // tick of the newest round a majority acknowledged.
 func (n *Node) heartbeat() {
 	n.hbSeq++
-	n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.LeaseTicks), round{seq: n.hbSeq, at: n.now})
+	if n.cfg.QuorumSize > 0 {
+		n.rttHigh -= (n.rttHigh + 15) / 16 // forget a slow spell within about 16 rounds
+	}
+	n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.MaxLeaseTicks), round{seq: n.hbSeq, at: n.now, lease: n.leaseAsk()})
 	if n.fanningOut() {
 		n.heartbeatFanOut() // fanout.go
 	} else {
@@ -60,10 +63,55 @@ func (n *Node) heartbeat() {
 	}
 }
 
-// round is one heartbeat round: its number and the tick it was sent at.
+// round is one heartbeat round: its number, the tick it was sent at and
+// the lease it asked for.
 type round struct {
-	seq uint64
-	at  int
+	seq   uint64
+	at    int
+	lease int
+}
+
+// maxLeaseTicks bounds MaxLeaseTicks (Message.Lease is a uint32, and a
+// promise's end must not overflow).
+const maxLeaseTicks = 1 << 30
+
+// leaseAsk is the lease this coordinator asks its voters for: LeaseTicks,
+// stretched while its rounds' acknowledgements come back late (a loaded
+// or paused host, a slow network) to twice the recent round trip plus a
+// heartbeat interval, so that a round's acks arrive within its lease and
+// the next round renews it before it lapses; at most MaxLeaseTicks. A
+// round trip longer than LeaseTicks otherwise means no lease ever holds
+// (docs/design.md, "Leases").
+func (n *Node) leaseAsk() int {
+	return min(max(n.cfg.LeaseTicks, 2*n.rttHigh+n.cfg.HeartbeatInterval), n.cfg.MaxLeaseTicks)
+}
+
+// LeaseAsk returns the lease in ticks this node asks its voters for while
+// it is coordinator with the quorum guard (LeaseTicks, or stretched:
+// leaseAsk), and 0 otherwise.
+func (n *Node) LeaseAsk() int {
+	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID {
+		return 0
+	}
+	return n.leaseAsk()
+}
+
+// leaseMargin is the margin a voter adds to a lease of l ticks: one tick
+// for the driver's rounding, and LeaseMargin - 1 scaled with the lease, so
+// that a stretched lease tolerates the same clock-rate difference.
+func (n *Node) leaseMargin(l int) int {
+	if l <= n.cfg.LeaseTicks {
+		return n.cfg.LeaseMargin
+	}
+	return 1 + ((n.cfg.LeaseMargin-1)*l+n.cfg.LeaseTicks-1)/n.cfg.LeaseTicks
+}
+
+// wireLease is the Message.Lease form of a lease: 0 for LeaseTicks.
+func (n *Node) wireLease(l int) uint32 {
+	if l == n.cfg.LeaseTicks {
+		return 0
+	}
+	return uint32(l)
 }
 
 // trimRounds drops the rounds sent before tick from (their acks could no
@@ -89,8 +137,12 @@ func (n *Node) sendHeartbeat(id string, every uint32) {
 	if every != 0 && n.cfg.QuorumSize > 0 && !n.confirmed {
 		n.fan.owed = append(n.fan.owed, id) // told "unconfirmed" for a period
 	}
+	var lease uint32
+	if k := len(n.rounds); k > 0 && n.cfg.QuorumSize > 0 {
+		lease = n.wireLease(n.rounds[k-1].lease)
+	}
 	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.confirmed, Seq: n.hbSeq,
-		Phase: uint32(min(n.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every})
+		Phase: uint32(min(n.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: lease})
 }
 
 func (n *Node) onHeartbeat(m Message) {
@@ -206,24 +258,52 @@ func (n *Node) tickHealth(k int) {
 func (n *Node) Health() int { return n.health }
 
 // grant acknowledges a heartbeat round (quorum guard). An acknowledgement
-// is a promise: until LeaseTicks + LeaseMargin after its receipt, this node
-// acknowledges no coordinator of another term, so no other coordinator can
-// gather a majority before the lease it helps to hold has run out on the
-// coordinator's clock (docs/design.md, "Leases"). Non-voters never count
-// toward a majority and do not acknowledge.
+// is a promise: until the lease the round asks for (LeaseTicks, or a
+// stretched one up to MaxLeaseTicks) and its margin after its receipt,
+// this node acknowledges no coordinator of another term, so no other
+// coordinator can gather a majority before the lease it helps to hold has
+// run out on the coordinator's clock (docs/design.md, "Leases"). A promise
+// only grows: a shorter lease asked later does not shorten one already
+// given. The ack names the lease promised. Non-voters never count toward
+// a majority and do not acknowledge.
 func (n *Node) grant(m Message) {
 	if n.self.NonVoter || n.now < n.grantEnd && n.grantTerm != m.Term {
 		return
 	}
-	n.grantTerm, n.grantEnd = m.Term, n.now+n.cfg.LeaseTicks+n.cfg.LeaseMargin
-	n.send(Message{Type: MsgHeartbeatAck, To: m.From, Seq: m.Seq})
+	l := n.cfg.LeaseTicks
+	if m.Lease != 0 {
+		l = min(max(int(m.Lease), n.cfg.LeaseTicks), n.cfg.MaxLeaseTicks)
+	}
+	end := n.now + l + n.leaseMargin(l)
+	if n.grantTerm == m.Term {
+		end = max(end, n.grantEnd)
+	}
+	n.grantTerm, n.grantEnd = m.Term, end
+	n.send(Message{Type: MsgHeartbeatAck, To: m.From, Seq: m.Seq, Lease: n.wireLease(l)})
 }
 
 // bound reports whether this node has promised its acknowledgement to a
 // coordinator of another term than its own current one and the promise still holds.
 func (n *Node) bound() bool { return n.now < n.grantEnd && n.grantTerm != n.term }
 
+// voterAck is what a coordinator keeps of one voter's acknowledgements:
+// the newest round it acknowledged, and the tick until which its promises
+// are known to hold on the coordinator's clock (the acknowledged round's
+// send tick plus the lease promised: the voter received the round after
+// it was sent).
+type voterAck struct {
+	seq uint64
+	end int
+}
+
 func (n *Node) onHeartbeatAck(m Message) {
+	r, known := n.roundOf(m)
+	if known && n.cfg.QuorumSize > 0 {
+		// A round trip, measured even when the ack comes too late to
+		// give a lease (or after this node stepped down): that is when
+		// the lease must stretch.
+		n.rttHigh = max(n.rttHigh, n.now-r.at)
+	}
 	if n.coordinator != n.self.ID || m.Term != n.term || n.cfg.QuorumSize == 0 || m.Seq == 0 || m.Seq > n.hbSeq {
 		n.drop(DropUnexpected)
 		return
@@ -232,10 +312,34 @@ func (n *Node) onHeartbeatAck(m Message) {
 		n.drop(DropUnexpected) // a non-voter never counts toward a majority
 		return
 	}
-	if m.Seq > n.acks[m.From] {
-		n.acks[m.From] = m.Seq
-		n.renewLease()
+	a := n.acks[m.From]
+	if m.Seq <= a.seq {
+		return
 	}
+	a.seq = m.Seq
+	if known {
+		l := n.cfg.LeaseTicks
+		if m.Lease != 0 {
+			l = int(m.Lease)
+		}
+		a.end = max(a.end, r.at+min(l, r.lease))
+	}
+	n.acks[m.From] = a
+	n.renewLease()
+}
+
+// roundOf finds the round of this node's current or last term that m
+// acknowledges, if it is still remembered.
+func (n *Node) roundOf(m Message) (round, bool) {
+	if m.Term != n.roundsTerm || m.Seq == 0 {
+		return round{}, false
+	}
+	for _, r := range n.rounds {
+		if r.seq == m.Seq {
+			return r, true
+		}
+	}
+	return round{}, false
 }
 
 // renewLease moves the lease end to the send tick of the newest round that
@@ -286,10 +390,11 @@ func (n *Node) announceConfirmed() {
 }
 
 // quorumLeaseEnd returns the tick at which the lease given by the acks so
-// far lapses: the send tick of the newest round that need voters besides
-// this one acknowledged, plus LeaseTicks; 0 when no round qualifies. It is
-// a floor on the configured size, not on the live view. A bound node does
-// not count itself: it needs one ack more.
+// far lapses: the tick until which need voters besides this one are bound
+// by their promises (the need-th latest of their ends, voterAck); 0 when
+// fewer have acknowledged. Alone (need 0) the lease is the newest round's.
+// It is a floor on the configured size, not on the live view. A bound node
+// does not count itself: it needs one ack more.
 func (n *Node) quorumLeaseEnd(bound bool) int {
 	need := n.cfg.QuorumSize / 2 // acks needed besides our own
 	if bound {
@@ -298,26 +403,20 @@ func (n *Node) quorumLeaseEnd(bound bool) int {
 	if len(n.rounds) == 0 {
 		return 0
 	}
-	var seq uint64
 	if need == 0 {
-		seq = n.rounds[len(n.rounds)-1].seq
-	} else {
-		if len(n.acks) < need {
-			return 0
-		}
-		seqs := n.scratch[:0]
-		for _, s := range n.acks {
-			seqs = append(seqs, s)
-		}
-		slices.SortFunc(seqs, func(a, b uint64) int { return cmp.Compare(b, a) })
-		seq, n.scratch = seqs[need-1], seqs
+		r := n.rounds[len(n.rounds)-1]
+		return r.at + r.lease
 	}
-	for _, r := range n.rounds {
-		if r.seq == seq {
-			return r.at + n.cfg.LeaseTicks
-		}
+	if len(n.acks) < need {
+		return 0
 	}
-	return 0 // a round too old to give a lease (and never a later one's send time)
+	ends := n.scratch[:0]
+	for _, a := range n.acks {
+		ends = append(ends, a.end)
+	}
+	slices.SortFunc(ends, func(a, b int) int { return cmp.Compare(b, a) })
+	n.scratch = ends
+	return ends[need-1]
 }
 
 // tickCoordinatorLease re-evaluates the lease at once (an ack can confirm a
@@ -420,8 +519,8 @@ func (n *Node) Verified(seq uint64) bool {
 		return false
 	}
 	k := 0
-	for _, s := range n.acks {
-		if s >= seq {
+	for _, a := range n.acks {
+		if a.seq >= seq {
 			k++
 		}
 	}

@@ -105,6 +105,11 @@ type Message struct {
 	// (every round). Members outside the coordinator's watchers hear it
 	// less often (fanout.go).
 	Every uint32
+	// Lease: on a Heartbeat, the lease in ticks the coordinator asks its
+	// voters to promise, when its round trips made it stretch the lease
+	// beyond LeaseTicks; on a HeartbeatAck, the lease the voter promised.
+	// 0 means LeaseTicks (quorum guard only; heartbeat.go).
+	Lease uint32
 }
 
 // Clone returns a copy that shares no memory with m.

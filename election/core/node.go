@@ -82,10 +82,12 @@ type Node struct {
 	lag int // coordinator: how late its loop ran lately, in ticks
 	fan fanOut
 	// The quorum guard (docs/design.md, "Leases").
-	hbSeq       uint64            // coordinator: heartbeat rounds sent in this term
-	rounds      []round           // coordinator: recent rounds and their send ticks
-	acks        map[string]uint64 // coordinator: newest round each voter acknowledged
-	scratch     []uint64
+	hbSeq       uint64              // coordinator: heartbeat rounds sent in this term
+	rounds      []round             // coordinator: recent rounds and their send ticks
+	roundsTerm  Term                // coordinator: the term of rounds (kept after it steps down)
+	rttHigh     int                 // coordinator: recent heartbeat round trips, high-water mark (leaseAsk)
+	acks        map[string]voterAck // coordinator: what each voter acknowledged
+	scratch     []int
 	leaseEnd    int  // coordinator: tick at which the quorum lease lapses
 	grantTerm   Term // follower: the term it last acknowledged
 	grantEnd    int  // follower: until this tick it acknowledges no other term
@@ -114,8 +116,9 @@ func NewNode(cfg Config) (*Node, error) {
 	n.rd.Status = n.Status()
 	if cfg.QuorumSize > 1 {
 		// A node that has just started may have acknowledged another
-		// coordinator before it restarted: it keeps that promise unknown.
-		n.grantEnd = cfg.LeaseTicks + cfg.LeaseMargin
+		// coordinator before it restarted: it keeps that promise unknown,
+		// which may have been a stretched lease.
+		n.grantEnd = cfg.MaxLeaseTicks + n.leaseMargin(cfg.MaxLeaseTicks)
 	}
 	switch cfg.Algorithm {
 	case Bully:

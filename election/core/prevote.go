@@ -31,12 +31,16 @@ type preVoteRound struct {
 	deadline int    // guard: tick at which the round is given up
 	hint     string
 	granted  map[string]bool // voters that granted (election) or answered (preempt)
+	// refused: with the guard, the voters that refused this round (an
+	// answer all the same: a round that fails with a majority answering
+	// failed for promises, not for slowness).
+	refused map[string]bool
 	// others is sampleWide's buffer: the rank positions of the eligible
 	// voters that are not watchers.
 	others []int32
-	// slow counts this node's election pre-votes in a row, without the
-	// guard, that nobody answered in time; each doubles the next one's
-	// wait for answers (slowWait).
+	// slow counts this node's election pre-votes in a row that nobody
+	// answered in time (with the guard: fewer than a majority); each
+	// doubles the next one's wait for answers (slowWait, guardWait).
 	slow int
 }
 
@@ -52,6 +56,14 @@ const maxSlow = 4
 // the term for minutes. A member that is cut off waits longer between its
 // failed rounds, which costs nothing: nobody answers it anyway.
 func (n *Node) slowWait() int { return n.cfg.AnswerTimeout << n.pv.slow }
+
+// guardWait is the same for a round with the guard, which asks again
+// every guardWait until its deadline: two round trips, doubled as
+// slowWait is. The guard's rounds need a majority's answers, so a host
+// whose round trips exceed the round's span (a loaded 2-core machine
+// under the race detector, one-way delays of 100-300 ms in the
+// simulator) elected nobody for minutes before the span grew.
+func (n *Node) guardWait() int { return 2 * n.cfg.RoundTrip << n.pv.slow }
 
 // preVoteNeeded reports whether raising the term needs a pre-vote: with
 // the guard, a majority of more than one (or a promise of this node's own)
@@ -111,11 +123,12 @@ func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 	pv.round++
 	pv.kind, pv.active, pv.wide, pv.hint = kind, true, false, hint
 	clear(pv.granted)
+	clear(pv.refused)
 	if pv.granted == nil {
-		pv.granted = make(map[string]bool)
+		pv.granted, pv.refused = make(map[string]bool), make(map[string]bool)
 	}
 	if n.cfg.QuorumSize > 0 || kind == preVotePreempt {
-		pv.deadline = n.now + n.cfg.LeaseTicks + n.cfg.LeaseMargin + 2*n.cfg.RoundTrip
+		pv.deadline = n.now + n.cfg.LeaseTicks + n.cfg.LeaseMargin + n.guardWait()
 		n.askPreVote(true)
 		n.preVoteDecide()
 		return
@@ -160,7 +173,7 @@ func (n *Node) askPreVote(wide bool) int {
 	}
 	pv.timer = n.slowWait()
 	if n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt {
-		pv.timer = 2 * n.cfg.RoundTrip
+		pv.timer = n.guardWait()
 	}
 	return asked
 }
@@ -276,6 +289,7 @@ func (n *Node) onPreVoteAck(m Message) {
 		n.preVoteDecide()
 		return
 	}
+	pv.refused[m.From] = true
 	if n.cfg.QuorumSize > 0 && m.Phase > 0 && int(m.Phase) < pv.timer {
 		// Refused for a promise that runs out in Phase ticks: ask again
 		// then rather than a round later (the promises of the old
@@ -381,7 +395,7 @@ func (n *Node) preVoteFailed() {
 		n.preemptAfter = n.now + n.preemptRetry()
 		return
 	}
-	if n.cfg.QuorumSize == 0 {
+	if n.cfg.QuorumSize == 0 || len(n.pv.granted)+len(n.pv.refused) < n.majority()-1 {
 		n.pv.slow = min(n.pv.slow+1, maxSlow)
 	}
 	n.alg.reset()

@@ -147,7 +147,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	n.setConfirmed(false)
 	clear(n.acks)
 	if n.acks == nil {
-		n.acks = make(map[string]uint64)
+		n.acks = make(map[string]voterAck)
 	}
 	declared := n.now
 	switch {
@@ -156,7 +156,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	case again:
 		declared = n.declared
 	}
-	n.leaseEnd, n.hbSeq, n.rounds, n.declared = 0, 0, n.rounds[:0], declared
+	n.leaseEnd, n.hbSeq, n.rounds, n.roundsTerm, n.declared = 0, 0, n.rounds[:0], t, declared
 	n.setState(StateCandidate)
 }
 
