@@ -123,7 +123,7 @@ func appendMessage(dst []byte, m core.Message) ([]byte, error) {
 	start := len(dst)
 	b := append(dst, byte(m.Type),
 		boolFlag(m.Confirmed, flagConfirmed)|boolFlag(m.Released, flagReleased)|boolFlag(m.Every != 0, flagEvery)|
-		boolFlag(m.Lease != 0, flagLease))
+			boolFlag(m.Lease != 0, flagLease))
 	b = appendString(appendString(b, m.From), m.To)
 	b = binary.AppendUvarint(b, uint64(m.Term))
 	b = binary.AppendVarint(b, m.Rating)
