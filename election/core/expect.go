@@ -42,6 +42,17 @@ func (n *Node) holdFirstElection() bool {
 	return !e.settled
 }
 
+// restartHeld reports that this node, with the quorum guard, is still in
+// the hold every starting voter keeps for a promise it may have made
+// before it restarted (NewNode), and has acknowledged nobody since. It
+// does not stand then: its pre-votes would fail (it cannot count itself,
+// and at a cold start every voter is in the same hold and refuses them),
+// and each failed round would log and count an election started. It
+// follows a coordinator it hears meanwhile.
+func (n *Node) restartHeld() bool {
+	return n.cfg.QuorumSize > 1 && n.grantTerm == 0 && n.now < n.grantEnd
+}
+
 // Startup is the start-up hold as a node reports it.
 type Startup struct {
 	// Holding: the node is still starting and holds its first election

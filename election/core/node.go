@@ -187,7 +187,7 @@ func (n *Node) Advance(k int) {
 	case n.state == StateSleep:
 		if n.idle++; n.idle >= n.cfg.StartupTicks {
 			n.idle = 0
-			if !n.holdFirstElection() { // the start-up hold (expect.go)
+			if !n.holdFirstElection() && !n.restartHeld() { // the start-up holds (expect.go)
 				n.startElection()
 			}
 		}
