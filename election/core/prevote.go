@@ -63,7 +63,16 @@ func (n *Node) slowWait() int { return n.cfg.AnswerTimeout << n.pv.slow }
 // whose round trips exceed the round's span (a loaded 2-core machine
 // under the race detector, one-way delays of 100-300 ms in the
 // simulator) elected nobody for minutes before the span grew.
-func (n *Node) guardWait() int { return 2 * n.cfg.RoundTrip << n.pv.slow }
+// A preemption check keeps 2 * RoundTrip: its back-off is PreemptRetry,
+// and an election's slowness says nothing of the coordinator it would
+// displace (a member of a partition's minority, whose election rounds
+// failed, checks at once after the heal).
+func (n *Node) guardWait() int {
+	if n.pv.kind == preVotePreempt {
+		return 2 * n.cfg.RoundTrip
+	}
+	return 2 * n.cfg.RoundTrip << n.pv.slow
+}
 
 // preVoteNeeded reports whether raising the term needs a pre-vote: with
 // the guard, a majority of more than one (or a promise of this node's own)
