@@ -455,8 +455,13 @@ func (n *Node) checkLease() {
 }
 
 // abdicateWait is how long after declaring a coordinator that no majority
-// confirms waits before it abdicates.
-func (n *Node) abdicateWait() int { return 2*n.cfg.LeaseTicks + n.cfg.LeaseMargin }
+// confirms waits before it abdicates: two leases and a margin, of the
+// lease it asks for (a stretched one when its round trips were slow: the
+// acks of its first rounds may take that long).
+func (n *Node) abdicateWait() int {
+	l := n.leaseAsk()
+	return 2*l + n.leaseMargin(l)
+}
 
 // abdicate: with the guard, a coordinator whose lease lapsed a heartbeat
 // interval ago (and whose own loop ran on time), or that no majority confirmed within 2 * LeaseTicks + LeaseMargin
