@@ -339,12 +339,14 @@ func (b *bully) onElection(m Message) {
 	// it as the message gives it, so its rank needs no look-up.
 	from := Rank{m.Rating, m.From}
 	switch {
-	case n.self.NonVoter || n.yielded && n.coordinator == "" || n.backingOff():
+	case n.self.NonVoter || n.yielded && n.coordinator == "" || n.backingOff() || n.cutOff():
 		// Not standing: a resign hand-off is under way, or this node
-		// failed to hold a majority lease lately (abdicate). Answering
+		// failed to hold a majority lease lately (abdicate), or its own
+		// pre-votes found no majority to answer them (cutOff). Answering
 		// would make the asker wait for an announcement from a node
-		// that, cut off from the majority, wins only to abdicate again
-		// (issue 13); silent, it is passed over as a crashed one is.
+		// that, cut off from the majority, cannot win or wins only to
+		// abdicate again (issue 13); silent, it is passed over as a
+		// crashed one is.
 		n.drop(DropUnexpected)
 		return
 	case from.Compare(n.rank()) > 0:
