@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/coordelect/coordelect/election/core"
@@ -70,5 +71,53 @@ func TestSlowSpellStretchesLease(t *testing.T) {
 				t.Errorf("violation: %s", v)
 			}
 		})
+	}
+}
+
+// The harsh explorer's slow spells make guarded coordinators stretch their
+// leases, the final phase restores the default delay, and the schedules
+// run clean: the explorer exercises the stretched lease for safety.
+func TestExploreSlowSpells(t *testing.T) {
+	f, err := ParseFaults("slow,crash,partition,heal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := uint64(1); seed <= 10; seed++ {
+		s := ScheduleWith(core.Bully, 5, seed, 30_000, f)
+		if !strings.Contains(s, "\n"+finalNetwork+" delay="+defaultDelay+"\n") {
+			t.Fatalf("seed %d: no final phase that restores the delay:\n%s", seed, s)
+		}
+	}
+	res, err := Explore(ExploreConfig{Algorithm: core.Bully, N: 5, Runs: 30, Seed: 1, Faults: "slow,crash,partition,heal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stretched == 0 || res.MaxLeaseMs <= 150 {
+		t.Errorf("%d of %d schedules stretched a lease (longest %d ms); want some beyond 150 ms", res.Stretched, res.Runs, res.MaxLeaseMs)
+	}
+	for _, fl := range res.Failures {
+		t.Errorf("seed %d: %v\n%s", fl.Seed, fl.Violations, fl.Script)
+	}
+	t.Logf("%d of %d schedules stretched a lease, longest %d ms, slowest convergence %d ms", res.Stretched, res.Runs, res.MaxLeaseMs, res.MaxConvergenceMs)
+}
+
+// Shrink keeps the final phase of a schedule with slow spells (its network
+// line restores the delay) and removes the faults that do not matter.
+func TestShrinkKeepsSlowFinalPhase(t *testing.T) {
+	f, err := ParseFaults("slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ScheduleWith(core.Bully, 5, 2, 30_000, f)
+	// A final phase that fails whatever came before: the coordinator
+	// crashes and the bound is 1 ms.
+	i := strings.LastIndex(s, "check")
+	s = s[:i] + "crash @coord\n----\n\ncheck max=1\n----\n"
+	min, v, err := Shrink(s, KindNoAgreement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) == 0 || !strings.Contains(min, finalNetwork+" delay="+defaultDelay) || strings.Contains(min, "advance") {
+		t.Errorf("shrunk (violations %v):\n%s\nwant the final phase's network line kept and the fault phase gone", v, min)
 	}
 }
