@@ -81,13 +81,37 @@ func (a args) float(k string) (float64, error) {
 	return f, nil
 }
 
-// span parses MIN-MAX (or a single N).
+// span parses MIN-MAX (or a single N); an error names k and its value.
 func (a args) span(k string, dmin, dmax int64) (int64, int64, error) {
 	v, ok := a.kv[k]
 	if !ok {
 		return dmin, dmax, nil
 	}
-	return ParseSpan(v[0])
+	lo, hi, err := ParseSpan(v[0])
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s=%s: want MIN-MAX with 0 <= MIN <= MAX", k, v[0])
+	}
+	return lo, hi, nil
+}
+
+// delay parses a message delay k=MIN-MAX in virtual ms (cluster and
+// network): a span of at most maxMs; MAX = 0 (delay=0) means the default
+// 1-5. ok is false when k is absent.
+func (a args) delay(k string) (lo, hi int64, ok bool, err error) {
+	v, ok := a.kv[k]
+	if !ok {
+		return 0, 0, false, nil
+	}
+	if lo, hi, err = a.span(k, 0, 0); err != nil {
+		return 0, 0, true, err
+	}
+	if hi > maxMs {
+		return 0, 0, true, fmt.Errorf("%s=%s: want MAX at most %d ms", k, v[0], maxMs)
+	}
+	if hi == 0 {
+		lo, hi = 1, 5
+	}
+	return lo, hi, true, nil
 }
 
 // ParseSpan parses "MIN-MAX" or "N" as non-negative integers with MIN <= MAX.

@@ -34,7 +34,9 @@ var Kinds = []string{KindTwoCoordinators, KindTermTag, KindTermDecrease, KindMin
 //   - with the quorum guard, no node acts as coordinator on a side with
 //     fewer than a majority of the configured size (counting the nodes it
 //     reaches both ways) for longer than its lease after the last change
-//     that can shrink a side (partition, block, crash);
+//     that can shrink a side (partition, block, crash): QuorumLease, or
+//     the stretched lease it asked for before the change
+//     (core.Node.LeaseAsk; slow round trips);
 //   - with the quorum guard, no two nodes are confirmed coordinators at the
 //     same virtual instant.
 //
@@ -52,6 +54,19 @@ type Checker struct {
 	splitAt   int64 // virtual time of the last partition change
 	confirmed map[string]core.Term
 	seen      map[string]bool // kind + node: reported once per run
+	// askEnd (guard): per live node, the latest end (virtual ms) of a
+	// lease it asked its voters for (now + core.Node.LeaseAsk, seen after
+	// each of its steps); splitEnd is askEnd at the last partition change.
+	// A lease stretched by slow round trips (up to MaxLeaseTicks) may keep
+	// a coordinator on a minority side that long after the change.
+	askEnd, splitEnd map[string]int64
+	// LeaseHigh is the longest lease, in ticks, that any coordinator asked
+	// for in this run (guard; 0 without): above LeaseTicks, a lease
+	// stretched (core.Node.LeaseAsk).
+	LeaseHigh int
+	// LeaseStretched reports whether a coordinator asked for a lease
+	// longer than its LeaseTicks in this run.
+	LeaseStretched bool
 	// Skip lists properties not asserted in this run (the script's
 	// "cluster skip=(...)"): a known defect waiting for its fix.
 	Skip map[string]bool
@@ -63,7 +78,7 @@ type Checker struct {
 
 func newChecker(s *Sim) *Checker {
 	return &Checker{s: s, holders: map[core.Term]string{},
-		confirmed: map[string]core.Term{}, seen: map[string]bool{}}
+		confirmed: map[string]core.Term{}, seen: map[string]bool{}, askEnd: map[string]int64{}}
 }
 
 func (c *Checker) violate(kind, format string, args ...any) {
@@ -88,17 +103,50 @@ func (c *Checker) violateOnce(kind, key, format string, args ...any) {
 }
 
 // partitioned records a change that can shrink a coordinator's majority (a
-// partition, a block or a crash): its lease may legitimately outlive it.
-func (c *Checker) partitioned() { c.splitAt = c.s.now }
+// partition, a block or a crash): its lease may legitimately outlive it,
+// by as much as the leases it asked for before the change.
+func (c *Checker) partitioned() {
+	c.splitAt = c.s.now
+	if len(c.askEnd) == 0 {
+		c.splitEnd = nil
+		return
+	}
+	c.splitEnd = make(map[string]int64, len(c.askEnd))
+	for id, e := range c.askEnd {
+		if e < c.s.now {
+			delete(c.askEnd, id) // run out: no round asked for it can hold
+			continue
+		}
+		c.splitEnd[id] = e
+	}
+}
 
 // gone forgets a node that crashed.
-func (c *Checker) gone(sn *simNode) { delete(c.confirmed, sn.id) }
+func (c *Checker) gone(sn *simNode) {
+	delete(c.confirmed, sn.id)
+	delete(c.askEnd, sn.id)
+}
+
+// noteLease records the lease a guarded coordinator asks for now (the
+// lease of the round it sent in this step, or of its next one).
+func (c *Checker) noteLease(sn *simNode) {
+	ask := sn.node.LeaseAsk()
+	if ask == 0 {
+		return
+	}
+	if end := c.s.now + int64(ask)*c.s.cfg.TickMs; end > c.askEnd[sn.id] {
+		c.askEnd[sn.id] = end
+	}
+	c.LeaseHigh = max(c.LeaseHigh, ask)
+	c.LeaseStretched = c.LeaseStretched || ask > sn.node.Config().LeaseTicks
+}
 
 // after runs the safety checks for the node that just took a step.
 func (c *Checker) after(sn *simNode) {
 	if !sn.up {
 		return
 	}
+	c.noteLease(sn)
 	st := sn.node.Status()
 	if sn.checkInc != sn.inc {
 		sn.checkInc, sn.checkTerm = sn.inc, 0
@@ -148,7 +196,14 @@ func minMax(a, b string) string {
 
 func (c *Checker) checkQuorum(sn *simNode) {
 	cfg := sn.node.Config()
-	if c.s.now-c.splitAt <= int64(cfg.LeaseTicks+1)*c.s.cfg.TickMs {
+	until := c.splitAt + int64(cfg.LeaseTicks+1)*c.s.cfg.TickMs
+	if e, ok := c.splitEnd[sn.id]; ok {
+		// A round sent before the change asked for a lease until e:
+		// acknowledged by a majority, it holds until then (one tick for
+		// the rounding, as above).
+		until = max(until, e+c.s.cfg.TickMs)
+	}
+	if c.s.now <= until {
 		return
 	}
 	reach := 0

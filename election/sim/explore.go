@@ -41,6 +41,11 @@ type ExploreResult struct {
 	MaxConvergenceMs int64  `json:"max_convergence_ms"`
 	Seed             uint64 `json:"seed"`
 	Faults           string `json:"faults"`
+	// Stretched counts the schedules in which a guarded coordinator asked
+	// for a lease longer than the configured one (slow round trips: the
+	// harsh "slow" spells); MaxLeaseMs is the longest lease asked.
+	Stretched  int   `json:"stretched"`
+	MaxLeaseMs int64 `json:"max_lease_ms"`
 	// ByKind counts the schedules that broke each property.
 	ByKind   map[string]int `json:"by_kind,omitempty"`
 	Failures []Failure      `json:"failures,omitempty"`
@@ -81,6 +86,10 @@ func Explore(cfg ExploreConfig) (ExploreResult, error) {
 			return res, fmt.Errorf("sim: explore seed %d: %w", seed, err)
 		}
 		res.MaxConvergenceMs = max(res.MaxConvergenceMs, out.ConvergenceMs)
+		res.MaxLeaseMs = max(res.MaxLeaseMs, out.MaxLeaseMs)
+		if out.Stretched {
+			res.Stretched++
+		}
 		if len(out.Violations) > 0 {
 			res.Violations++
 			if res.ByKind == nil {
@@ -110,17 +119,38 @@ type ScriptResult struct {
 	ConvergenceMs int64
 	Violations    []string
 	Kinds         []string // Kinds[i] is the property Violations[i] breaks
+	// Stretched: a guarded coordinator asked for a lease longer than the
+	// configured one; MaxLeaseMs is the longest lease asked (0 without
+	// the guard).
+	Stretched  bool
+	MaxLeaseMs int64
 }
 
 // RunScriptResult runs a scenario script and returns how long the final
-// "check" took to reach agreement (virtual ms) and every violation with its
-// property.
+// "check" took to reach agreement (virtual ms), every violation with its
+// property, and the longest lease a coordinator asked for.
 func RunScriptResult(script string) (ScriptResult, error) {
-	conv, v, k, err := runScript(script)
-	return ScriptResult{ConvergenceMs: conv, Violations: v, Kinds: k}, err
+	sc, conv, err := execScript(script)
+	if err != nil {
+		return ScriptResult{}, err
+	}
+	c := sc.sim.Checker()
+	return ScriptResult{ConvergenceMs: conv, Violations: c.Violations, Kinds: c.Kinds,
+		Stretched: c.LeaseStretched, MaxLeaseMs: int64(c.LeaseHigh) * sc.sim.cfg.TickMs}, nil
 }
 
 func runScript(script string) (convergenceMs int64, violations, kinds []string, err error) {
+	sc, conv, err := execScript(script)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	c := sc.sim.Checker()
+	return conv, c.Violations, c.Kinds, nil
+}
+
+// execScript runs a scenario script and returns the script run and how
+// long its final "check" took to reach agreement.
+func execScript(script string) (_ *Script, convergenceMs int64, err error) {
 	var sc Script
 	for _, line := range strings.Split(script, "\n") {
 		line = strings.TrimSpace(line)
@@ -132,17 +162,16 @@ func runScript(script string) (convergenceMs int64, violations, kinds []string, 
 			before = sc.sim.Now()
 		}
 		if _, err := sc.ExecLine(line); err != nil {
-			return 0, nil, nil, fmt.Errorf("%q: %w", line, err)
+			return nil, 0, fmt.Errorf("%q: %w", line, err)
 		}
 		if _, agreed := sc.sim.Agreement(); agreed && strings.HasPrefix(line, "check") {
 			convergenceMs = sc.sim.Now() - before // runs with no majority alive wait the bound out
 		}
 	}
 	if sc.sim == nil {
-		return 0, nil, nil, fmt.Errorf("script has no cluster")
+		return nil, 0, fmt.Errorf("script has no cluster")
 	}
-	c := sc.sim.Checker()
-	return convergenceMs, c.Violations, c.Kinds, nil
+	return &sc, convergenceMs, nil
 }
 
 // Schedule writes one random fault schedule as a scenario: crashes (also at
@@ -168,7 +197,7 @@ func Schedule(alg core.Algorithm, n int, seed uint64, boundMs int64) string {
 		g.line(fmt.Sprintf("advance ms=%d", 1+rng.IntN(400)))
 		g.fault()
 	}
-	g.line("network loss=0 dup=0 reorder=0")
+	g.line(finalNetwork)
 	g.line("heal")
 	check := "check"
 	if alg == core.Bully && !g.resigned {
@@ -274,10 +303,16 @@ func (g *schedule) partition() {
 	g.line(fmt.Sprintf("partition %s %s", side(perm[:cut]), side(perm[cut:])))
 }
 
+// finalNetwork begins the final phase of every schedule: the faults stop
+// (harsh schedules with slow spells add " delay=1-5"). Shrink finds the
+// final phase by it.
+const finalNetwork = "network loss=0 dup=0 reorder=0"
+
 // Shrink removes fault lines from a failing schedule, one at a time, for
 // as long as the script still breaks the property kind, and returns the
 // shortest script found with its violations. The cluster line and the
-// final phase (from the last "network loss=0 dup=0 reorder=0") stay.
+// final phase (from the last line that begins "network loss=0 dup=0
+// reorder=0") stay.
 func Shrink(script, kind string) (string, []string, error) {
 	var cmds []string
 	for _, l := range strings.Split(script, "\n") {
@@ -288,7 +323,7 @@ func Shrink(script, kind string) (string, []string, error) {
 	}
 	tail := len(cmds)
 	for i := len(cmds) - 1; i > 0; i-- {
-		if cmds[i] == "network loss=0 dup=0 reorder=0" {
+		if cmds[i] == finalNetwork || strings.HasPrefix(cmds[i], finalNetwork+" ") {
 			tail = i
 			break
 		}

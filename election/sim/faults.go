@@ -351,3 +351,15 @@ func (s *Sim) poke(id string, fn func(*core.Node)) error {
 func (s *Sim) SetNetwork(loss, dup, reorder float64) {
 	s.cfg.Loss, s.cfg.Dup, s.cfg.Reorder = loss, dup, reorder
 }
+
+// SetDelay changes the one-way message delay from now on: lo..hi virtual
+// ms, with 0 <= lo <= hi <= an hour (Config.DelayMin and DelayMax).
+// Messages in flight keep theirs; on FIFO links a message still arrives
+// after the one sent before it on its link.
+func (s *Sim) SetDelay(lo, hi int64) error {
+	if lo < 0 || hi < lo || hi > maxMs {
+		return fmt.Errorf("sim: delay %d-%d: want 0 <= min <= max <= %d", lo, hi, maxMs)
+	}
+	s.cfg.DelayMin, s.cfg.DelayMax = lo, hi
+	return nil
+}

@@ -20,6 +20,7 @@ var faultKinds = []string{
 	"restart",   // the lowest crashed node restarts
 	"quick",     // crash and restart within 1-50 ms (the coordinator half the time)
 	"network",   // loss up to 60 %, duplication and reordering up to 50 %
+	"slow",      // a slow spell: one-way delays of 10-400 ms for 0.5-5 s or more
 	"partition", // two random sides
 	"ring",      // Jepsen's majorities ring
 	"flap",      // a partition that heals and comes back 2-5 times
@@ -104,7 +105,7 @@ func ParseFaults(spec string) (Faults, error) {
 
 func defaultWeight(k string) int {
 	switch k {
-	case "crash", "network", "partition":
+	case "crash", "network", "partition", "slow":
 		return 2
 	}
 	return 1
@@ -184,7 +185,7 @@ func (g *harsh) write(alg core.Algorithm, seed uint64, boundMs int64) string {
 		g.line(fmt.Sprintf("advance ms=%d", 1+rng.IntN(400)))
 		g.harshFault()
 	}
-	g.line("network loss=0 dup=0 reorder=0")
+	g.line(finalNetwork + g.delayReset())
 	g.line("heal")
 	if g.quorum && g.f.setup["isolate"] && n >= 3 && rng.IntN(3) == 0 {
 		// The old coordinator keeps fewer than a majority, itself
@@ -261,6 +262,8 @@ func (g *harsh) harshFault() {
 	case "network":
 		g.line(fmt.Sprintf("network loss=%.2f dup=%.2f reorder=%.2f",
 			rng.Float64()*0.6, rng.Float64()*0.5, rng.Float64()*0.5))
+	case "slow":
+		g.slow()
 	case "partition":
 		g.partition()
 	case "ring":
@@ -310,6 +313,46 @@ func (g *harsh) harshFault() {
 			map[bool]string{true: " confirmed"}[g.quorum]))
 	case "redeploy":
 		g.redeploy()
+	}
+}
+
+// defaultDelay is the one-way delay of the explorer's clusters (the
+// simulator's default: their cluster lines set none), which the end of a
+// slow spell and the final phase restore.
+const defaultDelay = "1-5"
+
+// delayReset is what the final phase's network line adds when the
+// selection has slow spells: the default delay back, so that the liveness
+// check runs on the usual network. Without slow spells the line stays as
+// it was, and so do the schedules.
+func (g *harsh) delayReset() string {
+	if g.f.weight["slow"] > 0 {
+		return " delay=" + defaultDelay
+	}
+	return ""
+}
+
+// slow starts a slow spell: one-way delays of MIN-MAX ms, MIN 10-100 and
+// MAX up to 300 ms above it, so that heartbeat round trips (up to 800 ms)
+// exceed the quorum lease (150 ms with the defaults) and a guarded
+// coordinator stretches its lease, up to its cap (QuorumLeaseMax, 1.2 s)
+// and past it; half the time with loss, duplication and reordering as
+// well. The spell lasts 0.5-5 s; half the time it ends then (a fast
+// network again, with a coordinator that still holds a stretched lease),
+// else it goes on through the next faults until a later spell or the
+// final phase changes the delay.
+func (g *harsh) slow() {
+	rng := g.rng
+	lo := 10 + rng.IntN(91)
+	hi := lo + 20 + rng.IntN(281)
+	loss, dup, reorder := 0.0, 0.0, 0.0
+	if rng.IntN(2) == 0 {
+		loss, dup, reorder = rng.Float64()*0.3, rng.Float64()*0.2, rng.Float64()*0.3
+	}
+	g.line(fmt.Sprintf("network loss=%.2f dup=%.2f reorder=%.2f delay=%d-%d", loss, dup, reorder, lo, hi))
+	g.line(fmt.Sprintf("advance ms=%d", 500+rng.IntN(4501)))
+	if rng.IntN(2) == 0 {
+		g.line(finalNetwork + " delay=" + defaultDelay)
 	}
 }
 

@@ -127,7 +127,7 @@ func clusterConfig(a args) (Config, error) {
 	default:
 		return cfg, fmt.Errorf("mode=%s: want textbook or view", m)
 	}
-	if cfg.DelayMin, cfg.DelayMax, err = a.span("delay", 1, 5); err != nil {
+	if cfg.DelayMin, cfg.DelayMax, _, err = a.delay("delay"); err != nil {
 		return cfg, err
 	}
 	cfg.HeartbeatDetector = a.str("detector", "off") == "on"
@@ -146,7 +146,7 @@ func clusterConfig(a args) (Config, error) {
 	}
 	cfg.Seed, cfg.TickMs = uint64(seed), int64(tick)
 	if v, ok := a.kv["view-delay"]; ok && strings.Contains(v[0], "-") && !strings.HasPrefix(v[0], "-") {
-		if cfg.ViewDelayMs, cfg.ViewDelayMaxMs, err = ParseSpan(v[0]); err != nil {
+		if cfg.ViewDelayMs, cfg.ViewDelayMaxMs, err = a.span("view-delay", 0, 0); err != nil {
 			return cfg, err
 		}
 	} else {
@@ -255,7 +255,11 @@ func (sc *Script) rating(a args) error {
 	return sc.sim.SetRating(sc.resolve(a.positional[0]), r)
 }
 
-// network loss=P dup=P reorder=P
+// network loss=P dup=P reorder=P [delay=MIN-MAX]: the network from now
+// on. An absent loss, dup or reorder is 0; an absent delay leaves the
+// one-way delay as it is (delay=0: the default 1-5, as in "cluster"), so a
+// script can start a slow spell and end it. Messages already in flight
+// keep the delay they were sent with.
 func (sc *Script) network(a args) error {
 	vals := [3]float64{}
 	for i, k := range []string{"loss", "dup", "reorder"} {
@@ -264,6 +268,15 @@ func (sc *Script) network(a args) error {
 			return err
 		}
 		vals[i] = v
+	}
+	lo, hi, setDelay, err := a.delay("delay")
+	if err != nil {
+		return err
+	}
+	if setDelay {
+		if err := sc.sim.SetDelay(lo, hi); err != nil {
+			return err
+		}
 	}
 	sc.sim.SetNetwork(vals[0], vals[1], vals[2])
 	return nil
