@@ -297,13 +297,7 @@ type voterAck struct {
 }
 
 func (n *Node) onHeartbeatAck(m Message) {
-	r, known := n.roundOf(m)
-	if known && n.cfg.QuorumSize > 0 {
-		// A round trip, measured even when the ack comes too late to
-		// give a lease (or after this node stepped down): that is when
-		// the lease must stretch.
-		n.rttHigh = max(n.rttHigh, n.now-r.at)
-	}
+	r, known := n.measureRoundTrip(m)
 	if n.coordinator != n.self.ID || m.Term != n.term || n.cfg.QuorumSize == 0 || m.Seq == 0 || m.Seq > n.hbSeq {
 		n.drop(DropUnexpected)
 		return
@@ -326,6 +320,21 @@ func (n *Node) onHeartbeatAck(m Message) {
 	}
 	n.acks[m.From] = a
 	n.renewLease()
+}
+
+// measureRoundTrip raises rttHigh by the round trip of the round m
+// acknowledges, if this node remembers it, and returns that round. It
+// measures an ack that comes too late to give a lease, and one of a term
+// this node has left (Step hands it over although the term is stale): a
+// coordinator that abdicates before its first acks arrive, while the
+// others elect a newer term, must still learn how slow its round trips
+// were, or it asks for too short a lease each time it leads again.
+func (n *Node) measureRoundTrip(m Message) (round, bool) {
+	r, known := n.roundOf(m)
+	if known && n.cfg.QuorumSize > 0 {
+		n.rttHigh = max(n.rttHigh, n.now-r.at)
+	}
+	return r, known
 }
 
 // roundOf finds the round of this node's current or last term that m
@@ -464,12 +473,12 @@ func (n *Node) abdicateWait() int {
 }
 
 // abdicate: with the guard, a coordinator whose lease lapsed a heartbeat
-// interval ago (and whose own loop ran on time), or that no majority confirmed within 2 * LeaseTicks + LeaseMargin
-// of declaring, cannot reach a majority. It steps down and releases its followers, who
-// elect at once (the connected majority does not wait for its detectors,
-// nor defend a coordinator that some of it still hears), and displaces
-// the new coordinator only after a back-off that doubles with each failed
-// leadership, from 2 leases to 64.
+// interval ago (and whose own loop ran on time), or that no majority
+// confirmed within abdicateWait of declaring, cannot reach a majority. It
+// steps down and releases its followers, who elect at once (the connected
+// majority does not wait for its detectors, nor defend a coordinator that
+// some of it still hears), and displaces the new coordinator only after a
+// back-off that doubles with each failed leadership, from 2 leases to 64.
 func (n *Node) abdicate() {
 	n.backOff()
 	if n.handingOff {

@@ -226,6 +226,9 @@ func (n *Node) Step(m Message) {
 		return
 	}
 	if m.Term < n.term && !n.takesStale(m.Type) {
+		if m.Type == MsgHeartbeatAck {
+			n.measureRoundTrip(m) // this node's rounds of a term it has left
+		}
 		n.drop(DropStaleTerm)
 		n.tellTerm(m)
 		return

@@ -136,14 +136,14 @@ func (n *Node) becomeCoordinator(t Term) {
 	// A coordinator that wins again while no majority has confirmed it
 	// (Textbook bully: a lower member's ELECTION makes it elect itself
 	// anew) keeps the tick it first declared at, so that it still abdicates
-	// 2 * LeaseTicks + LeaseMargin after that (tickCoordinator): otherwise
-	// each such ELECTION restarts that wait, and a top member cut off from
-	// the majority wins again and again and never backs off (issue 13).
-	// One whose lease lapsed keeps the abdication that the lapse set, a
+	// abdicateWait after that (tickCoordinator): otherwise each such
+	// ELECTION restarts that wait, and a top member cut off from the
+	// majority wins again and again and never backs off (issue 13). One
+	// whose lease lapsed keeps the abdication that the lapse set, a
 	// heartbeat interval after it: winning again used to give it a new
-	// declaration and so 2 * LeaseTicks + LeaseMargin more, during which
-	// the member that still reached it followed it and answered the
-	// connected majority's ELECTIONs for it (3.4 leases to replace it).
+	// declaration and so abdicateWait more, during which the member that
+	// still reached it followed it and answered the connected majority's
+	// ELECTIONs for it (3.4 leases to replace it).
 	n.setConfirmed(false)
 	clear(n.acks)
 	if n.acks == nil {
