@@ -43,8 +43,13 @@ func (n *Node) tickCoordinator() {
 // tick of the newest round a majority acknowledged.
 func (n *Node) heartbeat() {
 	n.hbSeq++
-	if n.cfg.QuorumSize > 0 {
-		n.rttHigh -= (n.rttHigh + 15) / 16 // forget a slow spell within about 16 rounds
+	if n.cfg.QuorumSize > 0 && n.rttFresh {
+		// Forget a slow spell within about 16 acknowledged rounds. A
+		// round whose acks have not come back yet says nothing about
+		// the round trip: decaying then shortened the lease each round
+		// asked before the first acks of a term arrived.
+		n.rttHigh -= (n.rttHigh + 15) / 16
+		n.rttFresh = false
 	}
 	n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.MaxLeaseTicks), round{seq: n.hbSeq, at: n.now, lease: n.leaseAsk()})
 	if n.fanningOut() {
@@ -332,7 +337,7 @@ func (n *Node) onHeartbeatAck(m Message) {
 func (n *Node) measureRoundTrip(m Message) (round, bool) {
 	r, known := n.roundOf(m)
 	if known && n.cfg.QuorumSize > 0 {
-		n.rttHigh = max(n.rttHigh, n.now-r.at)
+		n.rttHigh, n.rttFresh = max(n.rttHigh, n.now-r.at), true
 	}
 	return r, known
 }

@@ -86,6 +86,7 @@ type Node struct {
 	rounds      []round             // coordinator: recent rounds and their send ticks
 	roundsTerm  Term                // coordinator: the term of rounds (kept after it steps down)
 	rttHigh     int                 // coordinator: recent heartbeat round trips, high-water mark (leaseAsk)
+	rttFresh    bool                // coordinator: an ack was measured since the last round (rttHigh decays)
 	acks        map[string]voterAck // coordinator: what each voter acknowledged
 	scratch     []int
 	leaseEnd    int  // coordinator: tick at which the quorum lease lapses

@@ -109,8 +109,14 @@ func logHeartbeats(w *testNet) *heartbeatLog {
 // from acks of a term it has left (stale), and then waits longer than
 // them (abdicateWait). Before it measured stale acks, the cluster reached
 // term 57 in 2,000 ticks and confirmed nobody.
+//
+// With acks 55 ticks late, the eleven rounds a coordinator sends before
+// the first acks of its term arrive must all ask for the lease measured
+// before: when the high decayed with every round, acked or not, each of
+// them asked less, their leases ended before the next acks came, and the
+// lease lapsed 52 ticks after it was confirmed.
 func TestStretchedLeaseConfirmsSlowCoordinator(t *testing.T) {
-	for _, d := range []int{20, 40} {
+	for _, d := range []int{20, 40, 55} {
 		t.Run(fmt.Sprintf("delay=%d", d), func(t *testing.T) {
 			w := newTestNet(t, stretchCfg(), members(5, func(i int) int64 { return int64(i) }))
 			a := delayAcks(w, d)
