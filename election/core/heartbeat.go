@@ -51,7 +51,7 @@ func (n *Node) heartbeat() {
 		n.rttHigh -= (n.rttHigh + 15) / 16
 		n.rttFresh = false
 	}
-	n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.MaxLeaseTicks), round{seq: n.hbSeq, at: n.now, lease: n.leaseAsk()})
+	n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.MaxLeaseTicks), round{term: n.term, seq: n.hbSeq, at: n.now, lease: n.leaseAsk()})
 	if n.fanningOut() {
 		n.heartbeatFanOut() // fanout.go
 	} else {
@@ -68,12 +68,22 @@ func (n *Node) heartbeat() {
 	}
 }
 
-// round is one heartbeat round: its number, the tick it was sent at and
-// the lease it asked for.
+// round is one heartbeat round: its term and number, the tick it was sent
+// at and the lease it asked for.
 type round struct {
+	term  Term
 	seq   uint64
 	at    int
 	lease int
+}
+
+// lastRound returns the newest round of the current term, if any (rounds
+// of the terms before are kept to measure their late acks).
+func (n *Node) lastRound() (round, bool) {
+	if k := len(n.rounds); k > 0 && n.rounds[k-1].term == n.term {
+		return n.rounds[k-1], true
+	}
+	return round{}, false
 }
 
 // maxLeaseTicks bounds MaxLeaseTicks (Message.Lease is a uint32, and a
@@ -143,8 +153,8 @@ func (n *Node) sendHeartbeat(id string, every uint32) {
 		n.fan.owed = append(n.fan.owed, id) // told "unconfirmed" for a period
 	}
 	var lease uint32
-	if k := len(n.rounds); k > 0 && n.cfg.QuorumSize > 0 {
-		lease = n.wireLease(n.rounds[k-1].lease)
+	if r, ok := n.lastRound(); ok && n.cfg.QuorumSize > 0 {
+		lease = n.wireLease(r.lease)
 	}
 	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.confirmed, Seq: n.hbSeq,
 		Phase: uint32(min(n.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: lease})
@@ -342,14 +352,17 @@ func (n *Node) measureRoundTrip(m Message) (round, bool) {
 	return r, known
 }
 
-// roundOf finds the round of this node's current or last term that m
-// acknowledges, if it is still remembered.
+// roundOf finds the round that m acknowledges, of this node's current
+// term or of one it led before, if it is still remembered (rounds are
+// kept for MaxLeaseTicks, across terms: a coordinator that abdicates
+// before its acks come back may lead again, in a newer term, before they
+// do).
 func (n *Node) roundOf(m Message) (round, bool) {
-	if m.Term != n.roundsTerm || m.Seq == 0 {
+	if m.Seq == 0 {
 		return round{}, false
 	}
 	for _, r := range n.rounds {
-		if r.seq == m.Seq {
+		if r.seq == m.Seq && r.term == m.Term {
 			return r, true
 		}
 	}
@@ -414,11 +427,11 @@ func (n *Node) quorumLeaseEnd(bound bool) int {
 	if bound {
 		need++
 	}
-	if len(n.rounds) == 0 {
+	r, ok := n.lastRound()
+	if !ok {
 		return 0
 	}
 	if need == 0 {
-		r := n.rounds[len(n.rounds)-1]
 		return r.at + r.lease
 	}
 	if len(n.acks) < need {

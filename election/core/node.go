@@ -83,8 +83,7 @@ type Node struct {
 	fan fanOut
 	// The quorum guard (docs/design.md, "Leases").
 	hbSeq       uint64              // coordinator: heartbeat rounds sent in this term
-	rounds      []round             // coordinator: recent rounds and their send ticks
-	roundsTerm  Term                // coordinator: the term of rounds (kept after it steps down)
+	rounds      []round             // coordinator: recent rounds, of this term and those it led before
 	rttHigh     int                 // coordinator: recent heartbeat round trips, high-water mark (leaseAsk)
 	rttFresh    bool                // coordinator: an ack was measured since the last round (rttHigh decays)
 	acks        map[string]voterAck // coordinator: what each voter acknowledged

@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // Terms and coordinators: how a node starts an election, learns a newer
 // term, follows a coordinator, becomes one and forgets one
 // (docs/design.md, "Terms are fencing tokens").
@@ -156,7 +158,10 @@ func (n *Node) becomeCoordinator(t Term) {
 	case again:
 		declared = n.declared
 	}
-	n.leaseEnd, n.hbSeq, n.rounds, n.roundsTerm, n.declared = 0, 0, n.rounds[:0], t, declared
+	// The rounds of the terms it led before stay (roundOf); those of t, if
+	// it declares in t again, go: their numbers start again at 1.
+	n.rounds = slices.DeleteFunc(n.rounds, func(r round) bool { return r.term == t })
+	n.leaseEnd, n.hbSeq, n.declared = 0, 0, declared
 	n.setState(StateCandidate)
 }
 
