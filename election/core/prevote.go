@@ -42,6 +42,10 @@ type preVoteRound struct {
 	// answered in time (with the guard: fewer than a majority); each
 	// doubles the next one's wait for answers (slowWait, guardWait).
 	slow int
+	// pslow is slow for preemption checks: checks in a row that fewer
+	// than a majority answered, each doubling the next one's wait; a
+	// check that succeeds, or a new coordinator to displace, ends it.
+	pslow int
 }
 
 // maxSlow caps preVoteRound.slow: a round waits at most 16 times T.
@@ -66,7 +70,9 @@ func (n *Node) slowWait() int { return n.cfg.AnswerTimeout << n.pv.slow }
 // again, every T', for ever: the 15 others of 16 elected nobody in 30 s
 // (explore-found 14-textbook-guard-…-seed5674). A pre-vote that a
 // majority answers, or a change in the view, ends it.
-func (n *Node) cutOff() bool { return n.cfg.QuorumSize > 0 && n.pv.slow > 0 }
+// Textbook mode only: in View mode a candidate asks the members its view
+// holds alive, and one it cannot reach leaves the view.
+func (n *Node) cutOff() bool { return n.cfg.QuorumSize > 0 && n.cfg.Mode == Textbook && n.pv.slow > 0 }
 
 // guardWait is the same for a round with the guard, which asks again
 // every guardWait until its deadline: two round trips, doubled as
@@ -74,13 +80,16 @@ func (n *Node) cutOff() bool { return n.cfg.QuorumSize > 0 && n.pv.slow > 0 }
 // whose round trips exceed the round's span (a loaded 2-core machine
 // under the race detector, one-way delays of 100-300 ms in the
 // simulator) elected nobody for minutes before the span grew.
-// A preemption check keeps 2 * RoundTrip: its back-off is PreemptRetry,
-// and an election's slowness says nothing of the coordinator it would
-// displace (a member of a partition's minority, whose election rounds
-// failed, checks at once after the heal).
+// A preemption check counts its own slowness (pslow): an election's says
+// nothing of the coordinator it would displace (a member of a partition's
+// minority, whose election rounds failed, checks at once after the heal),
+// and checks asked every 2 * RoundTrip over links slower than that were
+// never answered in time and never stopped (46-180 pre-votes a second in
+// the simulator at one-way delays of 100 ms and more, the highest voter
+// never taking over).
 func (n *Node) guardWait() int {
 	if n.pv.kind == preVotePreempt {
-		return 2 * n.cfg.RoundTrip
+		return 2 * n.cfg.RoundTrip << n.pv.pslow
 	}
 	return 2 * n.cfg.RoundTrip << n.pv.slow
 }
@@ -350,6 +359,7 @@ func (n *Node) preVoteDecide() {
 		pv.slow = 0
 		n.alg.preVoted()
 	case preVotePreempt:
+		pv.pslow = 0
 		n.sendPreempt()
 	}
 }
@@ -412,6 +422,9 @@ func (n *Node) preVoteFailed() {
 		return
 	}
 	if kind == preVotePreempt {
+		if len(n.pv.granted) < n.majority()-1 {
+			n.pv.pslow = min(n.pv.pslow+1, maxSlow)
+		}
 		n.preemptAfter = n.now + n.preemptRetry()
 		return
 	}

@@ -190,6 +190,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	}
 	if n.coordinator != c {
 		n.preemptAfter = 0 // a preemption request waited for the previous one
+		n.pv.pslow = 0     // and its checks were slow for the previous one
 	}
 	n.setCoordinator(c)
 	n.setConfirmed(confirmed || n.cfg.QuorumSize == 0)
