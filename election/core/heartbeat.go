@@ -43,15 +43,18 @@ func (n *Node) tickCoordinator() {
 // tick of the newest round a majority acknowledged.
 func (n *Node) heartbeat() {
 	n.hbSeq++
-	if n.cfg.QuorumSize > 0 && n.rttFresh {
-		// Forget a slow spell within about 16 acknowledged rounds. A
-		// round whose acks have not come back yet says nothing about
-		// the round trip: decaying then shortened the lease each round
-		// asked before the first acks of a term arrived.
-		n.rttHigh -= (n.rttHigh + 15) / 16
-		n.rttFresh = false
+	if n.cfg.QuorumSize > 0 {
+		if n.rttFresh {
+			// Forget a slow spell within about 16 acknowledged rounds.
+			// A round whose acks have not come back yet says nothing
+			// about the round trip: decaying then shortened the lease
+			// each round asked before the first acks of a term arrived.
+			n.rttHigh -= (n.rttHigh + 15) / 16
+			n.rttFresh = false
+		}
+		// Only the guard reads the rounds (acks, leases, round trips).
+		n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.MaxLeaseTicks), round{term: n.term, seq: n.hbSeq, at: n.now, lease: n.leaseAsk()})
 	}
-	n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.MaxLeaseTicks), round{term: n.term, seq: n.hbSeq, at: n.now, lease: n.leaseAsk()})
 	if n.fanningOut() {
 		n.heartbeatFanOut() // fanout.go
 	} else {
