@@ -101,8 +101,9 @@ type Config struct {
 	// longer (docs/design.md, "A lease that stretches"). It is also how
 	// long a starting voter acknowledges nobody, so a guarded cluster's
 	// first agreement takes at least this long. Members may differ: a
-	// voter promises at most its own. At least QuorumLease; QuorumLease turns stretching off. Default 8 *
-	// QuorumLease (1.2s with the defaults).
+	// voter promises at most its own (QuorumLease itself must be the
+	// same on every member). At least QuorumLease; QuorumLease turns
+	// stretching off. Default 8 * QuorumLease (1.2s with the defaults).
 	QuorumLeaseMax time.Duration
 	// SoloDelay holds back a member whose view lost its last two or more
 	// other voters within SoloDelay of each other (quorum guard off): it
