@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -51,6 +52,9 @@ type benchCluster struct {
 	// stopProgress ends logProgress.
 	started      atomic.Bool
 	stopProgress func()
+	// bindAddr is the address members bind to: 127.0.0.1, or a shard's
+	// network namespace's address.
+	bindAddr string
 }
 
 // benchNode is one member across its restarts.
@@ -62,6 +66,9 @@ type benchNode struct {
 	mem    *membership.Node
 	el     *election.Elector
 	member *clustertest.Member // nil while stopped
+	// seeds, when set, are the members b joins (a shard's, from its
+	// parent), instead of a draw among this process's members.
+	seeds []string
 }
 
 // benchCounter is the Recorder of one node: the counts the benchmarks read,
@@ -84,7 +91,7 @@ func (c *benchCounter) Record(u election.Update) {
 
 // newBenchCluster names the nodes; start starts them.
 func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
-	c := &benchCluster{opts: o, log: logger, ml: clustertest.New(nil), rng: rand.New(rand.NewPCG(o.seed, 19))}
+	c := &benchCluster{opts: o, log: logger, ml: clustertest.New(nil), rng: rand.New(rand.NewPCG(o.seed, 19)), bindAddr: "127.0.0.1"}
 	for i := range o.n {
 		c.nodes = append(c.nodes, &benchNode{name: strconv.Itoa(i + 1), rating: int64(i + 1), count: &benchCounter{}})
 	}
@@ -139,6 +146,9 @@ func (c *benchCluster) top() *benchNode { return c.nodes[len(c.nodes)-1] }
 // every join of a large cluster. The member also joins the top-rated
 // voter it learns of (membership.New's introduction).
 func (c *benchCluster) seeds(b *benchNode) []string {
+	if b.seeds != nil {
+		return b.seeds
+	}
 	var up []*benchNode
 	for _, o := range c.nodes {
 		if o != b && o.mem != nil {
@@ -181,7 +191,7 @@ func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 	mc := membership.DefaultConfig()
 	mc.Name, mc.Rating, mc.Algorithm = b.name, b.rating, c.opts.alg
 	mc.NonVoter = c.nonVoter(b)
-	mc.BindAddr, mc.BindPort = "127.0.0.1", b.port
+	mc.BindAddr, mc.BindPort = c.bindAddr, b.port
 	mc.Profile = c.opts.profile
 	if !c.opts.compress {
 		mc.Memberlist = func(ml *memberlist.Config) { ml.EnableCompression = false }
@@ -539,4 +549,30 @@ func (c *benchCluster) dumpGoroutines(rate uint64) {
 		}
 	}
 	c.log.Warn("the cluster's heartbeats fell", "per_second", rate, "elections", c.electionsStarted(), "sent", c.sent().String(), "goroutines", c.opts.stallDump, "error", err)
+}
+
+// What idle reads of a cluster in this process (idleCluster).
+
+func (c *benchCluster) topName() string { return c.top().name }
+
+// sentByNode is every member's messages sent, by type, by name.
+func (c *benchCluster) sentByNode() (map[string][core.NumMsgTypes]uint64, error) {
+	out := make(map[string][core.NumMsgTypes]uint64, len(c.nodes))
+	for _, b := range c.nodes {
+		out[b.name] = b.count.load()
+	}
+	return out, nil
+}
+
+// cpu is the CPU time this process has used.
+func (c *benchCluster) cpu() (time.Duration, error) { return processCPU(), nil }
+
+// memory reads this process's live heap after two collections, its
+// goroutine stacks and goroutines.
+func (c *benchCluster) memory() (heap, stacks uint64, goroutines int, err error) {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, ms.StackInuse, runtime.NumGoroutine(), nil
 }

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -68,8 +68,17 @@ type idleResult struct {
 	// StartSeconds is how long the cluster took to start and agree.
 	StartSeconds float64 `json:"start_s"`
 	// HeapBytesPerMember is the live heap after the window (two GCs)
-	// divided by n: memberlist, membership and electors together.
-	HeapBytesPerMember float64 `json:"heap_bytes_per_member"`
+	// divided by n: memberlist, membership and electors together;
+	// StackBytesPerMember the goroutine stacks (MemStats.StackInuse) and
+	// GoroutinesPerMember the goroutines, likewise. With -procs, summed
+	// over the processes.
+	HeapBytesPerMember  float64 `json:"heap_bytes_per_member"`
+	StackBytesPerMember float64 `json:"stack_bytes_per_member"`
+	GoroutinesPerMember float64 `json:"goroutines_per_member"`
+	// Procs is the processes the members ran in (-procs), Netns whether
+	// each had a network namespace of its own.
+	Procs int  `json:"procs"`
+	Netns bool `json:"netns,omitempty"`
 	// Failover holds the -rounds crash failovers after the window.
 	Failover *failover.Result `json:"failover,omitempty"`
 }
@@ -85,6 +94,8 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 		fs.BoolVar(&o.bare, "bare", false, "members without electors: memberlist's own cost, the baseline (no sends are counted)")
 		fs.IntVar(&o.rounds, "rounds", 0, "after the window, crash the coordinator this many times and report the failovers (as coordbench failover)")
 		fs.DurationVar(&o.roundQuiet, "quiet", time.Second, "with -rounds: the settled window before each round in which elections are spurious")
+		fs.IntVar(&o.procs, "procs", 1, "spread the members over this many processes (children of this one, member i in process (i-1) mod procs), each with its own Go runtime; the figures sum over them")
+		fs.BoolVar(&o.netns, "netns", false, "with -procs: each process in a network namespace of its own (10.77.0.j/24 on a veth pair to one bridge; needs root and iproute2)")
 		fs.BoolVar(&o.verbose, "v", false, "with -rounds: log, per round, the node the agreement waited for and the survivors' membership counters")
 	}, func(o *benchOptions) error {
 		switch {
@@ -96,6 +107,14 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 			return usagef("-d %v: want more than 0", o.dur)
 		case o.quiet < 0:
 			return usagef("-settle %v: want 0 or more", o.quiet)
+		case o.procs < 1 || o.procs > 64:
+			return usagef("-procs %d: want 1 to 64", o.procs)
+		case o.netns && o.procs < 2:
+			return usagef("-netns with -procs %d: want -procs 2 or more", o.procs)
+		case o.procs > 1 && *cpuprofile != "":
+			return usagef("-cpuprofile with -procs %d: a profile is of one process", o.procs)
+		case o.procs > 1 && o.stallDump != "":
+			return usagef("-stalldump with -procs %d: a goroutine dump is of one process", o.procs)
 		case o.bare && o.quorum > 0:
 			return usagef("-bare with -quorum %d: bare members run no elector to guard", o.quorum)
 		}
@@ -107,21 +126,47 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 	return o, *cpuprofile, nil
 }
 
+// idleCluster is what idle measures: the members in this process
+// (benchCluster) or spread over shard processes (shardedCluster, -procs).
+type idleCluster interface {
+	failover.Cluster
+	start(ctx context.Context) error
+	stop()
+	topName() string
+	// sentByNode is every member's messages sent, by type, by name.
+	sentByNode() (map[string][core.NumMsgTypes]uint64, error)
+	electionsStarted() uint64
+	heartbeatMisses() uint64
+	// cpu is the CPU time the members' process(es) have used.
+	cpu() (time.Duration, error)
+	// memory reads the live heap after two collections, the goroutine
+	// stacks and the goroutines of the members' process(es).
+	memory() (heap, stacks uint64, goroutines int, err error)
+}
+
 func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, cpuprofile, err := parseBenchIdle(args, stdout)
 	if err != nil {
 		return err
 	}
 	log := newBenchLogger(stderr, o.verbose)
-	c := newBenchCluster(o, log)
-	c.labels = true
+	var c idleCluster
+	var sharded *shardedCluster
+	if o.procs > 1 {
+		sharded = newShardedCluster(o, log)
+		c = sharded
+	} else {
+		bc := newBenchCluster(o, log)
+		bc.labels = true
+		c = bc
+	}
 	t0 := time.Now()
 	if err := c.start(ctx); err != nil {
 		return err
 	}
 	defer c.stop()
 	res := idleResult{N: o.n, Profile: o.profile, Bare: o.bare, Quorum: o.quorum, Voters: o.voters, Compress: o.compress,
-		StartSeconds: time.Since(t0).Seconds()}
+		Procs: max(o.procs, 1), Netns: o.netns, StartSeconds: time.Since(t0).Seconds()}
 	if err := failover.Pause(ctx, o.quiet); err != nil {
 		return err
 	}
@@ -135,53 +180,64 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	before := make([][core.NumMsgTypes]uint64, len(c.nodes))
-	for i, b := range c.nodes {
-		before[i] = b.count.load()
-	}
-	started, misses := c.electionsStarted(), c.heartbeatMisses()
-	cpu0, w0 := processCPU(), time.Now()
-	err = failover.Pause(ctx, o.dur)
-	cpu1, secs := processCPU(), time.Since(w0).Seconds()
-	if cpuprofile != "" {
-		pprof.StopCPUProfile()
-	}
+	before, err := c.sentByNode()
 	if err != nil {
 		return err
 	}
+	started, misses := c.electionsStarted(), c.heartbeatMisses()
+	cpu0, err := c.cpu()
+	if err != nil {
+		return err
+	}
+	w0 := time.Now()
+	err = failover.Pause(ctx, o.dur)
+	cpu1, cerr := c.cpu()
+	secs := time.Since(w0).Seconds()
+	if cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err = errors.Join(err, cerr); err != nil {
+		return err
+	}
 	res.Seconds = secs
+	after, err := c.sentByNode()
+	if err != nil {
+		return err
+	}
 	var sum float64
-	for i, b := range c.nodes {
-		now := b.count.load()
+	for name, now := range after {
+		was := before[name]
 		var all uint64
 		for t := range now {
-			all += now[t] - before[i][t]
+			all += now[t] - was[t]
 		}
 		rate := float64(all) / secs
-		if b == c.top() {
+		if name == c.topName() {
 			res.CoordinatorSendsPerSec = rate
-			res.CoordinatorHeartbeatPerSec = float64(now[core.MsgHeartbeat]-before[i][core.MsgHeartbeat]) / secs
+			res.CoordinatorHeartbeatPerSec = float64(now[core.MsgHeartbeat]-was[core.MsgHeartbeat]) / secs
 			continue
 		}
 		sum += rate
 		res.FollowerMaxSendsPerSec = max(res.FollowerMaxSendsPerSec, rate)
 	}
-	res.FollowerMeanSendsPerSec = sum / float64(len(c.nodes)-1)
+	res.FollowerMeanSendsPerSec = sum / float64(o.n-1)
 	res.ProcessCPUPercent = 100 * (cpu1 - cpu0).Seconds() / secs
 	res.PerMemberCPUPercent = res.ProcessCPUPercent / float64(o.n)
 	res.Spurious = c.electionsStarted() - started
 	res.HeartbeatMisses = c.heartbeatMisses() - misses
 	log.Info("idle window done", "seconds", fmt.Sprintf("%.1f", secs))
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	res.HeapBytesPerMember = float64(ms.HeapAlloc) / float64(o.n)
+	heap, stacks, goroutines, err := c.memory()
+	if err != nil {
+		return err
+	}
+	res.HeapBytesPerMember = float64(heap) / float64(o.n)
+	res.StackBytesPerMember = float64(stacks) / float64(o.n)
+	res.GoroutinesPerMember = float64(goroutines) / float64(o.n)
 	if o.rounds > 0 {
 		// The idle figures first, in case a round never ends.
 		log.Info("idle result", "coordinator_sends_per_s", fmt.Sprintf("%.1f", res.CoordinatorSendsPerSec),
 			"process_cpu_percent", fmt.Sprintf("%.1f", res.ProcessCPUPercent), "heap_bytes_per_member", int(res.HeapBytesPerMember),
-			"spurious", res.Spurious, "heartbeat_misses", res.HeartbeatMisses)
+			"stack_bytes_per_member", int(res.StackBytesPerMember), "spurious", res.Spurious, "heartbeat_misses", res.HeartbeatMisses)
 		o.mode = "crash"
 		r, err := failover.Run(ctx, c, failover.Options{
 			Rounds: o.rounds, Quiet: o.roundQuiet, Phase: election.DefaultHeartbeatInterval, Tail: messageTail, Log: log,
@@ -190,6 +246,9 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		res.Failover = &r
+	}
+	if sharded != nil && sharded.err != nil {
+		return sharded.err
 	}
 	return printJSON(stdout, res)
 }

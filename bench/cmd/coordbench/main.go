@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -96,6 +97,12 @@ type benchOptions struct {
 	bare bool
 	// roundQuiet: idle -rounds' settled window before each round.
 	roundQuiet time.Duration
+	// procs: idle spreads the members over this many shard processes
+	// (shards.go); netns puts each in a network namespace of its own.
+	procs int
+	netns bool
+	// bind is the address members bind to (shard: its namespace's).
+	bind string
 }
 
 // startPause is the pause after the start of the k-th member (k started):
@@ -132,6 +139,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBenchMemory(ctx, args[1:], stdout, stderr)
 	case "idle":
 		return runBenchIdle(ctx, args[1:], stdout, stderr)
+	case "shard":
+		return runShard(ctx, args[1:], os.Stdin, stdout, stderr)
 	}
 	return usagef("unknown subcommand %q (want failover, compare, soak, nodesoak, memory or idle)", args[0])
 }
