@@ -39,8 +39,9 @@ process, is started once for both. Prints one JSON object.`
 
 // idleResult is what idle prints.
 type idleResult struct {
-	N       int    `json:"n"`
-	Profile string `json:"profile"`
+	N         int    `json:"n"`
+	Algorithm string `json:"algorithm"`
+	Profile   string `json:"profile"`
 	// Bare: the members ran without electors (-bare).
 	Bare bool `json:"bare"`
 	// Quorum is the electors' QuorumSize, Voters the -voters (0: all),
@@ -85,6 +86,7 @@ type idleResult struct {
 
 func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, error) {
 	var cpuprofile *string
+	var alg algorithmFlag
 	o, err := parseBench("idle", 100, benchIdleSynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
 		fs.DurationVar(&o.dur, "d", 20*time.Second, "how long the idle window lasts")
 		fs.DurationVar(&o.quiet, "settle", 5*time.Second, "how long to wait after agreement before the window")
@@ -94,10 +96,12 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 		fs.BoolVar(&o.bare, "bare", false, "members without electors: memberlist's own cost, the baseline (no sends are counted)")
 		fs.IntVar(&o.rounds, "rounds", 0, "after the window, crash the coordinator this many times and report the failovers (as coordbench failover)")
 		fs.DurationVar(&o.roundQuiet, "quiet", time.Second, "with -rounds: the settled window before each round in which elections are spurious")
+		fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson")
 		fs.IntVar(&o.procs, "procs", 1, "spread the members over this many processes (children of this one, member i in process (i-1) mod procs), each with its own Go runtime; the figures sum over them")
 		fs.BoolVar(&o.netns, "netns", false, "with -procs: each process in a network namespace of its own (10.77.0.j/24 on a veth pair to one bridge; needs root and iproute2)")
 		fs.BoolVar(&o.verbose, "v", false, "with -rounds: log, per round, the node the agreement waited for and the survivors' membership counters")
 	}, func(o *benchOptions) error {
+		o.alg = alg.a
 		switch {
 		case o.rounds < 0:
 			return usagef("-rounds %d: want 0 or more", o.rounds)
@@ -165,7 +169,7 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer c.stop()
-	res := idleResult{N: o.n, Profile: o.profile, Bare: o.bare, Quorum: o.quorum, Voters: o.voters, Compress: o.compress,
+	res := idleResult{N: o.n, Algorithm: o.alg.String(), Profile: o.profile, Bare: o.bare, Quorum: o.quorum, Voters: o.voters, Compress: o.compress,
 		Procs: max(o.procs, 1), Netns: o.netns, StartSeconds: time.Since(t0).Seconds()}
 	if err := failover.Pause(ctx, o.quiet); err != nil {
 		return err

@@ -60,7 +60,7 @@ func TestBenchBadFlags(t *testing.T) {
 		"failover -quiet -1s", "failover -timeout 0s", "failover extra",
 		"failover -quorum -1", "failover -n 3 -quorum 4", "failover -busy-per-core -1",
 		"soak", "soak -d 0s", "soak -d 1s -burners -1", "soak -d 1s -nosuchflag",
-		"memory -n 0", "memory -settle -1s", "idle -n 1001", "idle -d 0s", "idle -settle -1s", "idle -timeout 0s", "idle -bare -quorum 3", "idle -rounds -1", "idle -ramp -1s", "idle -bare -rounds 2", "idle -procs 0", "idle -procs 65", "idle -netns", "idle -procs 2 -cpuprofile /tmp/x", "idle -procs 2 -stalldump /tmp/x",
+		"memory -n 0", "memory -settle -1s", "idle -n 1001", "idle -d 0s", "idle -settle -1s", "idle -timeout 0s", "idle -bare -quorum 3", "idle -rounds -1", "idle -ramp -1s", "idle -bare -rounds 2", "idle -procs 0", "idle -algorithm raft", "idle -procs 65", "idle -netns", "idle -procs 2 -cpuprofile /tmp/x", "idle -procs 2 -stalldump /tmp/x",
 		"compare -n 1", "compare -rounds 0", "compare -hb 1ms", "compare -quiet -1s",
 		"nodesoak", "nodesoak -d 1s -load fire", "nodesoak -d 1s -n 1", "nodesoak -d 1s -quota 0",
 		"nodesoak -d 1s -busy-per-core 0", "nodesoak -d 1s -demo /nonexistent/demo",
@@ -272,16 +272,16 @@ func TestBenchIdleRounds(t *testing.T) {
 func TestBenchIdleProcs(t *testing.T) {
 	checkLeaks(t)
 	var out, errb bytes.Buffer
-	if rc := runArgs(strings.Fields("idle -n 6 -procs 3 -d 300ms -settle 0s -rounds 2 -quiet 100ms"), &out, &errb); rc != 0 {
+	if rc := runArgs(strings.Fields("idle -n 6 -procs 3 -algorithm ring -d 300ms -settle 0s -rounds 2 -quiet 100ms"), &out, &errb); rc != 0 {
 		t.Fatalf("rc=%d stderr=%s", rc, errb.String())
 	}
 	var r idleResult
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		t.Fatalf("%v in %q", err, out.String())
 	}
-	if r.Procs != 3 || r.N != 6 || r.CoordinatorHeartbeatPerSec <= 0 || r.ProcessCPUPercent <= 0 ||
+	if r.Procs != 3 || r.N != 6 || r.Algorithm != "ring" || r.CoordinatorHeartbeatPerSec <= 0 || r.ProcessCPUPercent <= 0 ||
 		r.HeapBytesPerMember <= 0 || r.StackBytesPerMember <= 0 || r.GoroutinesPerMember < 1 {
-		t.Errorf("result %+v: want 3 processes, heartbeats, CPU, heap, stacks and goroutines read", r)
+		t.Errorf("result %+v: want 3 processes, ring, heartbeats, CPU, heap, stacks and goroutines read", r)
 	}
 	if r.Failover == nil || r.Failover.Rounds != 2 || r.Failover.Failover.P50 <= 0 || r.Failover.Messages == nil ||
 		r.Failover.Messages.P50 < 5 {

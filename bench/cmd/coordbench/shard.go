@@ -38,8 +38,10 @@ stdin and answers on stdout, one JSON object a line.`
 // shardCmd is a command of the parent.
 type shardCmd struct {
 	// Op is start (a member, with Name, Seeds, Elector), crash (Name),
-	// counts, heap or stop.
+	// watch (On: write a look whenever the summary changes; off: stop),
+	// look (answer with the summary), counts, heap or stop.
 	Op      string   `json:"op"`
+	On      bool     `json:"on,omitempty"`
 	Name    string   `json:"name,omitempty"`
 	Seeds   []string `json:"seeds,omitempty"`
 	Elector bool     `json:"elector,omitempty"`
@@ -115,6 +117,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		readErr <- errors.Join(sc.Err(), io.EOF) // the parent went away
 	}()
 	tick := time.NewTicker(lookEvery)
+	tick.Stop() // until the parent asks to watch
 	defer tick.Stop()
 	for {
 		select {
@@ -129,10 +132,19 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			if c.Op == "stop" {
 				return s.write(shardLine{Re: true})
 			}
+			if c.Op == "watch" {
+				if s.watching = c.On; c.On {
+					tick.Reset(lookEvery)
+				} else {
+					tick.Stop()
+				}
+			}
 			if err := s.write(s.do(c)); err != nil {
 				return err
 			}
-			s.look() // a start or crash changes the summary
+			if s.watching {
+				s.look() // a start or crash changes the summary
+			}
 		case <-tick.C:
 			s.look()
 		}
@@ -150,6 +162,8 @@ type shard struct {
 	out  *json.Encoder
 	mu   sync.Mutex // out
 	last shardLook
+	// watching: the parent waits for an agreement; look every lookEvery.
+	watching bool
 }
 
 func (s *shard) write(l shardLine) error {
@@ -195,6 +209,10 @@ func (s *shard) do(c shardCmd) shardLine {
 		}
 		l.Started, l.Misses = s.c.electionsStarted(), s.c.heartbeatMisses()
 		return l
+	case "watch", "look":
+		s.look()
+		l := s.last
+		return shardLine{Re: true, Look: &l}
 	case "heap":
 		var ms runtime.MemStats
 		runtime.GC()
@@ -214,8 +232,9 @@ func (s *shard) node(name string) (*benchNode, error) {
 	return s.c.nodes[i-1], nil
 }
 
-// look reads the running members' leadership and writes the summary if it
-// changed. It allocates nothing unless it writes.
+// look reads the running members' leadership and, if it changed, keeps
+// the summary in s.last and, while watching, writes it. It allocates
+// nothing unless it writes.
 func (s *shard) look() {
 	var l shardLook
 	first := true
@@ -241,5 +260,7 @@ func (s *shard) look() {
 	}
 	l.At = time.Now().UnixNano()
 	s.last = l
-	_ = s.write(shardLine{Look: &l}) // a broken pipe ends the shard at its next command
+	if s.watching {
+		_ = s.write(shardLine{Look: &l}) // a broken pipe ends the shard at its next command
+	}
 }

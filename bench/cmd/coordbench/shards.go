@@ -128,14 +128,8 @@ func (c *shardedCluster) read(j int, p *shardProc, out io.Reader) {
 			c.log.Error("shard wrote a bad line", "shard", j, "line", sc.Text(), "error", err)
 			continue
 		}
-		if l.Look != nil {
-			c.mu.Lock()
-			c.looks[j] = *l.Look
-			c.mu.Unlock()
-			select {
-			case c.changed <- struct{}{}:
-			default:
-			}
+		if !l.Re {
+			c.setLook(j, l.Look)
 			continue
 		}
 		p.replies <- l
@@ -257,10 +251,52 @@ func (c *shardedCluster) agreement() (coord string, at time.Time, ok bool) {
 	return coord, at, !first
 }
 
+// watch has every shard write its looks as they change (on), or stop.
+// The answers carry each shard's summary as it is now (with the time it
+// became so), which becomes the shard's look.
+func (c *shardedCluster) watch(on bool) error {
+	return c.ask(shardCmd{Op: "watch", On: on})
+}
+
+// refresh reads every shard's summary as it is now.
+func (c *shardedCluster) refresh() error { return c.ask(shardCmd{Op: "look"}) }
+
+// ask sends cmd, whose answer carries a look, to every shard.
+func (c *shardedCluster) ask(cmd shardCmd) error {
+	for j := range c.shards {
+		l, err := c.request(j, cmd)
+		if err != nil {
+			return err
+		}
+		c.setLook(j, l.Look)
+	}
+	return nil
+}
+
+// setLook keeps shard j's look (if l is not nil) and wakes waitAgreement.
+func (c *shardedCluster) setLook(j int, l *shardLook) {
+	if l == nil {
+		return
+	}
+	c.mu.Lock()
+	c.looks[j] = *l
+	c.mu.Unlock()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
 // waitAgreement waits until every running member reports the same
 // coordinator (want, if not empty; not not, if not empty) and returns when
-// the last shard came to it.
+// the last shard came to it. The shards watch their members meanwhile
+// (TakeOut has them watch already before the crash, so that the time of
+// every change after it is the shard's own).
 func (c *shardedCluster) waitAgreement(ctx context.Context, want, not string) (time.Time, error) {
+	if err := c.watch(true); err != nil {
+		return time.Time{}, err
+	}
+	defer func() { c.keep(c.watch(false)) }()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
 	defer cancel()
 	for {
@@ -407,6 +443,9 @@ var _ failover.Cluster = (*shardedCluster)(nil)
 // Leader names the coordinator every running member reports, which must
 // be the top-rated member.
 func (c *shardedCluster) Leader() (string, error) {
+	if err := c.refresh(); err != nil {
+		return "", err
+	}
 	if coord, _, ok := c.agreement(); !ok || coord != c.topName() {
 		return "", fmt.Errorf("coordinator %q, want %s agreed (%s)", coord, c.topName(), c.reports())
 	}
@@ -428,6 +467,9 @@ func (c *shardedCluster) TakeOut(ctx context.Context, name string) error {
 	i, err := strconv.Atoi(name)
 	if err != nil || i < 1 || i > c.opts.n {
 		return fmt.Errorf("no member %q", name)
+	}
+	if err := c.watch(true); err != nil {
+		return err
 	}
 	if _, err := c.request(c.shardOf(i), shardCmd{Op: "crash", Name: name}); err != nil {
 		return err
