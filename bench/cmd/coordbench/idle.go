@@ -35,7 +35,11 @@ reads the live heap after the window (after two GCs), per member. With
 -rounds R it then crashes the coordinator R times as 'coordbench failover'
 does (the same driver, -mode crash) and adds the failover times and
 messages: a 1,000-member cluster, which takes minutes to start in one
-process, is started once for both. Prints one JSON object.`
+process, is started once for both. With -procs K the members run in K
+child processes of this one ('coordbench shard', member i in process
+(i-1) mod K), each with its own Go runtime, and -netns puts each process
+in a network namespace of its own; the figures are summed over them.
+Prints one JSON object.`
 
 // idleResult is what idle prints.
 type idleResult struct {

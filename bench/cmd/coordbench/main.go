@@ -36,8 +36,9 @@ Progress goes to stderr; the result to stdout.
   nodesoak   an idle cluster of 'demo node' processes loaded from outside
              (busy processes, or a cgroup CPU quota on every node)
   memory     heap per member with and without electors, after GC
-  idle       an idle cluster in this process: the coordinator's and the
-             followers' sends per second, the process's CPU per member
+  idle       an idle cluster in this process (or, with -procs K, spread
+             over K child processes): the coordinator's and the followers'
+             sends per second, the CPU per member
 
 See 'coordbench failover -h' and so on.`
 
