@@ -66,6 +66,7 @@ func (f *simFlags) setup() (*simSetup, error) {
 		return nil, err
 	}
 	if f.detect == "all" {
+		s.initiate = make([]string, 0, len(ids))
 		for _, id := range ids {
 			if !slices.Contains(s.crashed, id) {
 				s.initiate = append(s.initiate, id)
@@ -107,6 +108,7 @@ func (f *simFlags) memberIDs() ([]string, error) {
 		if n < 1 || n > 1_000_000 {
 			return nil, usagef("-n %d: want 1 to 1000000", f.n)
 		}
+		ids = make([]string, 0, n)
 		for i := 1; i <= n; i++ {
 			ids = append(ids, strconv.Itoa(i))
 		}

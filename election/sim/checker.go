@@ -324,7 +324,7 @@ func (c *Checker) CheckMajority(boundMs int64) bool {
 	maj := c.s.ConnectedMajority()
 	voters := 0
 	for _, id := range maj {
-		if p, _ := c.s.byID[id].node.Roster().Get(id); !p.NonVoter {
+		if p, _ := c.s.member(id).node.Roster().Get(id); !p.NonVoter {
 			voters++
 		}
 	}
@@ -341,7 +341,7 @@ func (c *Checker) CheckMajority(boundMs int64) bool {
 	agreed := func() (core.Status, bool) {
 		var first core.Status
 		for i, id := range maj {
-			sn := c.s.byID[id]
+			sn := c.s.member(id)
 			if !sn.up { // crashed by a late trigger: judge the rest
 				continue
 			}

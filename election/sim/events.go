@@ -135,7 +135,7 @@ func (s *Sim) prefetchNode(i int) {
 // reached this observer (uneven view delays can reorder them), and records
 // e as the newest otherwise.
 func (s *Sim) staleView(e event) bool {
-	subj, ok := s.byID[e.peer.ID]
+	subj, ok := s.find(e.peer.ID)
 	if !ok {
 		return false
 	}
@@ -317,7 +317,7 @@ func (s *Sim) send(m core.Message) { s.sendFrom(-1, m) }
 func (s *Sim) sendFrom(from int, m core.Message) {
 	s.Sent[m.Type]++
 	s.traceMsg(m)
-	to, ok := s.lookup(m.To)
+	to, ok := s.find(m.To)
 	if !ok {
 		s.Lost++
 		return
@@ -344,20 +344,31 @@ func (s *Sim) sendFrom(from int, m core.Message) {
 	s.runaway()
 }
 
-// lookup finds a message's receiver. A broadcast (a heartbeat round, a
-// COORDINATOR to every member) goes to the members in ring order, so the
-// node after the previous receiver is tried first: equal IDs share their
-// bytes, and the comparison costs less than a map lookup.
-func (s *Sim) lookup(id string) (*simNode, bool) {
-	if h := s.nextTo; h < len(s.nodes) && s.nodes[h].id == id {
-		s.nextTo++
-		return s.nodes[h], true
+// find returns the simNode of member id (nil, false: not a member): its
+// ring position in the roster, which is the order of Sim.nodes. A
+// broadcast (a heartbeat round, a COORDINATOR to every member) and a
+// walk over the members go in ring order, one way or the other, so the
+// nodes next to the previous one found are tried first: equal IDs share
+// their bytes, and the comparison costs less than a look-up.
+func (s *Sim) find(id string) (*simNode, bool) {
+	i := s.nextTo
+	switch {
+	case i < len(s.nodes) && s.nodes[i].id == id:
+	case i >= 2 && s.nodes[i-2].id == id:
+		i -= 2
+	default:
+		if i = s.roster.Index(id); i < 0 {
+			return nil, false
+		}
 	}
-	sn, ok := s.byID[id]
-	if ok {
-		s.nextTo = int(sn.idx) + 1
-	}
-	return sn, ok
+	s.nextTo = i + 1
+	return s.nodes[i], true
+}
+
+// member returns the simNode of member id, nil if it is not one.
+func (s *Sim) member(id string) *simNode {
+	sn, _ := s.find(id)
+	return sn
 }
 
 // runaway stops the run when more messages are in flight than any
@@ -386,7 +397,7 @@ func (s *Sim) arrival(from int, m core.Message, to *simNode) int64 {
 	at := s.now + d + s.sendGap
 	if s.cfg.FIFO {
 		if from < 0 {
-			from = int(s.byID[m.From].idx)
+			from = int(s.member(m.From).idx)
 		}
 		at = s.fifo(from, to, at)
 	}

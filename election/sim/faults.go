@@ -18,7 +18,7 @@ type Trigger struct {
 
 // CrashOn arms a trigger.
 func (s *Sim) CrashOn(t Trigger) error {
-	if _, ok := s.byID[t.Node]; !ok {
+	if _, ok := s.find(t.Node); !ok {
 		return fmt.Errorf("sim: trigger on unknown node %q", t.Node)
 	}
 	if t.Nth < 1 {
@@ -53,7 +53,7 @@ func (s *Sim) fire(sn *simNode, msgs []core.Message) bool {
 // Crash stops a node at once: it sends nothing more and messages to it
 // are lost.
 func (s *Sim) Crash(id string) error {
-	sn, ok := s.byID[id]
+	sn, ok := s.find(id)
 	if !ok {
 		return fmt.Errorf("sim: crash: unknown node %q", id)
 	}
@@ -80,7 +80,7 @@ func (s *Sim) crash(sn *simNode) {
 // Restart brings a crashed node back with no state: it starts asleep and
 // elects after its start-up window (docs/algorithms.md, "Start-up").
 func (s *Sim) Restart(id string) error {
-	sn, ok := s.byID[id]
+	sn, ok := s.find(id)
 	if !ok {
 		return fmt.Errorf("sim: restart: unknown node %q", id)
 	}
@@ -107,7 +107,7 @@ func (s *Sim) Restart(id string) error {
 // current is a member as its own node knows itself now (its rating may have
 // changed since the cluster was built).
 func (s *Sim) current(id string) core.Peer {
-	if sn := s.byID[id]; sn.up {
+	if sn := s.member(id); sn.up {
 		if p, ok := sn.node.Roster().Get(id); ok {
 			return p
 		}
@@ -155,7 +155,7 @@ func (s *Sim) Partition(groups ...[]string) error {
 	s.group, s.ring = map[string]int{}, nil
 	for g, ids := range groups {
 		for _, id := range ids {
-			if _, ok := s.byID[id]; !ok {
+			if _, ok := s.find(id); !ok {
 				return fmt.Errorf("sim: partition: unknown node %q", id)
 			}
 			s.group[id] = g + 1
@@ -239,7 +239,7 @@ func (s *Sim) BlockQuiet(from, to string) error { return s.block(from, to, false
 
 func (s *Sim) block(from, to string, inView bool) error {
 	for _, id := range []string{from, to} {
-		if _, ok := s.byID[id]; !ok {
+		if _, ok := s.find(id); !ok {
 			return fmt.Errorf("sim: block: unknown node %q", id)
 		}
 	}
@@ -258,7 +258,7 @@ func (s *Sim) block(from, to string, inView bool) error {
 	}
 	s.check.partitioned() // a block can shrink a coordinator's majority
 	if inView && s.cfg.Mode == core.View && s.cfg.ViewDelayMs >= 0 {
-		for _, p := range [][2]*simNode{{s.byID[from], s.byID[to]}, {s.byID[to], s.byID[from]}} {
+		for _, p := range [][2]*simNode{{s.member(from), s.member(to)}, {s.member(to), s.member(from)}} {
 			if p[0].up && p[1].up {
 				s.scheduleView(p[0], evDown, core.Peer{ID: p[1].id})
 			}
@@ -272,7 +272,7 @@ func (s *Sim) block(from, to string, inView bool) error {
 // partitions (the forger has its own path), is never lost, duplicated or
 // counted as sent, and is not a protocol member's act for the checker.
 func (s *Sim) Forge(m core.Message) error {
-	to, ok := s.byID[m.To]
+	to, ok := s.find(m.To)
 	if !ok {
 		return fmt.Errorf("sim: forge: unknown target %q", m.To)
 	}
@@ -296,7 +296,7 @@ func (s *Sim) MajoritiesRing(order []string) error {
 	}
 	ring := make(map[string]int, len(order))
 	for i, id := range order {
-		if _, ok := s.byID[id]; !ok {
+		if _, ok := s.find(id); !ok {
 			return fmt.Errorf("sim: majorities ring: unknown node %q", id)
 		}
 		if _, dup := ring[id]; dup {
@@ -321,7 +321,7 @@ func (s *Sim) Resign(id string) error { return s.poke(id, func(n *core.Node) { n
 // SetRating changes a node's rating; in View mode the others learn it
 // after the view delay, as from membership metadata.
 func (s *Sim) SetRating(id string, r int64) error {
-	if err := s.poke(id, func(n *core.Node) { n.SetRating(r) }); err != nil || !s.byID[id].up {
+	if err := s.poke(id, func(n *core.Node) { n.SetRating(r) }); err != nil || !s.member(id).up {
 		return err
 	}
 	for _, o := range s.nodes {
@@ -334,7 +334,7 @@ func (s *Sim) SetRating(id string, r int64) error {
 }
 
 func (s *Sim) poke(id string, fn func(*core.Node)) error {
-	sn, ok := s.byID[id]
+	sn, ok := s.find(id)
 	if !ok {
 		return fmt.Errorf("sim: unknown node %q", id)
 	}

@@ -236,7 +236,7 @@ func TestRingsPausedCoordinatorResumes(t *testing.T) {
 			}
 			s.RunFor(1000)
 			view := func(id string, up bool) { // membership tells id about 5
-				sn := s.byID[id]
+				sn := s.member(id)
 				if up {
 					sn.node.PeerUp(s.current("5"))
 				} else {

@@ -7,7 +7,7 @@ import "github.com/coordelect/coordelect/election/core"
 // noticed a failure yet. Call it before Bootstrap.
 func (s *Sim) CrashBefore(ids ...string) error {
 	for _, id := range ids {
-		sn, ok := s.byID[id]
+		sn, ok := s.find(id)
 		if !ok {
 			return errUnknown("crash", id)
 		}
@@ -88,7 +88,7 @@ func (s *Sim) Agreement() (core.Status, bool) {
 	if first {
 		return agreed, false
 	}
-	c, ok := s.byID[agreed.Coordinator]
+	c, ok := s.find(agreed.Coordinator)
 	return agreed, ok && c.up
 }
 

@@ -486,7 +486,7 @@ func (sc *Script) isolate(a args) error {
 	if err != nil {
 		return err
 	}
-	sn, ok := sc.sim.byID[id]
+	sn, ok := sc.sim.find(id)
 	if !ok {
 		return fmt.Errorf("unknown node %q", id)
 	}
@@ -534,7 +534,7 @@ func (sc *Script) views(a args) error {
 // order (a term that does not name its sender).
 func (sc *Script) forge(a args) error {
 	from := sc.resolve(a.str("from", ""))
-	sn, ok := sc.sim.byID[from]
+	sn, ok := sc.sim.find(from)
 	if !ok {
 		return fmt.Errorf("from=%s: want a member", from)
 	}

@@ -27,12 +27,12 @@ func TestSlowSpellStretchesLease(t *testing.T) {
 				}
 			}
 			s := sc.sim
-			lease := s.byID["1"].node.Config().LeaseTicks
+			lease := s.member("1").node.Config().LeaseTicks
 			st, ok := s.Agreement()
 			if !ok {
 				t.Fatalf("no agreement after 5 s of the slow spell: %+v", st)
 			}
-			c := s.byID[st.Coordinator]
+			c := s.member(st.Coordinator)
 			ask := c.node.LeaseAsk()
 			if c.node.Status().State != core.StateCoordinator || ask <= lease {
 				t.Fatalf("coordinator %s after 5 s of round trips above the lease: state %s, asks %d ticks (lease %d); want confirmed with a stretched lease",
@@ -61,7 +61,7 @@ func TestSlowSpellStretchesLease(t *testing.T) {
 				}
 			}
 			st, _ = s.Agreement()
-			if ask := s.byID[st.Coordinator].node.LeaseAsk(); ask != lease {
+			if ask := s.member(st.Coordinator).node.LeaseAsk(); ask != lease {
 				t.Errorf("5 s after the spell the coordinator %s asks a lease of %d ticks, want %d", st.Coordinator, ask, lease)
 			}
 			if !s.check.LeaseStretched || s.check.LeaseHigh <= lease {
