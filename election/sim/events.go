@@ -16,17 +16,31 @@ const (
 	evUp   // view: a PeerUp reaches node
 )
 
+// event is 200 bytes, nearly all of them the message: a burst of a
+// million announcements is a million events, and every delivery writes
+// and reads one.
 type event struct {
 	at   int64
 	seq  uint64
-	kind evKind
-	node int
-	msg  core.Message
-	peer core.Peer
 	inc  int64 // evDeliver: the target's incarnation when sent
+	node int32 // a node's index; evTick: a phase's
+	kind evKind
 	// forged: evDeliver of a frame from Forge, which no partition stops
 	// and which is not in the in-flight counts.
 	forged bool
+	// msg is evDeliver's message; evDown and evUp carry their member in
+	// it instead (viewEvent), rather than in a field of their own.
+	msg core.Message
+}
+
+// viewEvent returns an evDown or evUp event for node about member p.
+func viewEvent(at int64, kind evKind, node int, p core.Peer) event {
+	return event{at: at, kind: kind, node: int32(node), msg: core.Message{From: p.ID, Rating: p.Rating, Confirmed: p.NonVoter}}
+}
+
+// peer returns the member of an evDown or evUp event (viewEvent).
+func (e *event) peer() core.Peer {
+	return core.Peer{ID: e.msg.From, Rating: e.msg.Rating, NonVoter: e.msg.Confirmed}
 }
 
 // phase is the nodes that tick at one offset within the tick interval:
@@ -65,7 +79,7 @@ func (s *Sim) Step() bool {
 	}
 	if e.kind == evTick {
 		s.schedule(event{at: e.at + s.cfg.TickMs, kind: evTick, node: e.node})
-		s.tickPhase(e.node)
+		s.tickPhase(int(e.node))
 		return true
 	}
 	sn := s.nodes[e.node]
@@ -96,9 +110,9 @@ func (s *Sim) Step() bool {
 			return true
 		}
 		if e.kind == evDown {
-			s.input(sn).PeerDown(e.peer.ID)
+			s.input(sn).PeerDown(e.peer().ID)
 		} else {
-			s.input(sn).PeerUp(e.peer)
+			s.input(sn).PeerUp(e.peer())
 		}
 	}
 	s.flush(sn)
@@ -135,11 +149,11 @@ func (s *Sim) prefetchNode(i int) {
 // reached this observer (uneven view delays can reorder them), and records
 // e as the newest otherwise.
 func (s *Sim) staleView(e event) bool {
-	subj, ok := s.find(e.peer.ID)
+	subj, ok := s.find(e.peer().ID)
 	if !ok {
 		return false
 	}
-	k := [2]int{e.node, int(subj.idx)}
+	k := [2]int{int(e.node), int(subj.idx)}
 	if e.seq < s.viewSeq[k] {
 		return true
 	}
@@ -339,7 +353,7 @@ func (s *Sim) sendFrom(from int, m core.Message) {
 		}
 		s.inFlight[m.Type]++
 		s.inFlightAll++
-		s.schedule(event{at: s.arrival(from, m, to), kind: evDeliver, node: int(to.idx), msg: m, inc: to.inc})
+		s.schedule(event{at: s.arrival(from, m, to), kind: evDeliver, node: to.idx, msg: m, inc: to.inc})
 	}
 	s.runaway()
 }

@@ -139,7 +139,7 @@ func (s *Sim) scheduleView(o *simNode, kind evKind, p core.Peer) {
 	}
 	at := s.now + d
 	s.viewUntil = max(s.viewUntil, at)
-	s.schedule(event{at: at, kind: kind, node: int(o.idx), peer: p})
+	s.schedule(viewEvent(at, kind, int(o.idx), p))
 }
 
 // SetViewDelay changes how long membership takes to report a change, from
@@ -282,7 +282,7 @@ func (s *Sim) Forge(m core.Message) error {
 	if span := s.cfg.DelayMax - s.cfg.DelayMin; span > 0 {
 		d += s.rng.Int64N(span + 1)
 	}
-	s.schedule(event{at: s.now + d, kind: evDeliver, node: int(to.idx), msg: m, inc: to.inc, forged: true})
+	s.schedule(event{at: s.now + d, kind: evDeliver, node: to.idx, msg: m, inc: to.inc, forged: true})
 	return nil
 }
 

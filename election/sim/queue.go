@@ -142,7 +142,7 @@ func (q *eventQueue) nextNode(k int) int {
 	}
 	if i := b.head + k - 1; i < b.first.n {
 		if e := &b.first.evs[i]; e.kind != evTick {
-			return e.node
+			return int(e.node)
 		}
 	}
 	return -1

@@ -219,7 +219,7 @@ func New(cfg Config) (*Sim, error) {
 		}
 	}
 	for i, p := range s.phases {
-		s.schedule(event{at: p.offset, kind: evTick, node: i})
+		s.schedule(event{at: p.offset, kind: evTick, node: int32(i)})
 	}
 	return s, nil
 }
