@@ -3,11 +3,11 @@ package membership
 import (
 	"errors"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/coordelect/coordelect/election/core"
 )
@@ -122,13 +122,19 @@ func TestOutLinkNoLostWakeup(t *testing.T) {
 		active.Add(-1)
 	}
 	// waitSent waits until producer p's frame i has been sent: the link
-	// then goes idle often, while the other producers keep enqueuing.
+	// then goes idle often, while the other producers keep enqueuing. A
+	// frame that waits with no goroutine to send it is never sent.
 	waitSent := func(p, i int) {
+		deadline := time.Now().Add(waitTimeout)
 		for {
 			mu.Lock()
 			done := next[p] > i
 			mu.Unlock()
 			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("producer %d: frame %d queued and never sent (a lost wake-up)", p, i)
 				return
 			}
 			runtime.Gosched()
@@ -235,13 +241,4 @@ func TestSenderIdleLinksHoldNoGoroutine(t *testing.T) {
 
 // linkGoroutines counts the goroutines running outLink.run, in this
 // process.
-func linkGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "membership.(*outLink).run(")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
+func linkGoroutines() int { return goroutinesWith("membership.(*outLink).run(") }
