@@ -103,8 +103,9 @@ func TestIdleNodeKeepsNoOnDemandGoroutine(t *testing.T) {
 			}
 		}
 	}
-	if !waitUntil(waitTimeout, func() bool { return len(ms[0].messages()) == 5 && len(ms[1].messages()) == 5 }) {
-		t.Fatalf("received %d and %d of 5", len(ms[0].messages()), len(ms[1].messages()))
+	tried := func(m *member) bool { s := m.Stats(); return s.Sent+s.SendFailed == 5 }
+	if !waitUntil(waitTimeout, func() bool { return tried(ms[0]) && tried(ms[1]) }) {
+		t.Fatalf("stats %+v and %+v: want 5 sends tried by each", ms[0].Stats(), ms[1].Stats())
 	}
 	if !waitUntil(waitTimeout, func() bool { return onDemandGoroutines() == 0 }) {
 		t.Fatalf("%d on-demand goroutines left running on idle members", onDemandGoroutines())
