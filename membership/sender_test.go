@@ -225,7 +225,7 @@ func TestSenderIdleLinksHoldNoGoroutine(t *testing.T) {
 		send("n3", uint32(i))
 	}
 	if !waitUntil(waitTimeout, func() bool { return len(n2.messages()) == 20 && len(ms[2].messages()) == 20 }) {
-		t.Fatalf("received %d and %d of 20", len(n2.messages()), len(ms[2].messages()))
+		t.Fatalf("received %d and %d of 20; sender's stats %+v", len(n2.messages()), len(ms[2].messages()), n1.Stats())
 	}
 	if !waitUntil(waitTimeout, func() bool { return linkGoroutines() == 0 }) {
 		t.Fatalf("%d link goroutines left with nothing to send", linkGoroutines())
