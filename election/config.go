@@ -139,8 +139,9 @@ type Config struct {
 
 // Callbacks are the leadership notifications, in the style of client-go's
 // leaderelection.LeaderCallbacks. Every field is optional. They are called
-// one at a time, in the order the changes happened, on one notifier
-// goroutine: a callback that blocks delays the ones after it but never the
+// one at a time, in the order the changes happened, on a notifier
+// goroutine (one that runs while callbacks are due, not the protocol
+// loop's): a callback that blocks delays the ones after it but never the
 // election itself.
 type Callbacks struct {
 	// OnStartedLeading is called when this node becomes coordinator in

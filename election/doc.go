@@ -10,7 +10,7 @@
 // events become Step, PeerUp, PeerDown and PeerRating; local requests
 // (Resign, SetRating) are run on the same goroutine. After every event the loop sends what the node queued and
 // reports changes: observers (Observe, Leader, IsLeader, Status), the
-// Callbacks (on a notifier goroutine of their own), the Recorder and the
+// Callbacks (on a notifier goroutine, while any are due), the Recorder and the
 // logger. Nothing the loop calls may block it.
 //
 //	e, err := election.New(election.Config{

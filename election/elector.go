@@ -170,13 +170,12 @@ func (e *Elector) Run(ctx context.Context) error {
 		return err
 	}
 	defer e.wg.Done()
-	go e.notify.run()
+	e.notify.begin()
 	e.runCtx = ctx
 	err := e.loop(ctx)
 	e.markClosed()
 	close(e.done)
-	close(e.notify.stop)
-	<-e.notify.done
+	e.notify.wait()
 	return err
 }
 

@@ -165,7 +165,13 @@ const (
 )
 
 // notifier runs the Callbacks on a goroutine of its own, one at a time, in
-// the order the loop queued them (client-go leaderelection style). The
+// the order the loop queued them (client-go leaderelection style): a
+// callback may block (OnStartedLeading for the whole term, a slow
+// OnNewLeader), and the loop must not wait for it. The goroutine runs only
+// while notifications wait or a callback runs: push starts it when none
+// runs, and it returns when it finds the queue empty; both under mu, so no
+// notification is left without a goroutine. A member that is not leading
+// and whose callbacks have returned keeps no goroutine for them. The
 // queue is unbounded but short: consecutive OnNewLeader notifications that
 // nobody has seen yet collapse into the newest.
 type notifier struct {
@@ -173,39 +179,61 @@ type notifier struct {
 	retry time.Duration     // between Claim attempts
 	done1 func(term uint64) // the leader work of term has returned
 	// started is the last term whose OnStartedLeading ran (Claim passed):
-	// only such a term gets OnStoppedLeading.
+	// only such a term gets OnStoppedLeading. Owned by the running
+	// goroutine; the next one starts under mu after it returned under mu.
 	started uint64
 	mu      sync.Mutex
 	queue   []notification
-	wake    chan struct{} // one slot: "the queue is not empty"
-	stop    chan struct{} // closed by the loop after its last push
-	done    chan struct{} // closed when run returns
+	held    bool           // no delivery before begin (Run has not started)
+	running bool           // a goroutine delivers the queue
+	wg      sync.WaitGroup // that goroutine
 }
 
 func newNotifier(cb Callbacks, retry time.Duration, workDone func(term uint64)) *notifier {
-	return &notifier{cb: cb, retry: retry, done1: workDone, wake: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
+	return &notifier{cb: cb, retry: retry, done1: workDone, held: true}
 }
 
 // push queues x; it never blocks. It reports whether x was queued (some
-// callback wants it).
+// callback wants it). Only the loop calls it (or, before Run, a caller
+// holding the Elector's mu).
 func (n *notifier) push(x notification) bool {
 	if !n.wanted(x.kind) {
 		return false
 	}
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	if k := len(n.queue); x.kind == notifyNewLeader && k > 0 && n.queue[k-1].kind == notifyNewLeader {
 		n.queue[k-1] = x
 	} else {
 		n.queue = append(n.queue, x)
 	}
-	n.mu.Unlock()
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
+	n.startLocked()
 	return true
 }
+
+// begin lets deliveries start (Run has started); those queued before
+// begin now.
+func (n *notifier) begin() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.held = false
+	n.startLocked()
+}
+
+// startLocked starts the delivering goroutine if notifications wait and
+// none runs. n.mu is held.
+func (n *notifier) startLocked() {
+	if n.held || n.running || len(n.queue) == 0 {
+		return
+	}
+	n.running = true
+	n.wg.Add(1)
+	go n.run()
+}
+
+// wait returns once every notification pushed so far has been delivered
+// (the loop calls it after its last push).
+func (n *notifier) wait() { n.wg.Wait() }
 
 func (n *notifier) wanted(k notifyKind) bool {
 	switch k {
@@ -217,24 +245,15 @@ func (n *notifier) wanted(k notifyKind) bool {
 	return n.cb.OnNewLeader != nil
 }
 
-// run delivers notifications until stop is closed and the queue is empty.
+// run is the delivering goroutine: it delivers the queue until it finds
+// it empty.
 func (n *notifier) run() {
-	defer close(n.done)
-	for {
-		select {
-		case <-n.wake:
-			n.drain()
-		case <-n.stop:
-			n.drain()
-			return
-		}
-	}
-}
-
-func (n *notifier) drain() {
+	defer n.wg.Done()
 	for {
 		n.mu.Lock()
 		if len(n.queue) == 0 {
+			n.queue = nil
+			n.running = false
 			n.mu.Unlock()
 			return
 		}

@@ -41,8 +41,9 @@ func TestObserversOverride(t *testing.T) {
 }
 
 // TestNotifierOrder: callbacks run one at a time in queue order, unread
-// OnNewLeader notifications collapse into the newest, and run returns once
-// stop is closed and the queue is drained.
+// OnNewLeader notifications collapse into the newest, and the delivering
+// goroutine returns once the queue is drained (wait would block forever,
+// and synctest report the deadlock, if it stayed).
 func TestNotifierOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
@@ -54,7 +55,7 @@ func TestNotifierOrder(t *testing.T) {
 			OnStoppedLeading: func(uint64) { add("stopped") },
 			OnNewLeader:      func(l Leadership) { add("leader " + l.Coordinator) },
 		}, time.Millisecond, func(uint64) {})
-		go n.run()
+		n.begin()
 		n.push(notification{kind: notifyNewLeader, l: Leadership{Coordinator: "a"}})
 		n.push(notification{kind: notifyStarted, l: Leadership{Term: 7}, ctx: context.Background()})
 		synctest.Wait() // the notifier is blocked in OnStartedLeading
@@ -63,8 +64,7 @@ func TestNotifierOrder(t *testing.T) {
 			n.push(notification{kind: notifyNewLeader, l: Leadership{Coordinator: id}})
 		}
 		close(release)
-		close(n.stop)
-		<-n.done
+		n.wait()
 		want := []string{"leader a", "started", "stopped", "leader d"}
 		if !slices.Equal(got, want) {
 			t.Errorf("callbacks = %q, want %q", got, want)
@@ -80,4 +80,36 @@ func TestNotifierSkipsUnsetCallbacks(t *testing.T) {
 	if len(n.queue) != 0 {
 		t.Errorf("queued %d notifications for unset callbacks", len(n.queue))
 	}
+}
+
+// TestNotifierGoroutineOnlyWhileDelivering: nothing is delivered before
+// begin (Run); after it, a goroutine delivers what waits and returns, and
+// the next push starts another. A goroutine left behind on an empty queue
+// would make wait block forever, which synctest reports as a deadlock.
+func TestNotifierGoroutineOnlyWhileDelivering(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var got []string
+		n := newNotifier(Callbacks{
+			OnNewLeader: func(l Leadership) { mu.Lock(); got = append(got, l.Coordinator); mu.Unlock() },
+		}, time.Millisecond, func(uint64) {})
+		n.push(notification{kind: notifyNewLeader, l: Leadership{Coordinator: "early"}})
+		synctest.Wait()
+		if len(got) != 0 || n.running {
+			t.Fatalf("delivered %q (running %v) before begin", got, n.running)
+		}
+		n.begin()
+		n.wait()
+		for _, id := range []string{"b", "c"} {
+			synctest.Wait()
+			if n.running {
+				t.Fatal("the delivering goroutine still runs with the queue empty")
+			}
+			n.push(notification{kind: notifyNewLeader, l: Leadership{Coordinator: id}})
+			n.wait()
+		}
+		if want := []string{"early", "b", "c"}; !slices.Equal(got, want) {
+			t.Errorf("callbacks = %q, want %q", got, want)
+		}
+	})
 }

@@ -1,7 +1,6 @@
 package membership
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -208,26 +207,6 @@ func phaseOf(ev election.Event) string {
 		return ""
 	}
 	return fmt.Sprintf("#%d", ev.Message.Phase)
-}
-
-func TestOutLinkQueue(t *testing.T) {
-	c := &counters{}
-	l := &outLink{ready: make(chan struct{}, 1), done: make(chan struct{})}
-	for range 2 {
-		if err := l.enqueue(outItem{}, 2, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.enqueue(outItem{}, 2, c); !errors.Is(err, ErrQueueFull) || c.sendQueueFull.Load() != 1 {
-		t.Fatalf("third enqueue: %v, counted %d", err, c.sendQueueFull.Load())
-	}
-	l.stop()
-	if err := l.enqueue(outItem{}, 2, c); !errors.Is(err, ErrUnknownPeer) {
-		t.Fatalf("enqueue on a stopped link: %v", err)
-	}
-	if n := l.drop(); n != 2 {
-		t.Fatalf("drop = %d", n)
-	}
 }
 
 // A member's first message can overtake its join: it is held, not

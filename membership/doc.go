@@ -29,8 +29,10 @@
 //
 // # Sending
 //
-// Send never waits on the network: each peer has a FIFO queue and a sender
-// goroutine, started on the first Send and stopped when the peer leaves.
+// Send never waits on the network: each peer has a FIFO queue, and a sender
+// goroutine while the queue holds frames (the Send that finds it idle
+// starts one; it returns when the queue is empty); the queue is dropped
+// when the peer leaves.
 // Heartbeats go as one UDP datagram (SendBestEffort); everything else over
 // TCP (SendReliable). memberlist opens a connection per reliable message,
 // so two of them can arrive swapped: the sender numbers them per link and

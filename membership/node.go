@@ -24,10 +24,12 @@ import (
 // and carries core.Messages between members.
 //
 // Lifecycle: New creates the memberlist (listening at once), joins the
-// Seeds, and starts the Node's goroutines: the dispatcher (memberlist
-// callbacks to Events), one sender per peer written to, the rating
-// publisher and the seed re-joiner. Leave announces a graceful exit; Close
-// stops everything (without Leave, other members see a crash). All
+// Seeds, and starts the Node's goroutine, the dispatcher (memberlist
+// callbacks to Events), and its timers. Other goroutines run only while
+// they have work (background.go): a link's sender while frames wait for
+// its peer, the rating publisher after SetRating, the joiner when a join
+// is due, the shutdown after a fatal error. Leave announces a graceful
+// exit; Close stops everything (without Leave, other members see a crash). All
 // methods are safe for concurrent use; Send and SetRating never wait on
 // the network.
 type Node struct {
@@ -45,16 +47,22 @@ type Node struct {
 
 	metaMu     sync.Mutex
 	meta       meta
-	rated      chan struct{} // capacity 1: the rating changed
+	publisher  onDemand // re-advertises the metadata (publish)
 	updateWait time.Duration
 
-	restarted chan string            // addresses to join at once (see NotifyPingComplete)
-	joined    atomic.Bool            // a join has reached a member (seed or other)
-	joinErr   atomic.Pointer[string] // the last join's error, "" after a success
+	bg         spawner  // the on-demand goroutines and the timers
+	joiner     onDemand // makes the joins due (runJoins)
+	jobs       joinJobs
+	rejoinWait time.Duration          // until the seeds' next turn; owned by the joiner
+	rejoinT    *time.Timer            // the seeds' turn; under bg's lock
+	departedT  *time.Timer            // the departed members' turn (every fastRejoinWait); under bg's lock
+	joined     atomic.Bool            // a join has reached a member (seed or other)
+	joinErr    atomic.Pointer[string] // the last join's error, "" after a success
 
 	failOnce sync.Once
 	failErr  atomic.Pointer[error]
 	failed   chan struct{} // closed by fail
+	created  chan struct{} // closed once ml is set
 
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -100,8 +108,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.out.ml = n.ml
 	n.addr = n.ml.LocalNode().FullAddress().Addr
-	n.goFunc(n.publishRatings)
-	n.goFunc(n.shutdownOnFailure)
+	close(n.created)
 	if len(cfg.Seeds) > 0 {
 		if _, err := n.Join(cfg.Seeds...); err != nil && n.Err() == nil {
 			n.warnJoin(cfg.Seeds, err)
@@ -114,7 +121,7 @@ func New(cfg Config) (*Node, error) {
 		_ = n.Close()
 		return nil, err
 	}
-	n.goFunc(n.rejoinLoop)
+	n.startJoiner()
 	n.log.Info("member started", "name", cfg.Name, "addr", n.addr, "boot", n.boot)
 	return n, nil
 }
@@ -161,12 +168,13 @@ func (n *Node) keyMismatch(line string) {
 // fail records a fatal error: this node must not take part any more (it
 // holds a name another member has). It never blocks, so memberlist's
 // callbacks may call it: the dispatcher closes Events, which stops the
-// elector, and shutdownOnFailure shuts memberlist down. The first error
-// wins.
+// elector, and a goroutine of its own runs shutdownOnFailure. The first
+// error wins.
 func (n *Node) fail(err error) {
 	n.failOnce.Do(func() {
 		n.failErr.Store(&err)
 		close(n.failed)
+		n.bg.goFunc(n.shutdownOnFailure)
 	})
 }
 
@@ -182,11 +190,12 @@ func (n *Node) Err() error {
 
 // shutdownOnFailure shuts memberlist down after a fatal error, without a
 // leave message: a leave under a name another member holds would be taken
-// as that member's. Close is still to be called.
+// as that member's. Close is still to be called (and shuts memberlist down
+// itself if it comes first).
 func (n *Node) shutdownOnFailure() {
 	select {
 	case <-n.stop:
-	case <-n.failed:
+	case <-n.created: // a failure during memberlist.Create is handled once it returns
 		n.log.Error("leaving the cluster: fatal membership error", "error", n.Err())
 		n.inbox.close()
 		if err := n.ml.Shutdown(); err != nil {
@@ -206,13 +215,13 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	n := &Node{cfg: cfg, log: logger, boot: boot, rated: make(chan struct{}, 1),
-		stop: make(chan struct{}), failed: make(chan struct{})}
+	n := &Node{cfg: cfg, log: logger, boot: boot,
+		stop: make(chan struct{}), failed: make(chan struct{}), created: make(chan struct{})}
+	n.bg.wg = &n.wg
 	n.meta = meta{Rating: cfg.Rating, NonVoter: cfg.NonVoter, Boot: boot, Algorithm: cfg.Algorithm.String(), Payload: cfg.Payload,
 		Quorum: uint64(cfg.QuorumSize), Heartbeat: uint64(cfg.HeartbeatInterval),
 		Misses: uint64(cfg.HeartbeatMisses), Lease: uint64(cfg.QuorumLease)}
 	n.inbox = newInbox(cfg.QueueSize, &n.stats)
-	n.restarted = make(chan string, 16)
 	n.table = newTable(cfg.Name, n.meta, 0, logger, &n.stats) // forget: below, from memberlist's config
 	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.Name, n.meta, n.table, logger, &n.stats, n.fail),
 		ack: binary.BigEndian.AppendUint64(nil, boot), rejoin: n.askJoin, keyMismatch: n.keyMismatch}
@@ -325,27 +334,29 @@ func (n *Node) updateMeta(change func(*meta)) error {
 	n.del.meta.Store(&b)
 	n.table.setSelfMeta(n.meta)
 	n.metaMu.Unlock()
-	select {
-	case n.rated <- struct{}{}:
-	default: // a publication is already due; it reads the latest meta
-	}
+	n.publisher.kick(&n.bg, n.publish) // a publication already due reads the latest meta
 	return nil
 }
 
-// publishRatings re-advertises the metadata after each SetRating or
-// SetPayload. It runs
-// on its own goroutine because memberlist.UpdateNode waits for the
+// publish re-advertises the metadata after a SetRating or SetPayload, on
+// a goroutine of its own because memberlist.UpdateNode waits for the
 // broadcast; a timeout there is harmless (push/pull spreads it too).
-func (n *Node) publishRatings() {
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-n.rated:
-			if err := n.ml.UpdateNode(n.updateWait); err != nil {
-				n.log.Debug("rating update not yet gossiped", "error", err)
-			}
-		}
+func (n *Node) publish() {
+	if n.stopping() {
+		return
+	}
+	if err := n.ml.UpdateNode(n.updateWait); err != nil {
+		n.log.Debug("rating update not yet gossiped", "error", err)
+	}
+}
+
+// stopping reports whether Close has begun.
+func (n *Node) stopping() bool {
+	select {
+	case <-n.stop:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -369,10 +380,17 @@ func (n *Node) Join(addrs ...string) (int, error) {
 
 // askJoin queues addr for an immediate join; it never blocks (memberlist's
 // probe goroutine calls it), and drops the request when many are queued.
+// Before New has made its own joins, the join waits for them.
 func (n *Node) askJoin(addr string) {
-	select {
-	case n.restarted <- addr:
-	default:
+	j := &n.jobs
+	j.mu.Lock()
+	if len(j.restarted) < maxRestartedJoins {
+		j.restarted = append(j.restarted, addr)
+	}
+	ready := j.ready
+	j.mu.Unlock()
+	if ready {
+		n.joiner.kick(&n.bg, n.runJoins)
 	}
 }
 
@@ -397,58 +415,88 @@ func (n *Node) introduce(addr string) {
 // finds itself within tens of milliseconds, not a RejoinInterval later.
 const minRejoinWait = 20 * time.Millisecond
 
-// rejoinLoop joins, at once, the members whose probe answers show a
-// restart (askJoin), and re-joins the seeds and the recently departed
-// members: with backoff from minRejoinWait until a join has succeeded,
-// then every RejoinInterval. memberlist forgets dead members after
-// GossipToTheDeadTime; after that the two sides of a healed partition
-// would never probe each other again, so someone must join.
-func (n *Node) rejoinLoop() {
-	var t *time.Timer
-	var tick <-chan time.Time
-	wait := n.cfg.RejoinInterval
-	if wait > 0 {
+// startJoiner lets the joins start, once New has made its own: at once
+// those of members whose probe answers show a restart (askJoin), and the
+// re-joins of the seeds and of the recently departed members: with
+// backoff from minRejoinWait until a join has succeeded, then every
+// RejoinInterval (rejoinT), and every fastRejoinWait (departedT).
+// memberlist forgets dead members after GossipToTheDeadTime; after that
+// the two sides of a healed partition would never probe each other
+// again, so someone must join.
+func (n *Node) startJoiner() {
+	if wait := n.cfg.RejoinInterval; wait > 0 {
 		if !n.joined.Load() && len(n.cfg.Seeds) > 0 {
 			wait = min(minRejoinWait, wait)
 		}
-		t = time.NewTimer(wait)
-		defer t.Stop()
-		tick = t.C
+		n.rejoinWait = wait
+		n.bg.afterFunc(&n.rejoinT, wait, func() { n.due(func(j *joinJobs) { j.rejoin = true }) })
+		n.bg.afterFunc(&n.departedT, fastRejoinWait, n.departedTurn)
 	}
-	fast := time.NewTicker(fastRejoinWait)
-	defer fast.Stop()
-	for {
-		select {
-		case <-n.stop:
+	j := &n.jobs
+	j.mu.Lock()
+	j.ready = true
+	pending := len(j.restarted) > 0
+	j.mu.Unlock()
+	if pending {
+		n.joiner.kick(&n.bg, n.runJoins)
+	}
+}
+
+// due records a join job and has the joiner run.
+func (n *Node) due(set func(*joinJobs)) {
+	n.jobs.mu.Lock()
+	set(&n.jobs)
+	n.jobs.mu.Unlock()
+	n.joiner.kick(&n.bg, n.runJoins)
+}
+
+// departedTurn is departedT's: when this node is to re-join members that
+// departed lately, it has the joiner do so; the timer goes on either way.
+func (n *Node) departedTurn() {
+	if targets := n.departedTargets(); len(targets) > 0 {
+		n.due(func(j *joinJobs) { j.departed = targets })
+	}
+	n.bg.reset(&n.departedT, fastRejoinWait)
+}
+
+// runJoins is the joiner's work: the joins due, one after another, as
+// long as the Node is not closing.
+func (n *Node) runJoins() {
+	restarted, rejoin, departed := n.jobs.take()
+	for _, addr := range restarted {
+		if n.stopping() {
 			return
-		case addr := <-n.restarted:
-			n.joinRestarted(addr)
-		case <-tick:
-			n.rejoin()
-			wait = n.nextRejoinWait(wait)
-			t.Reset(wait)
-		case <-fast.C:
-			n.rejoinDeparted()
+		}
+		n.joinRestarted(addr)
+	}
+	if rejoin && !n.stopping() {
+		n.rejoin()
+		n.rejoinWait = n.nextRejoinWait(n.rejoinWait)
+		n.bg.reset(&n.rejoinT, n.rejoinWait)
+	}
+	if len(departed) > 0 && !n.stopping() {
+		if _, err := n.ml.Join(departed); err != nil {
+			n.log.Trace("departed members not back yet", "targets", departed, "error", err)
 		}
 	}
 }
 
 // fastRejoinWait is how often the members that died or left lately are
-// tried again (rejoinDeparted): a member restarted after the others
+// tried again (departedTurn): a member restarted after the others
 // declared it dead, a seed restarted without seeds of its own above all,
 // is back within about this long, not RejoinInterval.
 const fastRejoinWait = 500 * time.Millisecond
 
-// rejoinDeparted joins the members that died or left lately, if any (the
-// table forgets them after a while); the seeds wait for rejoin. In a
-// large cluster only about restartJoiners members try at each tick
-// (takesTurn): a member that comes back needs one join to be found, and
-// a starved process whose members declare each other dead must not have
-// every member push-pull its whole member list with each of them twice a
-// second, which starves it further.
-func (n *Node) rejoinDeparted() {
+// departedTargets lists the members that died or left lately, if any
+// (the table forgets them after a while), for the joiner to join; the
+// seeds wait for rejoin. In a large cluster only about restartJoiners
+// members try at each turn (takesTurn): a member that comes back needs
+// one join to be found, and a starved process whose members declare each
+// other dead must not have every member push-pull its whole member list
+// with each of them twice a second, which starves it further.
+func (n *Node) departedTargets() []string {
 	if !n.joined.Load() || n.cfg.RejoinInterval <= 0 || !n.takesTurn() {
-		return
+		return nil
 	}
 	var targets []string
 	for _, a := range n.table.departed(maxRejoinDeparted) {
@@ -456,12 +504,7 @@ func (n *Node) rejoinDeparted() {
 			targets = append(targets, a)
 		}
 	}
-	if len(targets) == 0 {
-		return
-	}
-	if _, err := n.ml.Join(targets); err != nil {
-		n.log.Trace("departed members not back yet", "targets", targets, "error", err)
-	}
+	return targets
 }
 
 // takesTurn reports whether this node is one of the about restartJoiners
@@ -608,6 +651,7 @@ func (n *Node) Close() error {
 	err := n.ml.Shutdown()
 	n.out.close()
 	n.inbox.close()
+	n.bg.close()
 	n.wg.Wait()
 	n.log.Info("member stopped", "name", n.cfg.Name)
 	return err

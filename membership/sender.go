@@ -27,7 +27,8 @@ var (
 	ErrQueueFull = errors.New("membership: send queue full")
 )
 
-// sender owns one outLink (a FIFO and a goroutine) per destination.
+// sender owns one outLink (a FIFO, and a goroutine while it is not
+// empty) per destination.
 type sender struct {
 	ml        *memberlist.Memberlist // set once memberlist exists
 	table     *table
@@ -43,28 +44,37 @@ type sender struct {
 }
 
 // outLink is the send side of one link: frames for one incarnation (boot
-// ID) of one peer, sent in FIFO order by one goroutine. Reliable frames are
-// numbered from 1 (frameHeader.Seq) so that the receiver can restore the order
-// that memberlist's connection-per-message SendReliable loses.
+// ID) of one peer, sent in FIFO order by one goroutine at a time. Reliable
+// frames are numbered from 1 (frameHeader.Seq) so that the receiver can
+// restore the order that memberlist's connection-per-message SendReliable
+// loses.
+//
+// The goroutine runs only while the queue holds frames: the enqueue that
+// finds the link idle starts it, and it returns when it finds the queue
+// empty. Both happen under mu, so a frame is never left without a
+// goroutine to send it. An idle link costs no goroutine: a coordinator
+// keeps a link to every member, and a goroutine per link was most of
+// what its stacks cost (docs/performance.md).
 //
 // Sends are one at a time, so a peer that does not answer TCP holds its
 // own link (not the others) for up to memberlist's TCPTimeout per frame;
 // frames queue behind, up to Config.SendQueueSize, until failure detection
 // declares the peer dead and the link stops.
 type outLink struct {
-	to   target
-	prev *outLink // the link this one replaced: its goroutine ends first
+	to target
 
 	mu      sync.Mutex
 	queue   []outItem
-	stopped bool
-	ready   chan struct{} // capacity 1: "queue is not empty"
-	done    chan struct{} // closed by stop
-	exited  chan struct{} // closed when the goroutine has returned
+	running bool          // a goroutine sends the queue
+	stopped bool          // no more frames; exited is closed once idle
+	exited  chan struct{} // closed when stopped and no goroutine runs, nor will
 
-	// Owned by the goroutine; a successor reads them after exited.
-	seq uint64 // last sequence number sent
-	buf []byte
+	// Owned by the running goroutine; each next one (started under mu
+	// after the last returned under it) and a successor link (after
+	// exited) take them over.
+	prev *outLink // the link this one replaced, until inherit
+	seq  uint64   // last sequence number sent
+	buf  []byte
 }
 
 type outItem struct {
@@ -83,7 +93,11 @@ func (s *sender) send(m core.Message) error {
 	if err != nil {
 		return err
 	}
-	return l.enqueue(it, s.queueSize, s.stats)
+	if start, err := l.enqueue(it, s.queueSize, s.stats, s.wg); !start {
+		return err
+	}
+	go l.run(s.wg, s.stats, s.transmit)
+	return nil
 }
 
 // bestEffort: heartbeats go by UDP; election traffic by TCP.
@@ -111,11 +125,8 @@ func (s *sender) link(name string) (*outLink, error) {
 	if old != nil {
 		old.stop()
 	}
-	l := &outLink{to: t, prev: old, ready: make(chan struct{}, 1),
-		done: make(chan struct{}), exited: make(chan struct{})}
+	l := &outLink{to: t, prev: old, exited: make(chan struct{})}
 	s.links[name] = l
-	s.wg.Add(1)
-	go s.run(l)
 	return l, nil
 }
 
@@ -149,32 +160,35 @@ func (s *sender) close() {
 	}
 }
 
-// run is a link's goroutine.
-func (s *sender) run(l *outLink) {
-	defer s.wg.Done()
-	defer close(l.exited)
-	if p := l.prev; p != nil {
-		<-p.exited
-		if p.to.boot == l.to.boot {
-			l.seq = p.seq
-		}
-		l.prev = nil
-	}
+// run is the link's goroutine (counted in wg by enqueue): it sends the
+// queue with transmit until it finds the queue empty or the link stopped.
+func (l *outLink) run(wg *sync.WaitGroup, stats *counters, transmit func(*outLink, outItem)) {
+	defer wg.Done()
+	l.inherit()
 	for {
-		select {
-		case <-l.done:
-			s.stats.sendAbandoned.Add(uint64(l.drop()))
+		it, ok := l.next(stats)
+		if !ok {
 			return
-		case <-l.ready:
 		}
-		for !l.isStopped() {
-			it, ok := l.pop()
-			if !ok {
-				break
-			}
-			s.transmit(l, it)
-		}
+		transmit(l, it)
 	}
+}
+
+// inherit takes over the sequence numbers of the link l replaced, if it
+// went to the same incarnation, once no goroutine of that link runs. A
+// replaced link that never started a goroutine has not inherited from its
+// own predecessor yet: it does so first, on this goroutine.
+func (l *outLink) inherit() {
+	p := l.prev
+	if p == nil {
+		return
+	}
+	<-p.exited
+	p.inherit()
+	if p.to.boot == l.to.boot {
+		l.seq = p.seq
+	}
+	l.prev = nil
 }
 
 // transmit sends one frame. A reliable frame takes the next sequence
@@ -204,53 +218,64 @@ func (s *sender) transmit(l *outLink, it outItem) {
 	s.stats.sent.Add(1)
 }
 
-func (l *outLink) enqueue(it outItem, max int, stats *counters) error {
-	l.mu.Lock()
-	switch {
-	case l.stopped:
-		l.mu.Unlock()
-		return fmt.Errorf("%w: %q left", ErrUnknownPeer, l.to.node.Name)
-	case len(l.queue) >= max:
-		l.mu.Unlock()
-		stats.sendQueueFull.Add(1)
-		return fmt.Errorf("%w: %d frames for %q", ErrQueueFull, max, l.to.node.Name)
-	}
-	l.queue = append(l.queue, it)
-	l.mu.Unlock()
-	select {
-	case l.ready <- struct{}{}:
-	default:
-	}
-	return nil
-}
-
-func (l *outLink) pop() (outItem, bool) {
+// enqueue queues it. It reports whether the caller must start the link's
+// goroutine (s.run): the link was idle. It counts the goroutine in wg
+// under l.mu, so a Close that stops the link after waits for it.
+func (l *outLink) enqueue(it outItem, max int, stats *counters, wg *sync.WaitGroup) (start bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	switch {
+	case l.stopped:
+		return false, fmt.Errorf("%w: %q left", ErrUnknownPeer, l.to.node.Name)
+	case len(l.queue) >= max:
+		stats.sendQueueFull.Add(1)
+		return false, fmt.Errorf("%w: %d frames for %q", ErrQueueFull, max, l.to.node.Name)
+	}
+	l.queue = append(l.queue, it)
+	if l.running {
+		return false, nil
+	}
+	l.running = true
+	wg.Add(1)
+	return true, nil
+}
+
+// next pops the first frame for the running goroutine. When the link has
+// stopped, it abandons the queue (counted) instead; when it has stopped or
+// the queue is empty, the goroutine is to return: ok is false, and the
+// link is idle (exited is closed if it stopped).
+func (l *outLink) next(stats *counters) (it outItem, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		stats.sendAbandoned.Add(uint64(len(l.queue)))
+		l.queue = nil
+	}
 	if len(l.queue) == 0 {
+		l.queue = nil // an idle link keeps no backing array
+		l.running = false
+		if l.stopped {
+			close(l.exited)
+		}
 		return outItem{}, false
 	}
-	it := l.queue[0]
+	it = l.queue[0]
 	l.queue[0] = outItem{}
 	l.queue = l.queue[1:]
 	return it, true
 }
 
-// drop empties the queue and returns how many frames it held.
-func (l *outLink) drop() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := len(l.queue)
-	l.queue = nil
-	return n
-}
-
+// stop ends the link: later enqueues fail, and the running goroutine, if
+// any, abandons the queue after the frame in flight.
 func (l *outLink) stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.stopped {
-		l.stopped = true
-		close(l.done)
+	if l.stopped {
+		return
+	}
+	l.stopped = true
+	if !l.running {
+		close(l.exited) // idle: the queue is empty
 	}
 }
 

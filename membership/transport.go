@@ -39,6 +39,11 @@ type netTransport struct {
 	wg       sync.WaitGroup
 	closed   atomic.Bool
 	stop     chan struct{} // closed by Shutdown
+	// readBuf is readPackets' buffer. It is kept here, on the heap: as a
+	// local of constant size it would live on the goroutine's stack (the
+	// compiler keeps a non-escaping make of up to 64 KiB there), which
+	// then takes 128 KiB, twice the buffer, for as long as the member runs.
+	readBuf []byte
 }
 
 var _ memberlist.NodeAwareTransport = (*netTransport)(nil)
@@ -98,7 +103,7 @@ func bindNet(ip net.IP, port int, logger *log.Logger) (*netTransport, error) {
 	return &netTransport{
 		tcp: tcp, udp: udp, bindAll: ip.IsUnspecified(), port: port,
 		packetCh: make(chan *memberlist.Packet), streamCh: make(chan net.Conn),
-		logger: logger, stop: make(chan struct{}),
+		logger: logger, stop: make(chan struct{}), readBuf: make([]byte, maxPacketRead),
 	}, nil
 }
 
@@ -177,7 +182,7 @@ func (t *netTransport) Shutdown() error {
 // a buffer of its own size, stamped as close to the read as possible.
 func (t *netTransport) readPackets() {
 	defer t.wg.Done()
-	buf := make([]byte, maxPacketRead)
+	buf := t.readBuf
 	for {
 		n, from, err := t.udp.ReadFrom(buf)
 		now := time.Now()

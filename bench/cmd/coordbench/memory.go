@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -21,7 +22,7 @@ import (
 const benchMemorySynopsis = `usage: coordbench memory [flags]
 
 Measures the live heap (runtime.ReadMemStats after two GCs; the median of
-7 readings 200 ms apart) and the goroutine stacks of -n members
+7 readings 200 ms apart), the goroutine stacks and the goroutines of -n members
 in this process, in three steps: bare memberlist nodes (memberlist.Create
 with the profile's defaults, joined), then membership.Node members without
 electors, then the same members with an elector each. Prints one JSON
@@ -94,7 +95,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
-		res.MemberlistPerNode, res.MemberlistStackPerNode = bare.heap, bare.stack
+		res.MemberlistPerNode, res.MemberlistStackPerNode, res.MemberlistGoroutinesPerNode = bare.heap, bare.stack, bare.goroutines
 		lg.Info("bare memberlist", "bytes_per_node", res.MemberlistPerNode)
 	}
 	c := newBenchCluster(o, lg)
@@ -109,7 +110,8 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	members := settledHeap(o.quiet)
-	res.MembershipPerNode, res.MembershipStackPerNode = members.minus(base).per(o.n)
+	m := members.minus(base).per(o.n)
+	res.MembershipPerNode, res.MembershipStackPerNode, res.MembershipGoroutinesPerNode = m.heap, m.stack, m.goroutines
 	for _, b := range slices.Backward(c.nodes) { // highest first, as start does
 		if err := c.startElector(b); err != nil {
 			return err
@@ -121,7 +123,8 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	if _, err := c.waitAgreement(ctx, c.top().name, ""); err != nil {
 		return err
 	}
-	res.ElectorPerNode, res.ElectorStackPerNode = settledHeap(o.quiet).minus(members).per(o.n)
+	e := settledHeap(o.quiet).minus(members).per(o.n)
+	res.ElectorPerNode, res.ElectorStackPerNode, res.ElectorGoroutinesPerNode = e.heap, e.stack, e.goroutines
 	if err := writeHeapProfile(memprofile); err != nil {
 		return err
 	}
@@ -151,27 +154,42 @@ type memoryResult struct {
 	MemberlistStackPerNode int64 `json:"memberlist_stack_bytes_per_node"`
 	MembershipStackPerNode int64 `json:"membership_stack_bytes_per_node"`
 	ElectorStackPerNode    int64 `json:"elector_stack_bytes_per_node"`
+	// The goroutines (runtime.NumGoroutine), per node.
+	MemberlistGoroutinesPerNode float64 `json:"memberlist_goroutines_per_node"`
+	MembershipGoroutinesPerNode float64 `json:"membership_goroutines_per_node"`
+	ElectorGoroutinesPerNode    float64 `json:"elector_goroutines_per_node"`
 }
 
-// memSample is the live heap and the goroutine stacks, in bytes.
-type memSample struct{ heap, stack int64 }
+// memSample is the live heap and the goroutine stacks, in bytes, and the
+// number of goroutines.
+type memSample struct{ heap, stack, goroutines int64 }
 
-func (m memSample) minus(o memSample) memSample { return memSample{m.heap - o.heap, m.stack - o.stack} }
+func (m memSample) minus(o memSample) memSample {
+	return memSample{m.heap - o.heap, m.stack - o.stack, m.goroutines - o.goroutines}
+}
+
+// perNode is a memSample divided among the nodes.
+type perNode struct {
+	heap, stack int64
+	goroutines  float64 // to two decimals
+}
 
 // per divides m among n nodes.
-func (m memSample) per(n int) (heap, stack int64) { return m.heap / int64(n), m.stack / int64(n) }
+func (m memSample) per(n int) perNode {
+	return perNode{m.heap / int64(n), m.stack / int64(n), math.Round(100*float64(m.goroutines)/float64(n)) / 100}
+}
 
 // heapSamples is how many readings settledHeap takes; it reports their
 // median, so that a push-pull sync or a burst of gossip caught in flight
 // by one reading does not count as resident memory.
 const heapSamples = 7
 
-// settledHeap waits d, then reads the live heap (after two collections)
-// and the stacks in use heapSamples times, 200 ms apart, and returns the
-// median of each.
+// settledHeap waits d, then reads the live heap (after two collections),
+// the stacks in use and the number of goroutines heapSamples times, 200 ms
+// apart, and returns the median of each.
 func settledHeap(d time.Duration) memSample {
 	time.Sleep(d)
-	heaps, stacks := make([]int64, heapSamples), make([]int64, heapSamples)
+	heaps, stacks, gs := make([]int64, heapSamples), make([]int64, heapSamples), make([]int64, heapSamples)
 	for i := range heapSamples {
 		if i > 0 {
 			time.Sleep(200 * time.Millisecond)
@@ -180,18 +198,19 @@ func settledHeap(d time.Duration) memSample {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		heaps[i], stacks[i] = int64(ms.HeapAlloc), int64(ms.StackInuse)
+		heaps[i], stacks[i], gs[i] = int64(ms.HeapAlloc), int64(ms.StackInuse), int64(runtime.NumGoroutine())
 	}
 	slices.Sort(heaps)
 	slices.Sort(stacks)
-	return memSample{heaps[heapSamples/2], stacks[heapSamples/2]}
+	slices.Sort(gs)
+	return memSample{heaps[heapSamples/2], stacks[heapSamples/2], gs[heapSamples/2]}
 }
 
 // bareMemberlistHeap starts o.n bare memberlist nodes on 127.0.0.1 with
 // the profile's defaults, each joining the first, and returns their heap
-// and stacks per node; they are shut down before it returns. With
+// stacks and goroutines per node; they are shut down before it returns. With
 // memprofile it writes the heap profile to memprofile+".bare" first.
-func bareMemberlistHeap(o benchOptions, memprofile string) (memSample, error) {
+func bareMemberlistHeap(o benchOptions, memprofile string) (perNode, error) {
 	base := settledHeap(0)
 	var nodes []*memberlist.Memberlist
 	defer func() {
@@ -206,23 +225,23 @@ func bareMemberlistHeap(o benchOptions, memprofile string) (memSample, error) {
 		mc.EnableCompression = o.compress
 		m, err := memberlist.Create(mc)
 		if err != nil {
-			return memSample{}, fmt.Errorf("memberlist %d: %w", i+1, err)
+			return perNode{}, fmt.Errorf("memberlist %d: %w", i+1, err)
 		}
 		nodes = append(nodes, m)
 		time.Sleep(o.startPause(i + 1))
 		if i > 0 {
 			if err := joinFirst(m, nodes[0]); err != nil {
-				return memSample{}, fmt.Errorf("memberlist %d joining: %w", i+1, err)
+				return perNode{}, fmt.Errorf("memberlist %d joining: %w", i+1, err)
 			}
 		}
 	}
-	h, st := settledHeap(o.quiet).minus(base).per(o.n)
+	p := settledHeap(o.quiet).minus(base).per(o.n)
 	if memprofile != "" {
 		if err := writeHeapProfile(memprofile + ".bare"); err != nil {
-			return memSample{}, err
+			return perNode{}, err
 		}
 	}
-	return memSample{h, st}, nil
+	return p, nil
 }
 
 // bareJoinTries is how many times a bare memberlist node tries to join the
