@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	sockaddr "github.com/hashicorp/go-sockaddr"
@@ -23,7 +24,8 @@ import (
 // queues. Measured with 430 members in one process during a start
 // (docs/performance.md, "Re-joins that cost what they find"): that
 // allocation and its zeroing were 26 % of the process's CPU, before
-// garbage collection. Here one 64 KiB read buffer per listener is reused.
+// garbage collection. Here a 64 KiB read buffer is taken from a pool for
+// the read alone (readpacket_unix.go).
 //
 // Everything above the socket (labels, encryption, CRCs, compression) is
 // memberlist's, as with its own transport, so members using either
@@ -39,11 +41,15 @@ type netTransport struct {
 	wg       sync.WaitGroup
 	closed   atomic.Bool
 	stop     chan struct{} // closed by Shutdown
-	// readBuf is readPackets' buffer. It is kept here, on the heap: as a
-	// local of constant size it would live on the goroutine's stack (the
-	// compiler keeps a non-escaping make of up to 64 KiB there), which
-	// then takes 128 KiB, twice the buffer, for as long as the member runs.
+	// readBuf is readPacket's buffer where readpacket_unix.go is not
+	// built (elsewhere the buffers come from a pool, held only during a
+	// read). It is kept here, on the heap: as a local of constant size it
+	// would live on the goroutine's stack (the compiler keeps a
+	// non-escaping make of up to 64 KiB there), which then takes 128 KiB,
+	// twice the buffer, for as long as the member runs.
 	readBuf []byte
+	// rc is the UDP socket's raw connection (readpacket_unix.go).
+	rc syscall.RawConn
 }
 
 var _ memberlist.NodeAwareTransport = (*netTransport)(nil)
@@ -103,7 +109,7 @@ func bindNet(ip net.IP, port int, logger *log.Logger) (*netTransport, error) {
 	return &netTransport{
 		tcp: tcp, udp: udp, bindAll: ip.IsUnspecified(), port: port,
 		packetCh: make(chan *memberlist.Packet), streamCh: make(chan net.Conn),
-		logger: logger, stop: make(chan struct{}), readBuf: make([]byte, maxPacketRead),
+		logger: logger, stop: make(chan struct{}),
 	}, nil
 }
 
@@ -182,9 +188,8 @@ func (t *netTransport) Shutdown() error {
 // a buffer of its own size, stamped as close to the read as possible.
 func (t *netTransport) readPackets() {
 	defer t.wg.Done()
-	buf := t.readBuf
 	for {
-		n, from, err := t.udp.ReadFrom(buf)
+		pkt, from, err := t.readPacket()
 		now := time.Now()
 		if err != nil {
 			if t.closed.Load() {
@@ -193,11 +198,11 @@ func (t *netTransport) readPackets() {
 			t.logger.Printf("[ERR] membership: reading a UDP packet: %v", err)
 			continue
 		}
-		if n < 1 {
+		if len(pkt) < 1 {
 			t.logger.Printf("[ERR] membership: empty UDP packet from %s", from)
 			continue
 		}
-		p := &memberlist.Packet{Buf: append([]byte(nil), buf[:n]...), From: from, Timestamp: now}
+		p := &memberlist.Packet{Buf: pkt, From: from, Timestamp: now}
 		select {
 		case t.packetCh <- p:
 		case <-t.stop:
