@@ -4,6 +4,7 @@ package membership
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -37,14 +38,21 @@ func (t *netTransport) readPacket() ([]byte, net.Addr, error) {
 		bp := readBufs.Get().(*[]byte)
 		defer readBufs.Put(bp)
 		n, sa, err := syscall.Recvfrom(int(fd), *bp, 0)
-		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EINTR) {
+		for errors.Is(err, syscall.EINTR) {
+			n, sa, err = syscall.Recvfrom(int(fd), *bp, 0)
+		}
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 			return false // nothing waits after all: back to the poller
 		}
 		if err != nil {
 			rerr = err
 			return true
 		}
-		pkt, from = append([]byte(nil), (*bp)[:n]...), udpAddr(sa)
+		if from = udpAddr(sa); from == nil {
+			rerr = fmt.Errorf("a datagram from an address of type %T", sa)
+			return true
+		}
+		pkt = append([]byte(nil), (*bp)[:n]...)
 		return true
 	})
 	if err != nil {
