@@ -335,10 +335,68 @@ func (c *benchCluster) drops() string {
 // the CPU the members need.
 func (c *benchCluster) waitAgreement(ctx context.Context, want, not string) (time.Time, error) {
 	c.changes.reset(len(c.nodes))
+	start := time.Now()
+	next := start.Add(stuckEvery)
 	return failover.Poller(ctx, c.opts.timeout, func(now time.Time) bool {
 		coord, ok := c.changes.look(c.nodes, now)
-		return ok && (want == "" || coord == want) && (not == "" || coord != not)
+		if ok && (want == "" || coord == want) && (not == "" || coord != not) {
+			return true
+		}
+		if now.After(next) {
+			next = now.Add(stuckEvery)
+			c.log.Warn("still no agreement", "waited", now.Sub(start).Round(time.Millisecond), "want", want, "not", not,
+				"reports", c.reports(), "dissent", c.dissent(want))
+		}
+		return false
 	}, func() string { return fmt.Sprintf("no agreement (want %q; %s)", want, c.reports()) })
+}
+
+// stuckEvery is how often a wait for an agreement that has not come logs
+// who disagrees (dissent): a failover at n = 1,000 agrees within a second,
+// so a wait of this long is a stall worth a diagnosis.
+const stuckEvery = 20 * time.Second
+
+// dissent describes up to 5 running nodes that do not report want (or,
+// with want empty, the coordinator most nodes report), with what their
+// Status says and whether they hold that coordinator alive, and the
+// wanted node's own Status: what a stalled agreement needs read.
+func (c *benchCluster) dissent(want string) string {
+	run := c.running()
+	if want == "" {
+		count := map[string]int{}
+		for _, b := range run {
+			id, _, _ := b.el.Leader()
+			count[id]++
+			if count[id] > count[want] {
+				want = id
+			}
+		}
+	}
+	describe := func(b *benchNode) string {
+		st := b.el.Status()
+		alive := "absent"
+		for _, m := range st.Members {
+			if m.ID == want {
+				alive = fmt.Sprintf("alive=%t", m.Alive)
+			}
+		}
+		return fmt.Sprintf("%s{state %s coord %q term %s electing %t members %d/%d %s: %s}", b.name, st.State, st.Coordinator,
+			core.Term(st.Term), st.Electing, st.AliveMembers(), len(st.Members), want, alive)
+	}
+	var parts []string
+	n := 0
+	for _, b := range run {
+		if b.name == want {
+			parts = append(parts, "wanted "+describe(b))
+			continue
+		}
+		if id, _, _ := b.el.Leader(); id != want {
+			if n++; n <= 5 {
+				parts = append(parts, describe(b))
+			}
+		}
+	}
+	return fmt.Sprintf("%d of %d dissent: %s", n, len(run), strings.Join(parts, "; "))
 }
 
 // changeLog records, during one waitAgreement, when each node last changed

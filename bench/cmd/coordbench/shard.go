@@ -225,11 +225,20 @@ func (s *shard) do(c shardCmd) shardLine {
 
 // node returns the member named name, of the cluster's -n.
 func (s *shard) node(name string) (*benchNode, error) {
-	i, err := strconv.Atoi(name)
-	if err != nil || i < 1 || i > len(s.c.nodes) {
-		return nil, fmt.Errorf("no member %q (want 1 to %d)", name, len(s.c.nodes))
+	i, err := memberIndex(name, len(s.c.nodes))
+	if err != nil {
+		return nil, err
 	}
 	return s.c.nodes[i-1], nil
+}
+
+// memberIndex reads a member's name, its index 1 to n in the cluster.
+func memberIndex(name string, n int) (int, error) {
+	i, err := strconv.Atoi(name)
+	if err != nil || i < 1 || i > n {
+		return 0, fmt.Errorf("no member %q (want 1 to %d)", name, n)
+	}
+	return i, nil
 }
 
 // look reads the running members' leadership and, if it changed, keeps

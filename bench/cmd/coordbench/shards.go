@@ -464,9 +464,9 @@ func (c *shardedCluster) Messages() (uint64, bool) {
 
 // TakeOut crashes the member in its shard.
 func (c *shardedCluster) TakeOut(ctx context.Context, name string) error {
-	i, err := strconv.Atoi(name)
-	if err != nil || i < 1 || i > c.opts.n {
-		return fmt.Errorf("no member %q", name)
+	i, err := memberIndex(name, c.opts.n)
+	if err != nil {
+		return err
 	}
 	if err := c.watch(true); err != nil {
 		return err
@@ -486,9 +486,9 @@ func (c *shardedCluster) WaitAgreement(ctx context.Context, not string) (time.Ti
 
 // BringBack restarts the member on its port and waits until it leads.
 func (c *shardedCluster) BringBack(ctx context.Context, name string) error {
-	i, err := strconv.Atoi(name)
-	if err != nil || i < 1 || i > c.opts.n {
-		return fmt.Errorf("no member %q", name)
+	i, err := memberIndex(name, c.opts.n)
+	if err != nil {
+		return err
 	}
 	if err := c.startMember(i); err != nil {
 		return err
