@@ -66,6 +66,9 @@ type benchNode struct {
 	mem    *membership.Node
 	el     *election.Elector
 	member *clustertest.Member // nil while stopped
+	// log is the member's logger with -stalllog (off until a stall), kept
+	// across restarts; nil without.
+	log hclog.Logger
 	// seeds, when set, are the members b joins (a shard's, from its
 	// parent), instead of a draw among this process's members.
 	seeds []string
@@ -77,6 +80,12 @@ type benchCounter struct {
 	sent    [core.NumMsgTypes]atomic.Uint64 // messages sent, by type
 	started atomic.Uint64                   // elections started
 	misses  atomic.Uint64                   // heartbeat intervals missed
+	// recv and dropped count the messages the node accepted, by type, and
+	// ignored, by core.DropReason; sendFailed those the transport
+	// refused. Only a stalled wait reads them (dissent).
+	recv       [core.NumMsgTypes]atomic.Uint64
+	dropped    [core.NumDropReasons]atomic.Uint64
+	sendFailed atomic.Uint64
 }
 
 func (c *benchCounter) Record(u election.Update) {
@@ -85,8 +94,42 @@ func (c *benchCounter) Record(u election.Update) {
 			c.sent[t].Add(n)
 		}
 	}
+	for t, n := range u.Received {
+		if n > 0 {
+			c.recv[t].Add(n)
+		}
+	}
+	for r, n := range u.Dropped {
+		if n > 0 {
+			c.dropped[r].Add(n)
+		}
+	}
 	c.started.Add(u.ElectionsStarted)
 	c.misses.Add(u.HeartbeatMisses)
+	c.sendFailed.Add(u.SendFailed)
+}
+
+// String lists the node's nonzero counts, e.g. "sent election=3 recv
+// coordinator=1 dropped order=2".
+func (c *benchCounter) String() string {
+	var parts []string
+	add := func(what string, n uint64) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", what, n))
+		}
+	}
+	for t := range c.sent {
+		add("sent_"+core.MsgType(t).String(), c.sent[t].Load())
+	}
+	for t := range c.recv {
+		add("recv_"+core.MsgType(t).String(), c.recv[t].Load())
+	}
+	for r := range c.dropped {
+		add("dropped_"+core.DropReason(r).String(), c.dropped[r].Load())
+	}
+	add("send_failed", c.sendFailed.Load())
+	add("elections", c.started.Load())
+	return strings.Join(parts, " ")
 }
 
 // newBenchCluster names the nodes; start starts them.
@@ -197,6 +240,12 @@ func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 		mc.Memberlist = func(ml *memberlist.Config) { ml.EnableCompression = false }
 	}
 	mc.Seeds = c.seeds(b)
+	if c.opts.stallLog {
+		if b.log == nil {
+			b.log = hclog.New(&hclog.LoggerOptions{Name: "node-" + b.name, Level: hclog.Off, Output: os.Stderr})
+		}
+		mc.Logger = b.log
+	}
 	m, err := c.ml.Join(mc)
 	if err != nil {
 		return err
@@ -223,7 +272,7 @@ func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 
 // startElector runs an elector with the default configuration on b's member.
 func (c *benchCluster) startElector(b *benchNode) error {
-	err := c.ml.Elect(b.member, election.Config{Recorder: b.count, QuorumSize: c.opts.quorum})
+	err := c.ml.Elect(b.member, election.Config{Recorder: b.count, QuorumSize: c.opts.quorum, Logger: b.log})
 	if err != nil {
 		b.member, b.mem = nil, nil
 		return err
@@ -337,6 +386,7 @@ func (c *benchCluster) waitAgreement(ctx context.Context, want, not string) (tim
 	c.changes.reset(len(c.nodes))
 	start := time.Now()
 	next := start.Add(stuckEvery)
+	defer c.quietLogs()
 	return failover.Poller(ctx, c.opts.timeout, func(now time.Time) bool {
 		coord, ok := c.changes.look(c.nodes, now)
 		if ok && (want == "" || coord == want) && (not == "" || coord != not) {
@@ -349,6 +399,15 @@ func (c *benchCluster) waitAgreement(ctx context.Context, want, not string) (tim
 		}
 		return false
 	}, func() string { return fmt.Sprintf("no agreement (want %q; %s)", want, c.reports()) })
+}
+
+// quietLogs turns the members' loggers (-stalllog) off again.
+func (c *benchCluster) quietLogs() {
+	for _, b := range c.nodes {
+		if b.log != nil {
+			b.log.SetLevel(hclog.Off)
+		}
+	}
 }
 
 // stuckEvery is how often a wait for an agreement that has not come logs
@@ -372,6 +431,7 @@ func (c *benchCluster) dissent(want string) string {
 			}
 		}
 	}
+	wb, _ := c.node(want)
 	describe := func(b *benchNode) string {
 		st := b.el.Status()
 		alive := "absent"
@@ -380,8 +440,20 @@ func (c *benchCluster) dissent(want string) string {
 				alive = fmt.Sprintf("alive=%t", m.Alive)
 			}
 		}
-		return fmt.Sprintf("%s{state %s coord %q term %s electing %t members %d/%d %s: %s}", b.name, st.State, st.Coordinator,
-			core.Term(st.Term), st.Electing, st.AliveMembers(), len(st.Members), want, alive)
+		mv := "not listed"
+		for _, m := range b.mem.Members() {
+			if m.Name == want {
+				mv = fmt.Sprintf("alive=%t boot_current=%t refused=%q", m.Alive, wb != nil && wb.mem != nil && m.BootID == wb.mem.BootID(), m.Refused)
+			}
+		}
+		ms := b.mem.Stats()
+		if b.log != nil && !b.log.IsDebug() {
+			b.log.SetLevel(hclog.Debug)
+			c.log.Warn("member logs at debug level until the agreement", "node", b.name)
+		}
+		return fmt.Sprintf("%s{state %s coord %q term %s electing %t members %d/%d; elector's view of %s: %s; membership's: %s; counts: %s; membership: dropped %v send_failed=%d queue_full=%d abandoned=%d gaps=%d}",
+			b.name, st.State, st.Coordinator, core.Term(st.Term), st.Electing, st.AliveMembers(), len(st.Members), want, alive, mv,
+			b.count, ms.Dropped, ms.SendFailed, ms.SendQueueFull, ms.SendAbandoned, ms.GapsSkipped)
 	}
 	var parts []string
 	n := 0

@@ -84,6 +84,7 @@ type benchOptions struct {
 	verbose   bool          // failover: per-round diagnostics on stderr
 	stagger   time.Duration // pause between member starts
 	stallDump string        // file for a goroutine dump when the coordinator's heartbeats fall during start
+	stallLog  bool          // a logger per member, at debug level for the dissenters of a stalled agreement
 	ramp      time.Duration // added to stagger in proportion to the members started (startPause)
 	quorum    int           // failover: the electors' QuorumSize, 0 for none
 	busy      int           // failover: busy processes per core beside the bench
@@ -178,6 +179,7 @@ func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *str
 		"memberlist profile: lan (the library's default), local or wan")
 	fs.DurationVar(&o.stagger, "stagger", 0, "pause between member starts, e.g. 100ms")
 	fs.StringVar(&o.stallDump, "stalldump", "", "write every goroutine's stack to this file once, in the second the cluster's heartbeats fall below a quarter of their peak (a stall)")
+	fs.BoolVar(&o.stallLog, "stalllog", false, "give every member a logger, off until a wait for an agreement has lasted 20 s; then the members that dissent (up to 5) and the wanted one log at debug level on stderr until the agreement")
 	fs.DurationVar(&o.ramp, "ramp", 0, "added to -stagger in proportion to the members started: k of n started, the pause is stagger + ramp·k/n (a join's gossip costs O(k) across the cluster, so the start's CPU stays level); e.g. 400ms")
 	fs.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) while the bench runs")
 	fs.IntVar(&o.voters, "voters", 0, "only the V top-rated members vote, the others are non-voters (Config.NonVoter); 0: every member votes")
