@@ -337,8 +337,9 @@ func TestSkipForgetsFailedLeads(t *testing.T) {
 
 // deepDiff compares two values field by field, unexported fields
 // included, and describes the first difference ("" if none). Functions
-// are not compared (the ring's link holds a method value), nor is the
-// deadline a Node keeps (a cache, which ticks clear and Skip keeps);
+// are not compared (the ring's link holds a method value), nor are the
+// deadline a Node keeps and its algQuiet (caches, which ticks clear and
+// Skip keeps: the rest of the node says whether they were right);
 // pointers are followed once.
 func deepDiff(a, b reflect.Value, path string, seen map[[2]uintptr]bool) string {
 	if a.Kind() != b.Kind() {
@@ -373,7 +374,7 @@ func deepDiff(a, b reflect.Value, path string, seen map[[2]uintptr]bool) string 
 		return deepDiff(a.Elem(), b.Elem(), path, seen)
 	case reflect.Struct:
 		for i := 0; i < a.NumField(); i++ {
-			if a.Type() == reflect.TypeFor[Node]() && a.Type().Field(i).Name == "deadline" {
+			if name := a.Type().Field(i).Name; a.Type() == reflect.TypeFor[Node]() && (name == "deadline" || name == "algQuiet") {
 				continue
 			}
 			if d := deepDiff(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name, seen); d != "" {

@@ -105,7 +105,7 @@ func (n *Node) CompleteHandoff() {
 		// waited so long in a large cluster that the released followers,
 		// knowing no coordinator, elected meanwhile (a storm at every
 		// preemption, docs/performance.md).
-		n.alg.resign()
+		n.enter().resign()
 	}
 	for k := n.view.r.Len() - 1; k >= 0; k-- { // the watchers first, as bully.win
 		if p := n.view.r.ByRank(k); p.ID != n.self.ID && n.view.alive(p.ID) {

@@ -26,14 +26,20 @@ type Node struct {
 	// announced itself to the voters only; the others hear it once its
 	// lease holds (announceConfirmed).
 	announceRest bool
-	electing     bool   // an election this node takes part in is running
-	yielded      bool   // resigned: do not displace the successor
-	handingOff   bool   // stopped leading; waits for CompleteHandoff
-	handed       bool   // rd has been handed over (see rd)
-	counted      bool   // rd's Counters hold something (see rd)
-	statusDirty  bool   // see below, at rd
-	term         Term   // highest term seen
-	coordinator  string // the node followed; "" when none
+	electing     bool // an election this node takes part in is running
+	// algQuiet: the algorithm's last skip left it with nothing for Skip
+	// and NextDeadline to count or report until the next call into it
+	// (enter) or a change of term or coordinator (setTerm,
+	// setCoordinator), so they leave its state alone (deadline.go,
+	// algorithmQuiet).
+	algQuiet    bool
+	yielded     bool   // resigned: do not displace the successor
+	handingOff  bool   // stopped leading; waits for CompleteHandoff
+	handed      bool   // rd has been handed over (see rd)
+	counted     bool   // rd's Counters hold something (see rd)
+	statusDirty bool   // see below, at rd
+	term        Term   // highest term seen
+	coordinator string // the node followed; "" when none
 
 	now int // ticks since NewNode
 	// deadline caches NextDeadline until the next input (0: not known);
@@ -220,7 +226,7 @@ func (n *Node) Advance(k int) {
 	n.tickPreVote()
 	// The algorithm's timers first: an election that the detectors below
 	// start in this tick gets its full timeout.
-	n.alg.tick()
+	n.enter().tick()
 	switch {
 	case n.state == StateSleep:
 		if n.idle++; n.idle >= n.cfg.StartupTicks {
@@ -287,7 +293,7 @@ func (n *Node) Step(m Message) {
 	case MsgPreempt:
 		n.onPreempt(m)
 	default:
-		n.alg.step(m)
+		n.enter().step(m)
 	}
 }
 
@@ -316,7 +322,7 @@ func (n *Node) PeerDown(id string) {
 		return
 	}
 	n.noteDeparture(id)
-	n.alg.peerDown(id)
+	n.enter().peerDown(id)
 	if id == n.coordinator {
 		n.coordinatorFailed()
 	}
@@ -640,11 +646,16 @@ func (n *Node) setState(s State) {
 
 func (n *Node) setTerm(t Term) {
 	if t != n.term {
-		n.term, n.statusDirty = t, true
+		n.term, n.statusDirty, n.algQuiet = t, true, false
 	}
 }
 
-func (n *Node) setCoordinator(c string) { n.coordinator, n.statusDirty = c, true }
+func (n *Node) setCoordinator(c string) {
+	if c != n.coordinator {
+		n.algQuiet = false
+	}
+	n.coordinator, n.statusDirty = c, true
+}
 
 func (n *Node) setConfirmed(c bool) {
 	if c != n.confirmed {

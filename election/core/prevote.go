@@ -357,7 +357,7 @@ func (n *Node) preVoteDecide() {
 	switch kind {
 	case preVoteElection:
 		pv.slow = 0
-		n.alg.preVoted()
+		n.enter().preVoted()
 	case preVotePreempt:
 		pv.pslow = 0
 		n.sendPreempt()
@@ -418,7 +418,7 @@ func (n *Node) preVoteFailed() {
 	if kind == preVoteElection && !n.preVoteNeeded() {
 		// Every other voter has left the view meanwhile: this node
 		// decides alone, as it would have from the start.
-		n.alg.preVoted()
+		n.enter().preVoted()
 		return
 	}
 	if kind == preVotePreempt {
@@ -431,7 +431,7 @@ func (n *Node) preVoteFailed() {
 	if n.cfg.QuorumSize == 0 || len(n.pv.granted)+len(n.pv.refused) < n.majority()-1 {
 		n.pv.slow = min(n.pv.slow+1, maxSlow)
 	}
-	n.alg.reset()
+	n.enter().reset()
 	n.electing = false
 	n.idle = 0
 	if n.soloHeld() {

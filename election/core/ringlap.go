@@ -184,12 +184,16 @@ func (l *lap) deadline() int {
 	return d
 }
 
-// skip runs k ticks of tickTimers that reach no deadline.
+// skip runs k ticks of tickTimers that reach no deadline. Between
+// elections, with no hop held, the next skip would only record the same
+// coordinator again (link.noteLeader): the node is told that its ring is
+// quiet.
 func (l *lap) skip(k int) {
 	l.link.skip(k)
 	if l.n.electing && l.timer > 0 && !l.waiting {
 		l.timer -= k
 	}
+	l.n.quiet(!l.n.electing && !l.link.busy)
 }
 
 // lapTicks bounds one lap of the ring: every member may cost a one-way trip

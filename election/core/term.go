@@ -33,7 +33,7 @@ func (n *Node) startElection() {
 	if n.coordinator != "" && n.coordinator != n.self.ID {
 		n.unfollow() // a candidate does not know the outcome yet
 	}
-	if n.alg.start() {
+	if n.enter().start() {
 		n.count().ElectionsStarted++
 	}
 }
@@ -120,7 +120,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	again := n.coordinator == n.self.ID && !n.confirmed // see below
 	n.announceRest = false                              // bully.win sets it again
 	wasElecting := n.electing
-	n.alg.reset()
+	n.enter().reset()
 	n.electing = false
 	n.suspect = ""
 	n.setCoordinator(n.self.ID)
@@ -172,7 +172,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 		return
 	}
 	wasElecting := n.electing
-	n.alg.reset()
+	n.enter().reset()
 	n.electing = false
 	n.suspect = ""
 	if n.pv.kind == preVoteElection {
