@@ -91,9 +91,11 @@ func (n *Node) ticksToDeadline() int {
 		in(n.pv.timer)
 	}
 	// the algorithm's timers
-	if a, ok := n.alg.(deadliner); !ok {
+	a, ok := n.alg.(deadliner)
+	if !ok {
 		return 1
-	} else if !n.algorithmQuiet() {
+	}
+	if !n.algorithmQuiet() {
 		in(a.deadline())
 	}
 	switch {

@@ -155,11 +155,13 @@ func (s *Sim) prefetchNode(i int) {
 const stateLines = 3
 
 // prefetchState asks for the first cache lines of node i's algorithm
-// state (core.Node.AlgorithmState), which lives apart from the node: a
-// heartbeat delivery's first read of it was a cache miss (0.36 of 2.3 s
-// at peterson n = 10,000, tenth session). Its address is read from the
-// node, whose first line prefetchNode asked for one event before, so this
-// runs for the node of the next event, not of the one after.
+// state (core.Node.AlgorithmState), which lives apart from the node: its
+// first read in an input was a cache miss (0.36 of 2.3 s at peterson
+// n = 10,000, twelfth session, when every heartbeat delivery read it; a
+// quiet ring member's now reads none, and nothing is prefetched for it).
+// Its address is read from the node, whose first line prefetchNode asked
+// for one event before, so this runs for the node of the next event, not
+// of the one after.
 func (s *Sim) prefetchState(i int) {
 	if p, size := s.cores[i].AlgorithmState(); p != nil {
 		prefetch(p, min(stateLines, int(size+63)/64))
