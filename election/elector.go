@@ -94,9 +94,13 @@ type Elector struct {
 	done    chan struct{} // closed when the loop has returned
 
 	requests chan request
-	snap     atomic.Pointer[Status]
-	obs      observers
-	notify   *notifier
+	// in is the transport event the loop is handling: received into the
+	// Elector rather than into the loop's frame, which the goroutine keeps
+	// while it waits (loop.go).
+	in     Event
+	snap   atomic.Pointer[Status]
+	obs    observers
+	notify *notifier
 }
 
 // request is a call into the node made on the loop goroutine.

@@ -52,7 +52,7 @@ func electorStateBytes(b *testing.B, names []string) float64 {
 	before := liveHeap()
 	for i := range names {
 		k := (i * 7919) % len(names) // a permutation: n is not a multiple of 7919
-		e.handle(Event{Kind: EventPeerUp, Peer: core.Peer{ID: names[k], Rating: int64(k + 1)}})
+		e.handle(&Event{Kind: EventPeerUp, Peer: core.Peer{ID: names[k], Rating: int64(k + 1)}})
 	}
 	e.membersBuilt = time.Time{} // the members are counted at this flush, not up to n ms later
 	e.flush()
