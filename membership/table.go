@@ -13,6 +13,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/internal/grow"
 )
 
 // Member is one member as this node sees it (Node.Members).
@@ -158,7 +159,7 @@ func (r refusal) String() string {
 // slice, not in what the table lists. A map by name and another by
 // tag cost about 220 bytes per member at n = 1,000 with the entries they
 // pointed to (the maps had grown to 2,048 slots); the slice costs its 64
-// bytes per entry and about 1/8 more (roomForOne). A new member moves the ones
+// bytes per entry and about 1/8 more (grow.RoomForOne). A new member moves the ones
 // after it (O(n) copies, as the elector's roster does).
 type table struct {
 	mu      sync.RWMutex
@@ -219,22 +220,8 @@ func (t *table) get(name string) *entry {
 
 // add inserts a new entry for name.
 func (t *table) add(name string, tag uint32, at int) *entry {
-	t.peers = slices.Insert(roomForOne(t.peers), at, entry{name: name, tag: tag})
+	t.peers = slices.Insert(grow.RoomForOne(t.peers), at, entry{name: name, tag: tag})
 	return &t.peers[at]
-}
-
-// roomForOne returns s with room for one more element: s itself, or a
-// copy 1/8 larger (and 8). append doubles a slice of up to 256 elements
-// and grows a larger one by 1/4 or more: up to half of each member's
-// per-member slices would stand unused. The slices it grows take an O(n)
-// insert anyway, so the more frequent copies change no order.
-func roomForOne[T any](s []T) []T {
-	if len(s) < cap(s) {
-		return s
-	}
-	out := make([]T, len(s), len(s)+len(s)/8+8)
-	copy(out, s)
-	return out
 }
 
 // alive records a live member's address and metadata. memberlist reports

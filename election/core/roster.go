@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"slices"
+
+	"github.com/coordelect/coordelect/internal/grow"
 )
 
 // Roster is a member list: ring (clockwise) order, ranks and an index.
@@ -184,9 +186,9 @@ func (r *Roster) set(p Peer) {
 	if at < 0 {
 		at = len(r.ids)
 	}
-	r.ids = slices.Insert(roomForOne(r.ids), at, p.ID)
-	r.ratings = slices.Insert(roomForOne(r.ratings), at, p.Rating)
-	r.nonVoter = slices.Insert(roomForOne(r.nonVoter), at, p.NonVoter)
+	r.ids = slices.Insert(grow.RoomForOne(r.ids), at, p.ID)
+	r.ratings = slices.Insert(grow.RoomForOne(r.ratings), at, p.Rating)
+	r.nonVoter = slices.Insert(grow.RoomForOne(r.nonVoter), at, p.NonVoter)
 	r.index.insert(r.ids, at)
 	for k, pos := range r.byRank {
 		if int(pos) >= at {
@@ -194,7 +196,7 @@ func (r *Roster) set(p Peer) {
 		}
 	}
 	k, _ := slices.BinarySearchFunc(r.byRank, p.Rank(), byRank)
-	r.byRank = slices.Insert(roomForOne(r.byRank), k, int32(at))
+	r.byRank = slices.Insert(grow.RoomForOne(r.byRank), k, int32(at))
 	r.reindexRanks()
 }
 
@@ -207,22 +209,6 @@ func (r *Roster) reindexRanks() {
 	for pos, i := range r.byRank {
 		r.rankPos[i] = int32(pos)
 	}
-}
-
-// roomForOne returns s with room for one more element: s itself, or a
-// copy 1/8 larger (and 8). append (slices.Insert, slices.Grow) doubles a
-// slice of up to 256 elements and grows a larger one by 1/4 or more, so up
-// to a fifth of a large roster stood unused: at n = 1,000 each member's
-// ring grew from 832 to 1,232 places. An insert into the ring is O(n)
-// anyway, so the more frequent copies change no order. (membership's table
-// grows its slices the same way.)
-func roomForOne[T any](s []T) []T {
-	if len(s) < cap(s) {
-		return s
-	}
-	out := make([]T, len(s), len(s)+len(s)/8+8)
-	copy(out, s)
-	return out
 }
 
 // idIndex maps a member's ID to its ring position: an open-addressing

@@ -1,0 +1,23 @@
+package grow
+
+import "testing"
+
+func TestRoomForOne(t *testing.T) {
+	s := make([]int, 3, 4)
+	if got := RoomForOne(s); &got[0] != &s[0] {
+		t.Error("a slice with room was copied")
+	}
+	full := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	got := RoomForOne(full)
+	if len(got) != 16 || cap(got) != 16+2+8 {
+		t.Errorf("len %d cap %d, want 16 and 26", len(got), cap(got))
+	}
+	for i, v := range full {
+		if got[i] != v {
+			t.Fatalf("element %d = %d, want %d", i, got[i], v)
+		}
+	}
+	if got := RoomForOne[int](nil); cap(got) != 8 {
+		t.Errorf("nil: cap %d, want 8", cap(got))
+	}
+}
