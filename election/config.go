@@ -67,7 +67,12 @@ type Config struct {
 	// AnswerTimeout + RoundTrip. Default 120ms.
 	CoordinatorTimeout time.Duration
 	// HopTimeout is how long a ring algorithm waits for its successor's
-	// acknowledgement before it skips that successor. Default RoundTrip.
+	// acknowledgement before it skips that successor, while no round trip
+	// longer than it has been measured: the wait is twice the longest
+	// round trip measured in the last 100 RoundTrips (hops and their
+	// acknowledgements, pre-votes and their answers), at most 8 ×
+	// HopTimeout (docs/design.md, "Rings on a slow host"). Default
+	// RoundTrip.
 	HopTimeout time.Duration
 	// StartupDelay is how long a starting node listens for a coordinator
 	// before it starts an election, so that a restarted node learns the

@@ -115,7 +115,7 @@ func (e *Elector) handle(ev *Event) {
 	case EventMessage:
 		m := ev.Message
 		if e.log.IsDebug() {
-			e.log.Debug("receive", "type", m.Type, "peer", m.From, "term", core.Term(m.Term))
+			e.log.Debug("receive", msgFields(m, m.From)...)
 		}
 		e.node.Step(m)
 	case EventPeerUp:
@@ -200,11 +200,33 @@ func (e *Elector) workEnded() {
 	}
 }
 
+// msgFields are the fields of a message's debug line: its type, the peer
+// it came from or goes to, and its term; for a ring's messages also what
+// identifies a hop (docs/algorithms.md): the initiator, the phase (or
+// list position) and the value, so that a lap can be followed member by
+// member.
+func msgFields(m core.Message, peer string) []any {
+	f := []any{"type", m.Type, "peer", peer, "term", core.Term(m.Term)}
+	switch m.Type {
+	case core.MsgElection, core.MsgCoordinator, core.MsgAck:
+		if m.Initiator != "" {
+			f = append(f, "initiator", m.Initiator, "phase", m.Phase)
+			if m.Value.ID != "" {
+				f = append(f, "value", m.Value.ID)
+			}
+			if m.Coordinator != "" {
+				f = append(f, "coordinator", m.Coordinator)
+			}
+		}
+	}
+	return f
+}
+
 // send hands m to the transport. Ready's buffer is reused by the node, so
 // the transport gets a copy.
 func (e *Elector) send(m core.Message) {
 	if e.log.IsDebug() {
-		e.log.Debug("send", "type", m.Type, "peer", m.To, "term", core.Term(m.Term))
+		e.log.Debug("send", msgFields(m, m.To)...)
 	}
 	if err := e.tr.Send(m.Clone()); err != nil {
 		e.upd.SendFailed++

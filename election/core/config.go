@@ -61,7 +61,9 @@ type Config struct {
 	// Default 2.
 	RoundTrip int
 	// HopTimeout is how long a ring node waits for its successor's Ack
-	// (textbook mode) before it skips to the next one. Default RoundTrip.
+	// before it skips to the next one, while no longer round trip has
+	// been measured (Node.hopTimeout: twice the longest measured lately,
+	// at most 8 × HopTimeout). Default RoundTrip.
 	HopTimeout int
 	// HeartbeatInterval is H: the coordinator sends a heartbeat every H
 	// ticks. Default 5.

@@ -203,6 +203,9 @@ func (n *Node) onHeartbeat(m Message) {
 	}
 	if !older {
 		n.setConfirmed(m.Confirmed || n.cfg.QuorumSize == 0)
+		if m.Confirmed {
+			n.setIsolated(false) // it hears a coordinator that a majority confirms
+		}
 	}
 	if n.cfg.QuorumSize > 0 {
 		n.grant(m)
@@ -518,6 +521,31 @@ func (n *Node) backOff() {
 // backingOff reports an abdicated node's back-off: it does not stand in
 // elections nor displace a coordinator.
 func (n *Node) backingOff() bool { return n.now < n.coolUntil }
+
+// sitsOut reports whether this node stays out of the rings' elections: it
+// does not stand, and it refuses the hops that ask for an Ack, so that its
+// predecessor passes it over (link.refuses). A node backing off does; so
+// does, with the guard, a node that has found that it cannot reach a
+// majority (isolated): the members of its election it gave up on leave
+// fewer than a majority it reaches (link.tick), or its last election
+// pre-vote failed for want of a majority's answers. A member that reaches
+// only one other (a cut that memberlist's indirect probes hide from the
+// view) would otherwise stay in the ring, and every lap through it came
+// back to that one member: the members after it heard nothing, and the
+// active/relay ring restarted for as long as the back-off of a deposed
+// coordinator had run out (seconds on a loaded host, issue 13 item 7's
+// test). A pre-vote or preemption check that a majority answers, or a
+// heartbeat of a confirmed coordinator, ends it.
+func (n *Node) sitsOut() bool { return n.backingOff() || n.isolated }
+
+// setIsolated records whether this node can reach a majority (sitsOut);
+// only the guard sets it.
+func (n *Node) setIsolated(v bool) {
+	if n.isolated == v || v && n.cfg.QuorumSize == 0 {
+		return
+	}
+	n.isolated = v
+}
 
 // tickCoolOff ends an abdicated node's back-off: it may displace the
 // coordinator again by the preemption policy.

@@ -56,7 +56,11 @@ type Node struct {
 	idle               int // ticks with neither a coordinator nor an election
 	hbTimer            int // coordinator: ticks since the last heartbeat round
 	coolUntil          int // an abdicated node displaces no coordinator before this tick
-	preemptAfter       int // no preemption request before this tick
+	// isolated: with the guard, this node has found that it cannot reach
+	// a majority (Node.sitsOut).
+	isolated     bool
+	rtts         roundTrips // the last round trips measured (link.hopTimeout)
+	preemptAfter int        // no preemption request before this tick
 	// relayed is a coordinator this node follows on another node's word
 	// (a relayed COORDINATOR), not having heard it directly since: when
 	// its detector gives up on that coordinator again, the silence is

@@ -176,7 +176,7 @@ func (p *peterson) preVoted() {
 // every active ends a relay and nobody wins, election after election
 // (issue 13). As a relay it forwards whatever still reaches it.
 func (p *peterson) begin(t Term) {
-	if !p.n.backingOff() && !p.unheard {
+	if !p.n.sitsOut() && !p.unheard {
 		p.join(t, true)
 		return
 	}
@@ -203,7 +203,7 @@ func (p *peterson) join(t Term, stand bool) {
 	p.term = t
 	n.electing = true
 	p.timer = p.idleTicks()
-	if !stand || n.self.NonVoter || p.handingOff || n.backingOff() {
+	if !stand || n.self.NonVoter || p.handingOff || n.sitsOut() {
 		p.relay = true
 		n.setState(StateRelay)
 		return
@@ -243,6 +243,18 @@ func (p *peterson) local(m Message) {
 
 func (p *peterson) step(m Message) {
 	p.lap.step(m)
+	if p.link.forked != 0 {
+		if p.n.electing && !p.waiting && p.link.forked == p.term {
+			// A hop of this election that this node gave up on reached
+			// its receiver after all (its Ack came late): the receiver
+			// and the member after it both have the message, so the lap
+			// runs twice from here and the actives after it compare
+			// values that do not belong together. Such an election
+			// rarely ends: give it one lap, not idleTicks.
+			p.timer = min(p.timer, lapTicks(p.n))
+		}
+		p.link.forked = 0
+	}
 	if n := p.n; m.Type == MsgAck && m.Initiator == "" && n.electing && !p.waiting && p.term < n.term && n.coordinator == "" {
 		// A member that does not take part told us its newer term
 		// (onElection: an Ack that echoes no hop): the election of

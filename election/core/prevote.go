@@ -23,12 +23,18 @@ const (
 
 // preVoteRound is the node's pre-vote in progress.
 type preVoteRound struct {
-	active   bool // first: read at every tick and input (Node.ticksToDeadline)
-	kind     preVoteKind
-	wide     bool   // no guard: every live voter was asked, not only the nearest
-	timer    int    // ticks left before the next step (re-ask, widen, give up)
-	round    uint64 // sent in Seq; answers carry it back
-	deadline int    // guard: tick at which the round is given up
+	active bool // first: read at every tick and input (Node.ticksToDeadline)
+	kind   preVoteKind
+	wide   bool   // no guard: every live voter was asked, not only the nearest
+	timer  int    // ticks left before the next step (re-ask, widen, give up)
+	round  uint64 // sent in Seq; answers carry it back
+	// asked is the tick the round was last asked at: an answer's round
+	// trip is measured from it (Node.rtts), which is too short for the
+	// answer to an earlier ask; from the first ask it was too long, since
+	// with the guard a voter bound by a promise grants only when asked
+	// after it ends.
+	asked    int
+	deadline int // guard: tick at which the round is given up
 	hint     string
 	granted  map[string]bool // voters that granted (election) or answered (preempt)
 	// refused: with the guard, the voters that refused this round (an
@@ -200,7 +206,7 @@ func (n *Node) askPreVote(wide bool) int {
 			}
 		}
 	}
-	pv.timer = n.slowWait()
+	pv.timer, pv.asked = n.slowWait(), n.now
 	if n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt {
 		pv.timer = n.guardWait()
 	}
@@ -313,6 +319,7 @@ func (n *Node) onPreVoteAck(m Message) {
 		n.drop(DropUnexpected)
 		return
 	}
+	n.rtts.add(n.now, n.now-pv.asked)
 	if pv.kind == preVotePreempt || m.Confirmed {
 		pv.granted[m.From] = true
 		n.preVoteDecide()
@@ -357,9 +364,11 @@ func (n *Node) preVoteDecide() {
 	switch kind {
 	case preVoteElection:
 		pv.slow = 0
+		n.setIsolated(false)
 		n.enter().preVoted()
 	case preVotePreempt:
 		pv.pslow = 0
+		n.setIsolated(false)
 		n.sendPreempt()
 	}
 }
@@ -430,6 +439,7 @@ func (n *Node) preVoteFailed() {
 	}
 	if n.cfg.QuorumSize == 0 || len(n.pv.granted)+len(n.pv.refused) < n.majority()-1 {
 		n.pv.slow = min(n.pv.slow+1, maxSlow)
+		n.setIsolated(true) // (with the guard: fewer than a majority answered)
 	}
 	n.enter().reset()
 	n.electing = false

@@ -141,7 +141,7 @@ func (r *ring) join() {
 // handing off (resigned, no successor known yet), do not stand.
 func (r *ring) entry() Peer {
 	p := r.n.self
-	p.NonVoter = p.NonVoter || r.handingOff || r.n.backingOff()
+	p.NonVoter = p.NonVoter || r.handingOff || r.n.sitsOut()
 	return p
 }
 

@@ -197,24 +197,36 @@ func (l *lap) skip(k int) {
 }
 
 // lapTicks bounds one lap of the ring: every member may cost a one-way trip
-// (at most RoundTrip) and, in Textbook mode, a hop timeout if it is dead;
+// (at most roundTrip) and, in Textbook mode, a hop timeout if it is dead;
 // CoordinatorTimeout is slack. It grows with the ring, so that a 10,000
 // member ring is not timed out mid-lap.
 func lapTicks(n *Node) int {
-	per := n.cfg.RoundTrip
+	per := n.roundTrip()
 	if n.cfg.Mode == Textbook {
-		per += n.cfg.HopTimeout
+		per += n.hopTimeout()
 	}
 	return n.view.r.Len()*per + n.cfg.CoordinatorTimeout
 }
 
-// hopTicks bounds one hop of a lap: a one-way trip (at most RoundTrip)
+// hopTicks bounds one hop of a lap: a one-way trip (at most roundTrip)
 // and, in Textbook mode, a hop timeout for a dead member skipped on the way.
 func hopTicks(n *Node) int {
 	if n.cfg.Mode == Textbook {
-		return n.cfg.RoundTrip + n.cfg.HopTimeout
+		return n.roundTrip() + n.hopTimeout()
 	}
-	return n.cfg.RoundTrip
+	return n.roundTrip()
+}
+
+// roundTrip is RoundTrip, or the mean of the round trips this node
+// measured lately (Node.rtts) if that is longer: a loaded host or a slow
+// network makes every hop of a lap slower than RoundTrip, and an election
+// timer counted in RoundTrips ran out before the lap came round, election
+// after election (the simulator's slow spell: round trips of 120 – 280
+// ms). The mean, not the longest: a lap is the sum of its hops, and one
+// outlier (268 ms among Acks of 15 – 70) made an active/relay ring whose
+// lap had forked wait seconds for its silence timer.
+func (n *Node) roundTrip() int {
+	return max(n.cfg.RoundTrip, n.rtts.mean(n.now, n.rttMemory())+1)
 }
 
 // lapHops is how many hops after position self a lap that started at

@@ -18,14 +18,34 @@ type hop struct {
 	route route
 	at    int // position of the sender, then of m.To: ring index or List index
 	timer int // ticks left for m.To to acknowledge
+	sent  int // the tick m was sent to m.To
 }
+
+// gaveUp identifies a hop whose receiver did not acknowledge in time, and
+// when it was sent: its Ack may still come (Node.rtts).
+type gaveUp struct {
+	to, initiator, coordinator string
+	phase                      uint32
+	value                      Rank
+	sent                       int
+	typ                        MsgType
+	term                       Term
+}
+
+// maxHopWait caps the measured hop timeout at maxHopWait·HopTimeout
+// (memberlist's awareness multiplier has the same cap of 8): the other
+// members' election timers count HopTimeout for a hop (lapTicks), and a
+// member that waits much longer on a dead successor than they allow for
+// saw them restart the election before its wait ended, lap after lap.
+const maxHopWait = 8
 
 // link carries the ring algorithms' messages one hop clockwise to the next
 // working member (docs/algorithms.md, ring: "if the successor does not respond, it
 // sends to the one after, and so on, until a working participant is found").
 //
 // Textbook mode has no view, so every hop is acknowledged with MsgAck. A
-// member that does not acknowledge within HopTimeout ticks is marked failed
+// member that does not acknowledge within the hop timeout (HopTimeout, or
+// more after longer round trips: Node.hopTimeout) is marked failed
 // for the rest of the election and the message goes to the one after; the
 // failed attempt was a sent message and is counted as one. A hop awaiting
 // its Ack holds back the messages behind it (stop and wait), so per-link
@@ -72,6 +92,15 @@ type link struct {
 	// exhausted receives a queued message that found no member left to
 	// try (every other member is dead): the caller decides what it means.
 	exhausted func(Message)
+	// gave holds the last hops given up on (gaveAt: where the next
+	// goes): the Ack of one may still come, and its round trip counts
+	// (Node.rtts, hopTimeout).
+	gave   [4]gaveUp
+	gaveAt uint8
+	// forked is the term of the last ELECTION hop given up on whose Ack
+	// came after all: its receiver has the message, and so does the member
+	// after it (peterson.step).
+	forked Term
 }
 
 // send hands m to the first working member after position from (this
@@ -127,7 +156,7 @@ func (l *link) transmit(h *hop) string {
 			h.m.Coordinator = h.m.To
 		}
 	}
-	h.timer = l.n.cfg.HopTimeout
+	h.timer, h.sent = l.n.hopTimeout(), l.n.now
 	l.n.send(h.m)
 	return h.m.To
 }
@@ -186,7 +215,8 @@ func (l *link) ack(m Message) {
 // refuses reports whether this node turns down an ELECTION hop that asks
 // for an Ack (every hop in Textbook mode), counting it as dropped: a
 // member backing off (Node.backingOff: it abdicated, or an election
-// deposed it, see deposed: it could not reach the others) takes no part
+// deposed it, see deposed: it could not reach the others), or one that
+// found it cannot reach a majority (Node.sitsOut), takes no part
 // in elections, so the sender passes it over as it would a dead member and
 // the lap goes round the members that reach each other. Forwarding it
 // instead would hand the lap to members it may not reach, and a ring that
@@ -194,7 +224,7 @@ func (l *link) ack(m Message) {
 // winner's heartbeats.
 func (l *link) refuses(m Message) bool {
 	l.deposed(m)
-	if !l.n.backingOff() || l.n.cfg.Mode == View && m.Coordinator != l.n.self.ID {
+	if !l.n.sitsOut() || l.n.cfg.Mode == View && m.Coordinator != l.n.self.ID {
 		return false // (Textbook mode acknowledges every hop)
 	}
 	l.n.drop(DropUnexpected)
@@ -204,17 +234,112 @@ func (l *link) refuses(m Message) bool {
 // acked handles an Ack; it reports whether it matched the hop in flight.
 func (l *link) acked(a Message) bool {
 	if !l.busy || len(l.out) == 0 {
+		l.late(a)
 		return false
 	}
 	h := &l.out[0]
 	if h.m.To != a.From || h.m.Initiator != a.Initiator || h.m.Phase != a.Phase ||
 		h.m.Value != a.Value || h.m.Coordinator != a.Coordinator {
+		l.late(a)
 		return false
 	}
+	l.measured(h.sent)
 	l.pop()
 	l.pump()
 	return true
 }
+
+// late takes an Ack that matched no hop in flight: one of a hop this
+// node gave up on is a round trip longer than the timeout was.
+func (l *link) late(a Message) {
+	for i := range l.gave {
+		g := &l.gave[i]
+		if g.to != "" && g.to == a.From && g.initiator == a.Initiator && g.phase == a.Phase &&
+			g.value == a.Value && g.coordinator == a.Coordinator {
+			l.measured(g.sent)
+			if g.typ == MsgElection {
+				l.forked = g.term
+			}
+			*g = gaveUp{}
+			return
+		}
+	}
+}
+
+// measured records the round trip of a hop sent at tick sent and
+// acknowledged now.
+func (l *link) measured(sent int) {
+	l.n.rtts.add(l.n.now, l.n.now-sent)
+}
+
+// hopTimeout is how long a hop sent now waits for its Ack: HopTimeout, or
+// twice the longest of the recent round trips (Node.rtts) if that is
+// longer, at most maxHopWait·HopTimeout (a pause's round trip, as long as
+// it is remembered, costs a dead member's hop no more). A round trip measured as r ticks
+// took less than r+1; a timer of 2r ticks waits more than 2r-1, which is
+// at least r+1 from r = 2 on.
+//
+// The timeout follows the round trips as TCP's retransmission timeout
+// does, and as Lifeguard's awareness stretches memberlist's probes: a hop
+// given up on whose receiver was working has reached it all the same, so
+// the lap runs twice from there, which the active/relay ring cannot tell
+// from a lost message. With HopTimeout alone, a host whose round trips
+// exceeded it (two cores shared with other work under the race detector:
+// Acks took 20 – 30 ms at the median and up to 420) skipped working
+// members in every careful lap, and the active/relay ring restarted for
+// seconds.
+func (n *Node) hopTimeout() int {
+	hop := n.cfg.HopTimeout
+	return min(max(hop, 2*n.rtts.longest(n.now, n.rttMemory())), maxHopWait*hop)
+}
+
+// roundTrips keeps the last round trips this node measured, in ticks, and
+// when: a ring hop and its Ack (a late Ack of a hop given up on included),
+// a pre-vote and its answers. The pre-vote that precedes an election gives
+// its first hops a measure too. A sample counts for rttMemory ticks.
+type roundTrips struct {
+	s  [8]uint16 // ticks + 1; 0: no sample
+	at [8]int32
+	i  uint8
+}
+
+func (r *roundTrips) add(now, ticks int) {
+	k := r.i % uint8(len(r.s))
+	r.s[k], r.at[k] = uint16(min(max(ticks, 0), 1<<16-2)+1), int32(now)
+	r.i++
+}
+
+// longest and mean are the longest and the mean (rounded up) of the round
+// trips measured within the last memory ticks; 0 if there are none.
+func (r *roundTrips) longest(now, memory int) int {
+	m := 0
+	for k, x := range r.s {
+		if x != 0 && now-int(r.at[k]) <= memory {
+			m = max(m, int(x)-1)
+		}
+	}
+	return m
+}
+
+func (r *roundTrips) mean(now, memory int) int {
+	sum, k := 0, 0
+	for j, x := range r.s {
+		if x != 0 && now-int(r.at[j]) <= memory {
+			sum, k = sum+int(x)-1, k+1
+		}
+	}
+	if k == 0 {
+		return 0
+	}
+	return (sum + k - 1) / k
+}
+
+// rttMemory is how long a measured round trip counts: 100 RoundTrips (2 s
+// at the defaults). A slow spell that goes on keeps measuring itself; one
+// that ended, or an answer that a partition held back, is forgotten, so a
+// member whose hops all go to a dead successor (no Acks, so no new
+// samples) does not wait on it for ever at the longest it once saw.
+func (n *Node) rttMemory() int { return 100 * n.cfg.RoundTrip }
 
 // heard notes that id is working: a member that sent us something is no
 // longer skipped nor suspected.
@@ -302,9 +427,30 @@ func (l *link) tick() {
 		l.failed = make(map[string]struct{})
 	}
 	l.failed[h.m.To] = struct{}{}
+	l.gave[l.gaveAt%uint8(len(l.gave))] = gaveUp{to: h.m.To, initiator: h.m.Initiator,
+		coordinator: h.m.Coordinator, phase: h.m.Phase, value: h.m.Value, sent: h.sent,
+		typ: h.m.Type, term: h.m.Term}
+	l.gaveAt++
+	if l.n.cfg.QuorumSize > 0 && len(l.failed) > l.n.cfg.QuorumSize-l.n.majority() && l.unreached() {
+		l.n.setIsolated(true)
+	}
 	l.busy = false
 	h.m = h.m.Clone() // the list must not share memory with a copy that arrived
 	l.pump()
+}
+
+// unreached reports, with the guard, whether the members this node gave
+// up on in this election leave fewer than a majority of QuorumSize that it
+// reaches: the live voters of its view, itself included, that did not fail.
+func (l *link) unreached() bool {
+	r, reach := l.n.view.r, 0
+	for i := 0; i < r.Len(); i++ {
+		p := r.At(i)
+		if _, f := l.failed[p.ID]; !p.NonVoter && !f && (p.ID == l.n.self.ID || l.n.view.alive(p.ID)) {
+			reach++
+		}
+	}
+	return reach < l.n.majority()
 }
 
 // pump sends the first queued message that has somewhere to go, handing

@@ -49,39 +49,63 @@ func TestGuardCutCoordinatorReplacedWithinTwoLeases(t *testing.T) {
 	}
 }
 
+// The same cut on links whose round trips (24 – 60 ms) exceed RoundTrip
+// and HopTimeout (20 ms), as on a loaded host: the rings' hop timeout
+// follows the round trips measured (core.Node's hopTimeout), and the
+// member that reaches only one other sits out (its hops to the others time
+// out: it cannot reach a majority). Before either, a careful lap skipped
+// working members whose Acks were merely late, its messages ran twice from
+// there, and the active/relay ring restarted for seconds (CI, 2026-11-27:
+// no agreement in 10 s on real memberlist). A first winner may be
+// displaced by a higher member (preemption), so the clock runs until the
+// four agree on the coordinator they then keep for 5 s; the bound is 5 s
+// of virtual time, and the times are logged for the docs.
+func TestGuardCutOnSlowLinks(t *testing.T) {
+	for _, alg := range []core.Algorithm{core.Bully, core.Ring, core.Peterson} {
+		t.Run(alg.String(), func(t *testing.T) {
+			var worst int64
+			for _, keep := range []string{"4", "1", "2"} {
+				for seed := uint64(1); seed <= 8; seed++ {
+					name := fmt.Sprintf("keep=%s/seed=%d", keep, seed)
+					s := cutOff(t, alg, core.View, keep, seed, 0, name, 12, 30)
+					cut, since := s.Now(), int64(-1)
+					var held core.Status
+					for s.Now()-cut < 10000 && (since < 0 || s.Now()-since < 5000) {
+						s.RunFor(1)
+						st, ok := s.agreementOf("1", "2", "3", "4")
+						switch {
+						case !ok || st.Coordinator == "5":
+							since = -1
+						case since < 0 || st != held:
+							since, held = s.Now(), st
+						}
+					}
+					if since < 0 || s.Now()-since < 5000 {
+						t.Errorf("%s: the connected majority did not keep one coordinator for 5 s within 10 s of the cut", name)
+						continue
+					}
+					if took := since - cut; took > 5000 {
+						t.Errorf("%s: the connected majority settled %d ms after the cut; want within 5 s", name, took)
+					} else {
+						worst = max(worst, took)
+					}
+					if v := s.Checker().Violations; len(v) > 0 {
+						t.Fatalf("%s: checker: %v", name, v)
+					}
+				}
+			}
+			t.Logf("%s: slowest settlement %d ms after the cut", alg, worst)
+		})
+	}
+}
+
 // cutCoordinatorReplaced runs one case and returns the virtual ms from the
 // cut until the connected majority agreed on a coordinator of its own, -1
 // if not within 5 s; once agreed, the four must stay agreed for 5 s.
 func cutCoordinatorReplaced(t *testing.T, alg core.Algorithm, mode core.Mode, keep string, seed uint64, offset int64, name string) int64 {
 	t.Helper()
-	members, err := BuildMembers([]string{"1", "2", "3", "4", "5"}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Members: members, Algorithm: alg, Mode: mode, HeartbeatDetector: true,
-		ViewDelayMs: -1, Core: core.Config{QuorumSize: 5}, Seed: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Bootstrap("5"); err != nil {
-		t.Fatal(err)
-	}
-	s.RunFor(1000 + offset)
-	if st, ok := s.Agreement(); !ok || st.Coordinator != "5" {
-		t.Fatalf("%s: not settled on 5 before the cut: %+v", name, st)
-	}
+	s := cutOff(t, alg, mode, keep, seed, offset, name, 0, 0)
 	majority := []string{"1", "2", "3", "4"}
-	for _, o := range majority {
-		if o == keep {
-			continue
-		}
-		if err := s.BlockQuiet("5", o); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.BlockQuiet(o, "5"); err != nil {
-			t.Fatal(err)
-		}
-	}
 	cut := s.Now()
 	took := int64(-1)
 	var first core.Status
@@ -99,4 +123,40 @@ func cutCoordinatorReplaced(t *testing.T, alg core.Algorithm, mode core.Mode, ke
 		t.Fatalf("%s: checker: %v", name, v)
 	}
 	return took
+}
+
+// cutOff builds a cluster of five led by 5 (settled for 1 s and offset
+// ms more) and cuts 5 off, both ways, from every member but keep, with
+// the views left as they were. One-way delays of delayMin..delayMax ms (0:
+// the simulator's default).
+func cutOff(t *testing.T, alg core.Algorithm, mode core.Mode, keep string, seed uint64, offset int64, name string, delayMin, delayMax int64) *Sim {
+	t.Helper()
+	members, err := BuildMembers([]string{"1", "2", "3", "4", "5"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Members: members, Algorithm: alg, Mode: mode, HeartbeatDetector: true,
+		ViewDelayMs: -1, Core: core.Config{QuorumSize: 5}, Seed: seed, DelayMin: delayMin, DelayMax: delayMax})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bootstrap("5"); err != nil {
+		t.Fatal(err)
+	}
+	s.RunFor(1000 + offset)
+	if st, ok := s.Agreement(); !ok || st.Coordinator != "5" {
+		t.Fatalf("%s: not settled on 5 before the cut: %+v", name, st)
+	}
+	for _, o := range []string{"1", "2", "3", "4"} {
+		if o == keep {
+			continue
+		}
+		if err := s.BlockQuiet("5", o); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.BlockQuiet(o, "5"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
 }
