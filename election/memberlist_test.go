@@ -3,11 +3,13 @@ package election_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
 	"github.com/coordelect/coordelect/election"
@@ -42,11 +44,31 @@ type realCluster struct {
 	alg   core.Algorithm // every member's (Identity.Algorithm)
 	mut   func(*election.Config)
 	memb  func(*membership.Config) // tunes each node's membership, when set
+	log   hclog.Logger             // every member's parent logger (testLog)
+}
+
+// testLog is the members' parent logger: nil (nothing logged), or, when
+// COORDELECT_TEST_LOG names a file, a debug logger that appends to it,
+// each line stamped with the test's name and the time to the microsecond
+// (docs/reliability.md reads Ack round trips off such a log).
+func testLog(t *testing.T) hclog.Logger {
+	path := os.Getenv("COORDELECT_TEST_LOG")
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatalf("COORDELECT_TEST_LOG: %v", err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Debug, Output: f,
+		TimeFormat: "15:04:05.000000"})
 }
 
 func newRealCluster(t *testing.T, mut func(*election.Config)) *realCluster {
 	net := membershiptest.NewFaultNetwork(1, nil)
 	c := &realCluster{t: t, ec: clustertest.New(net), net: net, nodes: map[string]*realNode{}, mut: mut}
+	c.log = testLog(t)
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
 		// A starved process (64 memberlists in one) ends its probes late.
@@ -83,6 +105,10 @@ func (c *realCluster) startOn(name string, rating int64, nonVoter bool, port int
 		c.memb(&mcfg)
 	}
 	cfg := election.DefaultConfig()
+	if c.log != nil {
+		cfg.Logger = c.log
+		mcfg.Logger = c.log.Named(name)
+	}
 	if c.mut != nil {
 		c.mut(&cfg)
 	}
