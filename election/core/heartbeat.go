@@ -530,12 +530,13 @@ func (n *Node) backingOff() bool { return n.now < n.coolUntil }
 // fewer than a majority it reaches (link.tick), or its last election
 // pre-vote failed for want of a majority's answers. A member that reaches
 // only one other (a cut that memberlist's indirect probes hide from the
-// view) would otherwise stay in the ring, and every lap through it came
+// view) would otherwise stay in the ring, and every lap through it went
 // back to that one member: the members after it heard nothing, and the
-// active/relay ring restarted for as long as the back-off of a deposed
-// coordinator had run out (seconds on a loaded host, issue 13 item 7's
-// test). A pre-vote or preemption check that a majority answers, or a
-// heartbeat of a confirmed coordinator, ends it.
+// active/relay ring restarted election after election once a deposed
+// coordinator's back-off had run out before the election ended (a loaded
+// host, issue 13 item 7's test; docs/design.md, "Rings on a slow host").
+// A pre-vote or preemption check that a majority answers, or a heartbeat
+// of a confirmed coordinator, ends it.
 func (n *Node) sitsOut() bool { return n.backingOff() || n.isolated }
 
 // setIsolated records whether this node can reach a majority (sitsOut);

@@ -274,8 +274,7 @@ func (l *link) measured(sent int) {
 
 // hopTimeout is how long a hop sent now waits for its Ack: HopTimeout, or
 // twice the longest of the recent round trips (Node.rtts) if that is
-// longer, at most maxHopWait·HopTimeout (a pause's round trip, as long as
-// it is remembered, costs a dead member's hop no more). A round trip measured as r ticks
+// longer, at most maxHopWait·HopTimeout. A round trip measured as r ticks
 // took less than r+1; a timer of 2r ticks waits more than 2r-1, which is
 // at least r+1 from r = 2 on.
 //
@@ -285,7 +284,7 @@ func (l *link) measured(sent int) {
 // the lap runs twice from there, which the active/relay ring cannot tell
 // from a lost message. With HopTimeout alone, a host whose round trips
 // exceeded it (two cores shared with other work under the race detector:
-// Acks took 20 – 30 ms at the median and up to 420) skipped working
+// Acks took 19 – 29 ms at the median and up to 422) skipped working
 // members in every careful lap, and the active/relay ring restarted for
 // seconds.
 func (n *Node) hopTimeout() int {
