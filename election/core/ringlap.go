@@ -226,7 +226,8 @@ func hopTicks(n *Node) int {
 // outlier (268 ms among Acks of 15 – 70) made an active/relay ring whose
 // lap had forked wait seconds for its silence timer.
 func (n *Node) roundTrip() int {
-	return max(n.cfg.RoundTrip, n.rtts.mean(n.now, n.rttMemory())+1)
+	mean, _ := n.rtts.stats(n.now, n.rttMemory())
+	return max(n.cfg.RoundTrip, mean+1)
 }
 
 // lapHops is how many hops after position self a lap that started at

@@ -289,7 +289,8 @@ func (l *link) measured(sent int) {
 // seconds.
 func (n *Node) hopTimeout() int {
 	hop := n.cfg.HopTimeout
-	return min(max(hop, 2*n.rtts.longest(n.now, n.rttMemory())), maxHopWait*hop)
+	_, longest := n.rtts.stats(n.now, n.rttMemory())
+	return min(max(hop, 2*longest), maxHopWait*hop)
 }
 
 // roundTrips keeps the last round trips this node measured, in ticks, and
@@ -308,29 +309,19 @@ func (r *roundTrips) add(now, ticks int) {
 	r.i++
 }
 
-// longest and mean are the longest and the mean (rounded up) of the round
-// trips measured within the last memory ticks; 0 if there are none.
-func (r *roundTrips) longest(now, memory int) int {
-	m := 0
-	for k, x := range r.s {
-		if x != 0 && now-int(r.at[k]) <= memory {
-			m = max(m, int(x)-1)
-		}
-	}
-	return m
-}
-
-func (r *roundTrips) mean(now, memory int) int {
+// stats returns the mean (rounded up) and the longest of the round trips
+// measured within the last memory ticks; 0 and 0 if there are none.
+func (r *roundTrips) stats(now, memory int) (mean, longest int) {
 	sum, k := 0, 0
 	for j, x := range r.s {
 		if x != 0 && now-int(r.at[j]) <= memory {
-			sum, k = sum+int(x)-1, k+1
+			sum, k, longest = sum+int(x)-1, k+1, max(longest, int(x)-1)
 		}
 	}
-	if k == 0 {
-		return 0
+	if k > 0 {
+		mean = (sum + k - 1) / k
 	}
-	return (sum + k - 1) / k
+	return mean, longest
 }
 
 // rttMemory is how long a measured round trip counts: 100 RoundTrips (2 s

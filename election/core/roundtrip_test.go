@@ -85,7 +85,7 @@ func TestLateAckStretchesHopTimeout(t *testing.T) {
 		t.Fatalf("after HopTimeout (%d ticks) without an Ack, member 1 did not pass 2 over", hop)
 	}
 	n.Step(Message{Type: MsgAck, From: "2", To: "1", Term: first.Term, Initiator: "2"})
-	if got := n.rtts.longest(n.now, n.rttMemory()); got != 0 {
+	if _, got := n.rtts.stats(n.now, n.rttMemory()); got != 0 {
 		t.Fatalf("an Ack that matches no hop measured a round trip of %d ticks", got)
 	}
 	for range 3 {
@@ -93,7 +93,7 @@ func TestLateAckStretchesHopTimeout(t *testing.T) {
 	}
 	late := n.now - p.link.gave[0].sent
 	n.Step(ackOf(first))
-	if got := n.rtts.longest(n.now, n.rttMemory()); got != late {
+	if _, got := n.rtts.stats(n.now, n.rttMemory()); got != late {
 		t.Fatalf("the late Ack measured %d ticks, want %d", got, late)
 	}
 	if got, want := n.hopTimeout(), max(hop, 2*late); got != want || got <= hop {
