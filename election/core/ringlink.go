@@ -94,8 +94,9 @@ type link struct {
 	exhausted func(Message)
 	// gave holds the last hops given up on (gaveAt: where the next
 	// goes): the Ack of one may still come, and its round trip counts
-	// (Node.rtts, hopTimeout).
-	gave   [4]gaveUp
+	// (Node.rtts, hopTimeout). Allocated at the first hop given up on: a
+	// member of a large ring seldom gives up on any.
+	gave   *[4]gaveUp
 	gaveAt uint8
 	// forked is the term of the last ELECTION hop given up on whose Ack
 	// came after all: its receiver has the message, and so does the member
@@ -252,6 +253,9 @@ func (l *link) acked(a Message) bool {
 // late takes an Ack that matched no hop in flight: one of a hop this
 // node gave up on is a round trip longer than the timeout was.
 func (l *link) late(a Message) {
+	if l.gave == nil {
+		return
+	}
 	for i := range l.gave {
 		g := &l.gave[i]
 		if g.to != "" && g.to == a.From && g.initiator == a.Initiator && g.phase == a.Phase &&
@@ -417,6 +421,9 @@ func (l *link) tick() {
 		l.failed = make(map[string]struct{})
 	}
 	l.failed[h.m.To] = struct{}{}
+	if l.gave == nil {
+		l.gave = new([4]gaveUp)
+	}
 	l.gave[l.gaveAt%uint8(len(l.gave))] = gaveUp{to: h.m.To, initiator: h.m.Initiator,
 		coordinator: h.m.Coordinator, phase: h.m.Phase, value: h.m.Value, sent: h.sent,
 		typ: h.m.Type, term: h.m.Term}
