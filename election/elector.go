@@ -43,6 +43,7 @@ type Elector struct {
 	electing bool
 	last     Leadership
 	leaseAsk time.Duration // Update.Lease: the lease this node last asked for
+	isolated bool          // core.Node.Isolated at the last Ready (observeIsolated)
 	// runCtx is Run's context; leadership contexts derive from it.
 	runCtx context.Context
 	// leading cancels the leadership context of the current term.

@@ -166,6 +166,27 @@ func (e *Elector) publishLease() {
 	}
 }
 
+// observeIsolated logs when a ring member starts and stops sitting out of
+// elections because it found it cannot reach a majority of QuorumSize
+// (quorum guard; docs/design.md, "Rings on a slow host"): a member cut off
+// from most of the others, or on a host so loaded that a majority's
+// answers came too late.
+func (e *Elector) observeIsolated() {
+	v := e.node.Isolated()
+	if v == e.isolated {
+		return
+	}
+	e.isolated = v
+	if e.self.Algorithm == core.Bully {
+		return // bully has no such rule; the pre-vote's failure is logged as such
+	}
+	if v {
+		e.log.Warn("sitting out ring elections: fewer than a majority of QuorumSize answered or acknowledged", "quorum", e.cfg.QuorumSize)
+		return
+	}
+	e.log.Info("back in ring elections: this member reaches a majority again")
+}
+
 // observeLease follows the lease this node asks for as coordinator
 // (Update.Lease), and logs when it stretches beyond QuorumLease and when
 // it comes back: a failover after this coordinator's crash takes as much

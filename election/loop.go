@@ -269,6 +269,7 @@ func (e *Elector) observe(rd *core.Ready) {
 	}
 	e.publishLease()
 	e.observeLease()
+	e.observeIsolated()
 	if len(e.verifiers) > 0 {
 		e.checkVerifiers()
 	}

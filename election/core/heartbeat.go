@@ -539,6 +539,11 @@ func (n *Node) backingOff() bool { return n.now < n.coolUntil }
 // of a confirmed coordinator, ends it.
 func (n *Node) sitsOut() bool { return n.backingOff() || n.isolated }
 
+// Isolated reports, with the quorum guard, that this node found it cannot
+// reach a majority of QuorumSize (sitsOut): the rings keep it out of their
+// elections until a majority answers it. The driver logs the changes.
+func (n *Node) Isolated() bool { return n.isolated }
+
 // setIsolated records whether this node can reach a majority (sitsOut);
 // only the guard sets it.
 func (n *Node) setIsolated(v bool) {
