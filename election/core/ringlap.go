@@ -222,9 +222,10 @@ func hopTicks(n *Node) int {
 // network makes every hop of a lap slower than RoundTrip, and an election
 // timer counted in RoundTrips ran out before the lap came round, election
 // after election (the simulator's slow spell: round trips of 120 – 280
-// ms). The mean, not the longest: a lap is the sum of its hops, and one
-// outlier (268 ms among Acks of 15 – 70) made an active/relay ring whose
-// lap had forked wait seconds for its silence timer.
+// ms). The mean, not the longest: a lap is the sum of its hops, and with
+// the longest, one outlier (a 268 ms Ack where the median was 28 ms) made
+// an active/relay ring whose lap had forked wait seconds for its silence
+// timer.
 func (n *Node) roundTrip() int {
 	mean, _ := n.rtts.stats(n.now, n.rttMemory())
 	return max(n.cfg.RoundTrip, mean+1)
