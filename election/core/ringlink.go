@@ -98,9 +98,6 @@ type link struct {
 	// member of a large ring seldom gives up on any.
 	gave   *[4]gaveUp
 	gaveAt uint8
-	// cutOff: the members this link gave up on made the node isolated
-	// (Node.sitsOut); hearing from one of them again undoes it (heard).
-	cutOff bool
 	// forked is the term of the last ELECTION hop given up on whose Ack
 	// came after all: its receiver has the message, and so does the member
 	// after it (peterson.step).
@@ -341,14 +338,8 @@ func (n *Node) rttMemory() int { return 100 * n.cfg.RoundTrip }
 // heard notes that id is working: a member that sent us something is no
 // longer skipped nor suspected.
 func (l *link) heard(id string) {
-	if _, f := l.failed[id]; f {
+	if l.failed != nil {
 		delete(l.failed, id)
-		if l.cutOff && !l.unreached() {
-			// The member given up on was working after all (its Ack or
-			// another message came late): the evidence is gone.
-			l.cutOff = false
-			l.n.setIsolated(false)
-		}
 	}
 	if id == l.suspect {
 		l.suspect = ""
@@ -438,7 +429,6 @@ func (l *link) tick() {
 		typ: h.m.Type, term: h.m.Term}
 	l.gaveAt++
 	if l.n.cfg.QuorumSize > 0 && len(l.failed) > l.n.cfg.QuorumSize-l.n.majority() && l.unreached() {
-		l.cutOff = true
 		l.n.setIsolated(true)
 	}
 	l.busy = false
