@@ -176,10 +176,11 @@ func (e *Elector) observeIsolated() {
 	if v == e.isolated {
 		return
 	}
-	e.isolated = v
 	if e.self.Algorithm == core.Bully {
 		return // bully has no such rule; the pre-vote's failure is logged as such
 	}
+	e.isolated = v
+	e.upd.SittingOut, e.upd.SittingOutChanged = v, true
 	if v {
 		e.log.Warn("sitting out ring elections: fewer than a majority of QuorumSize answered or acknowledged", "quorum", e.cfg.QuorumSize)
 		return

@@ -47,6 +47,11 @@ type Update struct {
 	// LeaseChanged says it changed.
 	Lease        time.Duration
 	LeaseChanged bool
+	// SittingOut: with the quorum guard, this ring member found it cannot
+	// reach a majority of QuorumSize and stays out of elections (docs/design.md,
+	// "Rings on a slow host"); SittingOutChanged says it changed.
+	SittingOut        bool
+	SittingOutChanged bool
 
 	// Counters are what the node counted since the previous Update:
 	// messages accepted (Received, by type) and ignored (Dropped, by
@@ -74,7 +79,7 @@ const DropSendFailed = "send_failed"
 // counted (the current values alone are not news).
 func (u *Update) empty() bool {
 	v := *u
-	v.State, v.Term, v.Leader, v.Alive, v.Known, v.Lease = 0, 0, Leadership{}, 0, 0, 0
+	v.State, v.Term, v.Leader, v.Alive, v.Known, v.Lease, v.SittingOut = 0, 0, Leadership{}, 0, 0, 0, false
 	return v == Update{}
 }
 

@@ -33,6 +33,7 @@
 //	coordelect_members{state}                gauge    known members, alive or dead
 //	coordelect_heartbeat_misses_total        counter  heartbeat intervals spent in silence
 //	coordelect_quorum_lease_seconds          gauge    the lease a guarded coordinator asks for
+//	coordelect_sitting_out                   gauge    1 while a guarded ring member sits out
 //
 // With WithTransportStats, the membership layer's counts join them
 // (receive-side drops as more reasons of coordelect_messages_dropped_total,

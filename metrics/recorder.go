@@ -51,6 +51,7 @@ type Recorder struct {
 	members         *prometheus.GaugeVec
 	heartbeatMisses prometheus.Counter
 	quorumLease     prometheus.Gauge
+	sittingOut      prometheus.Gauge
 
 	// The children of the labelled counters, looked up once.
 	sentBy, receivedBy [core.NumMsgTypes]prometheus.Counter
@@ -135,6 +136,9 @@ func newRecorder(o options) *Recorder {
 			"The quorum lease this node asks its voters for while it is coordinator with the quorum guard: "+
 				"QuorumLease, or longer while its heartbeat round trips are slow (QuorumLeaseMax); 0 otherwise. "+
 				"A failover after its crash waits this long for the voters' promises.")),
+		sittingOut: prometheus.NewGauge(gaugeOpts("sitting_out",
+			"1 while this ring member, with the quorum guard, stays out of elections because it found it "+
+				"cannot reach a majority of QuorumSize (its hops or pre-vote went unanswered); 0 otherwise.")),
 	}
 	return r
 }
@@ -152,6 +156,7 @@ func (r *Recorder) register(o options) error {
 	cs := []prometheus.Collector{
 		r.term, r.termEpoch, r.isCoordinator, r.deposed, r.coordinatorInfo, r.state, r.sent, r.received,
 		r.dropped, r.elections, r.duration, r.leaderChanges, r.members, r.heartbeatMisses, r.quorumLease,
+		r.sittingOut,
 	}
 	if o.transport != nil {
 		cs = append(cs, newTransportCollector(o.transport))
@@ -215,7 +220,7 @@ func (r *Recorder) Unregister() {
 // Record updates the metrics with what changed in an Update:
 // coordelect_state, _term, _term_epoch, _is_coordinator,
 // _coordinator_info, _leader_deposed_total, _leader_changes_total,
-// _members and _quorum_lease_seconds where the Update says they are new; the message, election and
+// _members, _quorum_lease_seconds and _sitting_out where the Update says they are new; the message, election and
 // heartbeat-miss counters by its counts; _election_duration_seconds when an
 // election ended.
 func (r *Recorder) Record(u election.Update) {
@@ -237,6 +242,13 @@ func (r *Recorder) Record(u election.Update) {
 	}
 	if u.LeaseChanged {
 		r.quorumLease.Set(u.Lease.Seconds())
+	}
+	if u.SittingOutChanged {
+		v := 0.0
+		if u.SittingOut {
+			v = 1
+		}
+		r.sittingOut.Set(v)
 	}
 	r.count(&u)
 	if u.ElectionEnded {

@@ -228,3 +228,19 @@ func expect(t *testing.T, what string, got, want float64) {
 		t.Errorf("%s = %v, want %v", what, got, want)
 	}
 }
+
+// TestSittingOut: coordelect_sitting_out follows the Update's flag, and
+// stays as it is while the Update says nothing of it.
+func TestSittingOut(t *testing.T) {
+	r, err := New(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "sitting out at start", testutil.ToFloat64(r.sittingOut), 0)
+	r.Record(election.Update{SittingOut: true, SittingOutChanged: true})
+	expect(t, "sitting out", testutil.ToFloat64(r.sittingOut), 1)
+	r.Record(election.Update{TermChanged: true, Term: 5})
+	expect(t, "sitting out, unchanged", testutil.ToFloat64(r.sittingOut), 1)
+	r.Record(election.Update{SittingOutChanged: true})
+	expect(t, "back in", testutil.ToFloat64(r.sittingOut), 0)
+}
