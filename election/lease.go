@@ -177,7 +177,7 @@ func (e *Elector) observeIsolated() {
 		return
 	}
 	if e.self.Algorithm == core.Bully {
-		return // bully has no such rule; the pre-vote's failure is logged as such
+		return // bully has no such rule (Node.sitsOut is the rings')
 	}
 	e.isolated = v
 	e.upd.SittingOut, e.upd.SittingOutChanged = v, true

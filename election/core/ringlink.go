@@ -21,15 +21,11 @@ type hop struct {
 	sent  int // the tick m was sent to m.To
 }
 
-// gaveUp identifies a hop whose receiver did not acknowledge in time, and
-// when it was sent: its Ack may still come (Node.rtts).
+// gaveUp is a hop whose receiver did not acknowledge in time (its list
+// dropped), and when it was sent: its Ack may still come (Node.rtts).
 type gaveUp struct {
-	to, initiator, coordinator string
-	phase                      uint32
-	value                      Rank
-	sent                       int
-	typ                        MsgType
-	term                       Term
+	m    Message
+	sent int
 }
 
 // maxHopWait caps the measured hop timeout at maxHopWait·HopTimeout
@@ -239,8 +235,7 @@ func (l *link) acked(a Message) bool {
 		return false
 	}
 	h := &l.out[0]
-	if h.m.To != a.From || h.m.Initiator != a.Initiator || h.m.Phase != a.Phase ||
-		h.m.Value != a.Value || h.m.Coordinator != a.Coordinator {
+	if !acknowledges(a, h.m) {
 		l.late(a)
 		return false
 	}
@@ -248,6 +243,13 @@ func (l *link) acked(a Message) bool {
 	l.pop()
 	l.pump()
 	return true
+}
+
+// acknowledges reports whether Ack a answers hop m: it comes from m's
+// receiver and echoes what identifies m on its link (link.ack).
+func acknowledges(a, m Message) bool {
+	return m.To == a.From && m.Initiator == a.Initiator && m.Phase == a.Phase &&
+		m.Value == a.Value && m.Coordinator == a.Coordinator
 }
 
 // late takes an Ack that matched no hop in flight: one of a hop this
@@ -258,11 +260,10 @@ func (l *link) late(a Message) {
 	}
 	for i := range l.gave {
 		g := &l.gave[i]
-		if g.to != "" && g.to == a.From && g.initiator == a.Initiator && g.phase == a.Phase &&
-			g.value == a.Value && g.coordinator == a.Coordinator {
+		if g.m.To != "" && acknowledges(a, g.m) {
 			l.measured(g.sent)
-			if g.typ == MsgElection {
-				l.forked = g.term
+			if g.m.Type == MsgElection {
+				l.forked = g.m.Term
 			}
 			*g = gaveUp{}
 			return
@@ -424,9 +425,9 @@ func (l *link) tick() {
 	if l.gave == nil {
 		l.gave = new([4]gaveUp)
 	}
-	l.gave[l.gaveAt%uint8(len(l.gave))] = gaveUp{to: h.m.To, initiator: h.m.Initiator,
-		coordinator: h.m.Coordinator, phase: h.m.Phase, value: h.m.Value, sent: h.sent,
-		typ: h.m.Type, term: h.m.Term}
+	g := gaveUp{m: h.m, sent: h.sent}
+	g.m.List = nil // not needed to match its Ack, and not to be kept alive
+	l.gave[l.gaveAt%uint8(len(l.gave))] = g
 	l.gaveAt++
 	if l.n.cfg.QuorumSize > 0 && len(l.failed) > l.n.cfg.QuorumSize-l.n.majority() && l.unreached() {
 		l.n.setIsolated(true)
