@@ -109,7 +109,7 @@ func (n *Node) ticksToDeadline() int {
 	case n.coordinator != "":
 		in(n.followerDeadline())
 	case !n.electing:
-		in(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses - n.idle)
+		in(max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.idle, n.lapDue-n.now))
 	}
 	return d
 }

@@ -97,6 +97,12 @@ func (n *Node) CompleteHandoff() {
 		return
 	}
 	n.handingOff = false
+	// The releases carry the term the followers follow: the rings' resign
+	// below moves this node to the successor's election term (the
+	// active/relay ring's has no tag, and a heartbeat whose term does not
+	// name its sender is dropped, so its followers never heard the
+	// release and waited out their detectors instead).
+	released := n.term
 	if n.handoffPass {
 		// The successor first: it declares at once, and its announcement
 		// then travels beside the releases below instead of after them. A
@@ -109,7 +115,7 @@ func (n *Node) CompleteHandoff() {
 	}
 	for k := n.view.r.Len() - 1; k >= 0; k-- { // the watchers first, as bully.win
 		if p := n.view.r.ByRank(k); p.ID != n.self.ID && n.view.alive(p.ID) {
-			n.send(Message{Type: MsgHeartbeat, To: p.ID, Coordinator: n.self.ID, Released: true,
+			n.send(Message{Type: MsgHeartbeat, To: p.ID, Term: released, Coordinator: n.self.ID, Released: true,
 				Confirmed: !n.handoffPass, Seq: n.hbSeq})
 		}
 	}
@@ -128,6 +134,23 @@ func (n *Node) tickHandoff() {
 func (n *Node) onReleased(m Message) {
 	if n.grantTerm == m.Term {
 		n.grantEnd = 0
+	}
+	if n.cfg.Algorithm != Bully && !m.Confirmed && n.term == m.Term &&
+		(n.coordinator == m.From || n.coordinator == "") {
+		// The old coordinator opened its successor's lap as it released
+		// us (CompleteHandoff; a node that heard the lap's newer term
+		// first follows nobody already): wait for that lap to come this
+		// far, as a member doubting a COORDINATOR lap does, before
+		// electing. A lap of
+		// 1,000 hops takes seconds, and after only K heartbeat intervals
+		// every member that it had not reached yet started a lap of its
+		// own, each with the list of live members: hundreds at once
+		// (docs/performance.md, "The ring with the guard at n = 1,000").
+		n.unfollow()
+		r := n.view.r
+		hops := (r.Index(n.self.ID) - r.Index(m.From) + r.Len()) % max(r.Len(), 1)
+		n.lapDue = n.now + doubtTicks(n, hops)
+		return
 	}
 	if n.coordinator != m.From || n.term != m.Term {
 		return

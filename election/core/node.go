@@ -54,8 +54,11 @@ type Node struct {
 	// the on-time ticks since it last changed.
 	health, healthyFor int
 	idle               int // ticks with neither a coordinator nor an election
-	hbTimer            int // coordinator: ticks since the last heartbeat round
-	coolUntil          int // an abdicated node displaces no coordinator before this tick
+	// lapDue: a ring follower released by a hand-off waits until this
+	// tick for the successor's lap to reach it before it elects (onReleased).
+	lapDue    int
+	hbTimer   int // coordinator: ticks since the last heartbeat round
+	coolUntil int // an abdicated node displaces no coordinator before this tick
 	// isolated: with the guard, this node has found that it cannot reach
 	// a majority (Node.sitsOut).
 	isolated     bool
@@ -249,8 +252,9 @@ func (n *Node) Advance(k int) {
 		n.tickFollower()
 	case !n.electing:
 		// No coordinator and no election (after a resign, a step-down or a
-		// newer term without its coordinator): try again after K intervals.
-		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses {
+		// newer term without its coordinator): try again after K intervals
+		// (a released ring follower: once the hand-off's lap is due).
+		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.lapDue {
 			n.idle = 0
 			n.startElection()
 		}

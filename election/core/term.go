@@ -121,6 +121,9 @@ func (n *Node) becomeCoordinator(t Term) {
 	n.announceRest = false                              // bully.win sets it again
 	wasElecting := n.electing
 	n.enter().reset()
+	if l, ok := n.alg.(interface{ followed() }); ok {
+		l.followed()
+	}
 	n.electing = false
 	n.suspect = ""
 	n.setCoordinator(n.self.ID)
@@ -173,6 +176,9 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	}
 	wasElecting := n.electing
 	n.enter().reset()
+	if l, ok := n.alg.(interface{ followed() }); ok {
+		l.followed()
+	}
 	n.electing = false
 	n.suspect = ""
 	if n.pv.kind == preVoteElection {
