@@ -170,22 +170,21 @@ func (e *Elector) publishLease() {
 // elections because it found it cannot reach a majority of QuorumSize
 // (quorum guard; docs/design.md, "Rings on a slow host"): a member cut off
 // from most of the others, or on a host so loaded that a majority's
-// answers came too late.
-func (e *Elector) observeIsolated() {
+// answers came too late. It reports whether the sit-out changed
+// (Status.SittingOut).
+func (e *Elector) observeIsolated() bool {
 	v := e.node.Isolated()
-	if v == e.isolated {
-		return
-	}
-	if e.self.Algorithm == core.Bully {
-		return // bully has no such rule (Node.sitsOut is the rings')
+	if v == e.isolated || e.self.Algorithm == core.Bully {
+		return false // bully has no such rule (Node.sitsOut is the rings')
 	}
 	e.isolated = v
 	e.upd.SittingOut, e.upd.SittingOutChanged = v, true
 	if v {
 		e.log.Warn("sitting out ring elections: fewer than a majority of QuorumSize answered or acknowledged", "quorum", e.cfg.QuorumSize)
-		return
+		return true
 	}
 	e.log.Info("back in ring elections: this member reaches a majority again")
+	return true
 }
 
 // observeLease follows the lease this node asks for as coordinator

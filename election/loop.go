@@ -269,7 +269,9 @@ func (e *Elector) observe(rd *core.Ready) {
 	}
 	e.publishLease()
 	e.observeLease()
-	e.observeIsolated()
+	if e.observeIsolated() {
+		changed = true
+	}
 	if len(e.verifiers) > 0 {
 		e.checkVerifiers()
 	}

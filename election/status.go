@@ -30,6 +30,12 @@ type Status struct {
 	// node still holds its first election back, how many voters it sees,
 	// and whether the window passed short of the expectation.
 	Startup core.Startup
+	// SittingOut reports that, with the quorum guard, this ring member
+	// found it cannot reach a majority of QuorumSize and stays out of the
+	// rings' elections until it can again (docs/design.md, "Rings on a
+	// slow host"; the gauge coordelect_sitting_out). Always false in
+	// bully.
+	SittingOut bool
 	// Members lists the members this node knows, itself included, in ring
 	// order (ID order, core.CompareID, for members learned at run time).
 	// Status builds it from the node's view at each call (O(n), a new
@@ -113,6 +119,7 @@ func (e *Elector) updateSnapshot() {
 		NonVoter:    e.self.NonVoter,
 		Algorithm:   e.self.Algorithm,
 		Startup:     e.startup,
+		SittingOut:  e.isolated,
 	}
 	e.snap.Store(s)
 }
