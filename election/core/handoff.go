@@ -141,11 +141,10 @@ func (n *Node) onReleased(m Message) {
 		// us (CompleteHandoff; a node that heard the lap's newer term
 		// first follows nobody already): wait for that lap to come this
 		// far, as a member doubting a COORDINATOR lap does, before
-		// electing. A lap of
-		// 1,000 hops takes seconds, and after only K heartbeat intervals
-		// every member that it had not reached yet started a lap of its
-		// own, each with the list of live members: hundreds at once
-		// (docs/performance.md, "The ring with the guard at n = 1,000").
+		// electing. A lap of 1,000 hops takes seconds, and after only K
+		// heartbeat intervals every member that it had not reached yet
+		// started a lap of its own, each with the list of live members:
+		// hundreds at once (docs/design.md, "Hand-off").
 		n.unfollow()
 		r := n.view.r
 		hops := (r.Index(n.self.ID) - r.Index(m.From) + r.Len()) % max(r.Len(), 1)

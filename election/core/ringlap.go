@@ -105,10 +105,11 @@ func (l *lap) record(c string, t Term, hops int) {
 
 // followed: this node follows a coordinator now, or leads (Node.follow,
 // Node.becomeCoordinator), however it learned of it (a heartbeat, a
-// relayed announcement): a hand-off of its own is over. Only a COORDINATOR lap ended it before, and a member that
-// resigned, then followed the next coordinator on a heartbeat, went on
-// refusing to stand in every later lap (its lap of the hand-off lost
-// under loss; the random-fault test's seed 1697).
+// relayed announcement): a hand-off of its own is over. Only a
+// COORDINATOR lap ended it before, and a member that resigned, then
+// followed the next coordinator on a heartbeat, went on refusing to stand
+// in every later lap (its lap of the hand-off lost under loss; the
+// random-fault test's seed 1697).
 func (l *lap) followed() { l.handingOff = false }
 
 // accept follows c, or becomes coordinator, in term t, unless it does
