@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/internal/prefetch"
 )
 
 type evKind uint8
@@ -145,28 +146,19 @@ const (
 // nothing). The core.Node's address comes from Sim.cores, not from the
 // simNode, so that neither waits for the other.
 func (s *Sim) prefetchNode(i int) {
-	prefetch(unsafe.Pointer(s.nodes[i]), simNodeLines)
-	prefetch(unsafe.Pointer(s.cores[i]), coreNodeLines)
+	prefetch.Lines(unsafe.Pointer(s.nodes[i]), simNodeLines)
+	prefetch.Lines(unsafe.Pointer(s.cores[i]), coreNodeLines)
 }
 
-// stateLines is how many cache lines of a node's algorithm state
-// prefetchState asks for: what Skip and NextDeadline read of the rings'
-// state (the link and the election's timer) and most of bully's.
-const stateLines = 3
-
 // prefetchState asks for the first cache lines of node i's algorithm
-// state (core.Node.AlgorithmState), which lives apart from the node: its
+// state (core.Node.PrefetchState), which lives apart from the node: its
 // first read in an input was a cache miss (0.36 of 2.3 s at peterson
 // n = 10,000, twelfth session, when every heartbeat delivery read it; a
 // quiet ring member's now reads none, and nothing is prefetched for it).
 // Its address is read from the node, whose first line prefetchNode asked
 // for one event before, so this runs for the node of the next event, not
 // of the one after.
-func (s *Sim) prefetchState(i int) {
-	if p, size := s.cores[i].AlgorithmState(); p != nil {
-		prefetch(p, min(stateLines, int(size+63)/64))
-	}
-}
+func (s *Sim) prefetchState(i int) { s.cores[i].PrefetchState() }
 
 // staleView reports whether newer news about the same member already
 // reached this observer (uneven view delays can reorder them), and records

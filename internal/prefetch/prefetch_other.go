@@ -1,13 +1,13 @@
 //go:build !amd64
 
-package sim
+package prefetch
 
 import "unsafe"
 
-// prefetch reads the first byte at p, so that its cache line loads while
+// Lines reads the first byte at p, so that its cache line loads while
 // the event before runs (a load, not a prefetch: it waits for the line).
 // lines is ignored.
-func prefetch(p unsafe.Pointer, lines int) {
+func Lines(p unsafe.Pointer, lines int) {
 	prefetchSink += *(*byte)(p)
 }
 

@@ -1,7 +1,7 @@
 #include "textflag.h"
 
-// func prefetch(p unsafe.Pointer, lines int)
-TEXT ·prefetch(SB), NOSPLIT, $0-16
+// func Lines(p unsafe.Pointer, lines int)
+TEXT ·Lines(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), AX
 	MOVQ lines+8(FP), CX
 	TESTQ CX, CX

@@ -1,0 +1,13 @@
+// Package prefetch asks the processor for memory that is about to be
+// read (the simulator's next nodes, election/sim; the core's algorithm
+// state, core.Node.PrefetchState).
+package prefetch
+
+import "unsafe"
+
+// Lines asks the processor to load the lines cache lines (64 bytes
+// each) that start at p, and returns without waiting for them
+// (PREFETCHT0). It reads nothing and cannot fault.
+//
+//go:noescape
+func Lines(p unsafe.Pointer, lines int)
