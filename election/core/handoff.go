@@ -147,8 +147,8 @@ func (n *Node) onReleased(m Message) {
 		// hundreds at once (docs/design.md, "Hand-off").
 		n.unfollow()
 		r := n.view.r
-		hops := (r.Index(n.self.ID) - r.Index(m.From) + r.Len()) % max(r.Len(), 1)
-		n.lapDue = n.now + doubtTicks(n, hops)
+		from := r.Index(m.From)
+		n.lapDue = n.now + doubtTicks(n, lapHops(from, from, r.Index(n.self.ID), r.Len()))
 		return
 	}
 	if n.coordinator != m.From || n.term != m.Term {

@@ -120,10 +120,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	again := n.coordinator == n.self.ID && !n.confirmed // see below
 	n.announceRest = false                              // bully.win sets it again
 	wasElecting := n.electing
-	n.enter().reset()
-	if l, ok := n.alg.(interface{ followed() }); ok {
-		l.followed()
-	}
+	n.endElection()
 	n.electing = false
 	n.suspect = ""
 	n.setCoordinator(n.self.ID)
@@ -168,6 +165,16 @@ func (n *Node) becomeCoordinator(t Term) {
 	n.setState(StateCandidate)
 }
 
+// endElection ends this node's part in any election, and any hand-off of
+// its own (lap.followed): a coordinator is known (follow,
+// becomeCoordinator).
+func (n *Node) endElection() {
+	n.enter().reset()
+	if l, ok := n.alg.(interface{ followed() }); ok {
+		l.followed()
+	}
+}
+
 // follow accepts coordinator c in term t (t >= n.term), ending any election.
 func (n *Node) follow(c string, t Term, confirmed bool) {
 	if c == n.self.ID {
@@ -175,10 +182,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 		return
 	}
 	wasElecting := n.electing
-	n.enter().reset()
-	if l, ok := n.alg.(interface{ followed() }); ok {
-		l.followed()
-	}
+	n.endElection()
 	n.electing = false
 	n.suspect = ""
 	if n.pv.kind == preVoteElection {
