@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	gometrics "github.com/hashicorp/go-metrics"
 	"github.com/hashicorp/memberlist"
 
 	"github.com/coordelect/coordelect/bench/internal/failover"
@@ -55,6 +56,9 @@ type benchCluster struct {
 	// bindAddr is the address members bind to: 127.0.0.1, or a shard's
 	// network namespace's address.
 	bindAddr string
+	// health is -health's sink, nil without it; stopHealth ends its log.
+	health     *healthSink
+	stopHealth func()
 }
 
 // benchNode is one member across its restarts.
@@ -148,6 +152,13 @@ func newBenchCluster(o benchOptions, logger hclog.Logger) *benchCluster {
 // way round, each member would displace the one before it).
 func (c *benchCluster) start(ctx context.Context) error {
 	c.stopProgress = c.logProgress(10 * time.Second)
+	if c.opts.health > 0 {
+		sink, err := installHealthSink()
+		if err != nil {
+			return err
+		}
+		c.health, c.stopHealth = sink, logHealth(c.log, sink, c.opts.health)
+	}
 	defer c.started.Store(true)
 	for i, b := range slices.Backward(c.nodes) {
 		i = len(c.nodes) - 1 - i
@@ -236,8 +247,12 @@ func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 	mc.NonVoter = c.nonVoter(b)
 	mc.BindAddr, mc.BindPort = c.bindAddr, b.port
 	mc.Profile = c.opts.profile
-	if !c.opts.compress {
-		mc.Memberlist = func(ml *memberlist.Config) { ml.EnableCompression = false }
+	compress, labelled := c.opts.compress, c.health != nil
+	mc.Memberlist = func(ml *memberlist.Config) {
+		ml.EnableCompression = ml.EnableCompression && compress
+		if labelled {
+			ml.MetricLabels = append(ml.MetricLabels, gometrics.Label{Name: healthNodeLabel, Value: b.name})
+		}
 	}
 	mc.Seeds = c.seeds(b)
 	if c.opts.stallLog {
@@ -289,6 +304,9 @@ func (c *benchCluster) crash(b *benchNode) error {
 	}
 	err := c.ml.Crash(b.name)
 	b.member, b.el, b.mem = nil, nil, nil
+	if c.health != nil {
+		c.health.forget(b.name)
+	}
 	return err
 }
 
@@ -305,6 +323,10 @@ func (c *benchCluster) stop() {
 	if c.stopProgress != nil {
 		c.stopProgress()
 		c.stopProgress = nil
+	}
+	if c.stopHealth != nil {
+		c.stopHealth()
+		c.stopHealth = nil
 	}
 	for _, b := range c.nodes {
 		_ = c.crash(b)

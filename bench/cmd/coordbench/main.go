@@ -105,6 +105,9 @@ type benchOptions struct {
 	netns bool
 	// bind is the address members bind to (shard: its namespace's).
 	bind string
+	// health: log the scheduler's latency and memberlist's failure
+	// detection every health (health.go); 0 off.
+	health time.Duration
 }
 
 // startPause is the pause after the start of the k-th member (k started):
@@ -184,6 +187,7 @@ func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *str
 	fs.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) while the bench runs")
 	fs.IntVar(&o.voters, "voters", 0, "only the V top-rated members vote, the others are non-voters (Config.NonVoter); 0: every member votes")
 	fs.BoolVar(&o.compress, "compress", true, "memberlist's EnableCompression (true in its profiles: every packet and push-pull is LZW-compressed); false turns it off")
+	fs.DurationVar(&o.health, "health", 0, "log, every this often, the Go scheduler's latency, GC pauses and what memberlist reports (suspect, dead and alive messages, Lifeguard's health scores, probe and push-pull times) of the members in this process; 0: off")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random draw of the members each starting member joins")
 	return fs, profile
 }
@@ -195,6 +199,8 @@ func checkBenchCommon(o *benchOptions, profile string) error {
 		return usagef("-n %d: want 2 to %d members", o.n, maxBenchSize)
 	case o.stagger < 0:
 		return usagef("-stagger %v: want 0 or more", o.stagger)
+	case o.health < 0:
+		return usagef("-health %v: want 0 (off) or more", o.health)
 	case o.ramp < 0:
 		return usagef("-ramp %v: want 0 or more", o.ramp)
 	case o.voters < 0 || o.voters > o.n:
