@@ -32,6 +32,9 @@ type countingRecorder struct {
 	// gate, when set, blocks every call until it is closed: a test stalls
 	// the Elector's loop (a paused process) with it.
 	gate atomic.Pointer[chan struct{}]
+	// entered, if not nil when gate is set, gets a value (without
+	// blocking) as a call starts to wait on the gate: the stall began.
+	entered chan struct{}
 }
 
 var _ election.Recorder = (*countingRecorder)(nil)
@@ -40,6 +43,12 @@ func newCountingRecorder() *countingRecorder { return &countingRecorder{} }
 
 func (c *countingRecorder) Record(u election.Update) {
 	if g := c.gate.Load(); g != nil {
+		if c.entered != nil {
+			select {
+			case c.entered <- struct{}{}:
+			default:
+			}
+		}
 		<-*g
 	}
 	c.mu.Lock()

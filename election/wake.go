@@ -35,13 +35,23 @@ import "time"
 // as before it slept.
 //
 // While the core's health score is above 0 (its loop ran late lately, and
-// until it has run K*H ticks on time again) the loop wakes at every tick,
-// as it did before it slept: lateness is then measured against every tick,
-// so that a starved process keeps raising its score and its timers do not
-// run on through ticks it could not act in. Without this rule, guarded
-// starts of 5 real members under the race detector on the loaded 2-core
-// machine livelocked (no coordinator in 15 s) more often than with the
-// loop that woke at every tick (docs/reliability.md).
+// until it has run K*H ticks on time again) and one of its timers is due
+// within samplePeriod ticks (core.Node.NextTimer: a coordinator's next
+// heartbeat, a detector about to give up, an election's timeout), the
+// loop wakes at every tick, as it did before it slept: lateness is then
+// measured against every tick, so that a starved process keeps raising its
+// score and its timers do not run on through ticks it could not act in.
+// Without this rule, guarded starts of 5 real members under the race
+// detector on the loaded 2-core machine livelocked (no coordinator in
+// 15 s) more often than with the loop that woke at every tick
+// (docs/reliability.md). A node whose timers are all further off keeps
+// its samples: a pause that delays one is still measured (the ticks after
+// the one due count as one step), and none of its timers can fire in the
+// part that counts as on time. Without that limit, every loop of a process
+// that ran late woke at every tick for at least K*H: at n = 1,000 members
+// in one process (docs/performance.md) the loops' wakes grew with the
+// load they caused, from 13 to 31 a second per member during the start,
+// the most CPU of anything in the process.
 
 // setSleep derives the loop's sample period, in ticks, from the core's
 // configuration.
@@ -53,12 +63,12 @@ func (e *Elector) setSleep() {
 
 // plan sets due, the tick the loop is to wake at next: the core's next
 // deadline, or samplePeriod ticks after the last sample if that is sooner
-// (every tick while the health score is above 0). It holds until the next
-// call into the node.
+// (every tick while the health score is above 0 and a timer is due within
+// samplePeriod ticks). It holds until the next call into the node.
 func (e *Elector) plan() {
 	now := e.node.Now()
-	if e.node.Health() > 0 {
-		e.due = now + 1 // it ran late lately: every tick is a sample
+	if e.node.Health() > 0 && e.node.NextTimer()-now <= e.samplePeriod {
+		e.due = now + 1 // it ran late lately and times something: every tick is a sample
 		return
 	}
 	e.due = min(e.node.NextDeadline(), max(e.sampled+e.samplePeriod, now+1))

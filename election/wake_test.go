@@ -88,11 +88,64 @@ func TestIdleLoopsSleep(t *testing.T) {
 	}
 }
 
+// TestStalledCoordinatorWakesEveryTick: a coordinator's next heartbeat is
+// always within a sample period, so once its loop has run late (a stall of
+// a few ticks, too short for anyone to elect) it wakes at every tick while
+// its health score is above 0, and samples again once the score is back
+// to 0 (wake.go).
+func TestStalledCoordinatorWakesEveryTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, voters(3), nil)
+		term, _ := c.waitAgreed(time.Second, "c", 0)
+		<-time.After(time.Second)
+		co := c.members["c"]
+		_, late0 := election.LoopCounters(co.e)
+
+		gate := make(chan struct{})
+		var once sync.Once
+		open := func() { once.Do(func() { co.rec.gate.Store(nil); close(gate) }) }
+		t.Cleanup(open)
+		co.rec.entered = make(chan struct{}, 1)
+		co.rec.gate.Store(&gate) // c's loop blocks in its next metrics call
+		// A heartbeat round's metrics call (after its sends) comes within
+		// an interval. The stall lasts 1.5 intervals: c wakes after its
+		// next round was due, and the followers' silence stays under K*H.
+		<-co.rec.entered
+		<-time.After(heartbeat + heartbeat/2)
+		open()
+		ticks := uint64(heartbeat / election.DefaultTick)
+		<-time.After(election.DefaultTick) // the wake after the stall
+		w0, late := election.LoopCounters(co.e)
+		<-time.After(heartbeat)
+		w1, _ := election.LoopCounters(co.e)
+		<-time.After(time.Second) // K*H on time brings the score back to 0
+		w2, _ := election.LoopCounters(co.e)
+		<-time.After(time.Second)
+		w3, _ := election.LoopCounters(co.e)
+		t.Logf("c ran %d ticks late; its wakes: %d in %d ticks after the stall, %d in 100 ticks a second later", late-late0, w1-w0, ticks, w3-w2)
+		if late == late0 {
+			t.Fatalf("c's loop did not run late in the stall")
+		}
+		if w1-w0 < ticks {
+			t.Errorf("c woke %d times in the %d ticks after its stall, want at least one a tick", w1-w0, ticks)
+		}
+		if w3-w2 > 40 {
+			t.Errorf("c woke %d times in 100 ticks a second after its stall, want at most 40: it should sample again", w3-w2)
+		}
+		if l, tm := c.agreed(); l != "c" || tm != term {
+			t.Errorf("after the stall the members agree on %q in %v, want c in %v%s", l, core.Term(tm), core.Term(term), c.describe())
+		}
+	})
+}
+
 // TestStalledFollowerRanLate: a follower whose loop stalls for a second
 // (a paused or starved process; here its metrics call blocks) counts the
 // stall as ticks it ran late, and does not blame its coordinator for it:
-// no election starts, the coordinator and term stay. Its loop wakes at
-// every tick while its health score is above 0, and sleeps again after.
+// no election starts, the coordinator and term stay. Its health score is
+// then above 0, but its detector is more than a sample period from firing,
+// so its loop keeps sampling instead of waking at every tick (wake.go): in
+// one process of 1,000 members every loop woke at every tick after the
+// process ran late, and the wakes grew with the load they made.
 func TestStalledFollowerRanLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, voters(3), nil)
@@ -110,23 +163,24 @@ func TestStalledFollowerRanLate(t *testing.T) {
 		a.rec.gate.Store(&gate) // a's loop blocks in its next metrics call
 		<-time.After(stall)
 		open()
-		// Having run late, a's loop wakes at every tick until its health
-		// score is back to 0 (K*H on time), then sleeps again.
-		ticks := uint64(heartbeat / election.DefaultTick)
+		// Having run late, a's health score is above 0 for K*H on time;
+		// its detector is further off than a sample period, so it wakes
+		// for the heartbeats and its samples, not at every tick.
+		ticks := uint64(3 * heartbeat / election.DefaultTick)
 		<-time.After(heartbeat) // the events queued in the stall are handled
 		w0, _ := election.LoopCounters(a.e)
-		<-time.After(heartbeat)
+		<-time.After(3 * heartbeat)
 		w1, _ := election.LoopCounters(a.e)
 		<-time.After(time.Second)
 		w2, _ := election.LoopCounters(a.e)
 		<-time.After(time.Second)
 		w3, _ := election.LoopCounters(a.e)
-		t.Logf("a's wakes: %d in %d ticks an interval after the stall, %d in 100 ticks a second later", w1-w0, ticks, w3-w2)
-		if w1-w0 < ticks {
-			t.Errorf("a woke %d times in %d ticks an interval after its stall, want at least one a tick", w1-w0, ticks)
+		t.Logf("a's wakes: %d in %d ticks after the stall, %d in 100 ticks a second later", w1-w0, ticks, w3-w2)
+		if w1-w0 > ticks/2 {
+			t.Errorf("a woke %d times in the %d ticks after its stall, want at most %d: nothing of it is due within a sample period", w1-w0, ticks, ticks/2)
 		}
 		if w3-w2 > 40 {
-			t.Errorf("a woke %d times in 100 ticks a second after its stall, want at most 40: it should sleep again", w3-w2)
+			t.Errorf("a woke %d times in 100 ticks a second after its stall, want at most 40: it should sleep", w3-w2)
 		}
 
 		_, late := election.LoopCounters(a.e)

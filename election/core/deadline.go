@@ -61,18 +61,43 @@ func (n *Node) Skip(k int) {
 	}
 }
 
+// NextTimer returns the earliest tick count (compared with Now) at which a
+// timer of the node other than its health score's fall (tickHealth) can
+// fire, however the score falls before it: a coordinator's next heartbeat
+// or lease check, a follower's detector (as if the score were 0 already:
+// it gives up sooner as the score falls), an election's or a pre-vote's
+// timeout, a hand-off's end. The ticks before it do nothing but count and
+// lower the score. A driver whose loop ran late (Health above 0) can tell
+// from it whether the node times anything soon, and need not watch every
+// tick when it does not (election/wake.go). It equals NextDeadline while
+// Health is 0; unlike it, it is worked out at each call.
+func (n *Node) NextTimer() int {
+	if n.health == 0 {
+		return n.NextDeadline()
+	}
+	return n.now + n.ticksToTimer(0)
+}
+
 // ticksToDeadline is NextDeadline - now: at least 1, at most farTicks.
 func (n *Node) ticksToDeadline() int {
+	d := n.ticksToTimer(n.health)
+	// tickHealth: the score falls after K*H ticks on time
+	if n.health > 0 {
+		d = min(d, max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.healthyFor, 1))
+	}
+	return d
+}
+
+// ticksToTimer is the ticks from now to the first timer other than the
+// health score's, with the follower's detector given health as the score:
+// at least 1, at most farTicks.
+func (n *Node) ticksToTimer(health int) int {
 	d := farTicks
 	at := func(tick int) { // an absolute tick
 		d = min(d, max(tick-n.now, 1))
 	}
 	in := func(ticks int) { // a countdown that fires when it reaches 0
 		d = min(d, max(ticks, 1))
-	}
-	// tickHealth: the score falls after K*H ticks on time
-	if n.health > 0 {
-		in(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses - n.healthyFor)
 	}
 	// checkLease
 	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID {
@@ -107,7 +132,7 @@ func (n *Node) ticksToDeadline() int {
 			return 1 // a pending coordinator re-counts its acks every tick
 		}
 	case n.coordinator != "":
-		in(n.followerDeadline())
+		in(n.followerDeadline(health))
 	case !n.electing:
 		in(max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.idle, n.lapDue-n.now))
 	}
@@ -116,11 +141,12 @@ func (n *Node) ticksToDeadline() int {
 
 // followerDeadline is how many ticks from now the follower's detector gives
 // up on the coordinator (tickFollower): when the silence reaches K*H plus
-// its patience (the coordinator's reported lag and this node's health; the
-// health cannot change before ticksToDeadline's own health deadline).
-func (n *Node) followerDeadline() int {
+// its patience (the coordinator's reported lag and the node's health score,
+// given: ticksToDeadline passes the score, which cannot change before its
+// own health deadline; NextTimer 0, the score it may fall to).
+func (n *Node) followerDeadline(health int) int {
 	h := n.cfg.HeartbeatInterval
-	fire := n.period()*n.cfg.HeartbeatMisses + n.grace + n.health*h
+	fire := n.period()*n.cfg.HeartbeatMisses + n.grace + health*h
 	return min(max(fire-n.silence, 1), farTicks)
 }
 

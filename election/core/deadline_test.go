@@ -24,7 +24,10 @@ type twinNet struct {
 	up     []bool
 	qa, qb []Message // in flight, the same in both copies
 	skips  int       // ticks skipped in b
-	step   int
+	// timerSkips: those skipped up to the next timer past the health
+	// score's countdown (idleToTimer).
+	timerSkips int
+	step       int
 }
 
 func newTwinNet(t *testing.T, seed uint64) *twinNet {
@@ -105,7 +108,14 @@ func (w *twinNet) idle(i int) {
 	if a.NextDeadline() != b.NextDeadline() || d < 1 {
 		w.t.Fatalf("step %d, node %s: deadlines %d and %d at tick %d", w.step, w.ids[i], a.NextDeadline(), b.NextDeadline(), b.Now())
 	}
+	if tm := b.NextTimer(); tm <= b.Now() || b.health == 0 && tm != b.NextDeadline() {
+		w.t.Fatalf("step %d, node %s: next timer %d, deadline %d, health %d at tick %d", w.step, w.ids[i], tm, b.NextDeadline(), b.health, b.Now())
+	}
 	if d == 1 {
+		return
+	}
+	if b.health > 0 && w.rng.IntN(2) == 0 {
+		w.idleToTimer(i)
 		return
 	}
 	k := 1 + w.rng.IntN(min(d-1, 200))
@@ -122,6 +132,33 @@ func (w *twinNet) idle(i int) {
 	if got, want := b.NextDeadline(), b.now+b.ticksToDeadline(); got != want { // kept, and still right
 		w.t.Fatalf("step %d, node %s (%v %v): after Skip(%d) the kept deadline is %d, the deadline %d", w.step, w.ids[i], w.cfg.Algorithm, w.cfg.Mode, k, got, want)
 	}
+	if diff := deepDiff(reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem(), "Node", map[[2]uintptr]bool{}); diff != "" {
+		w.t.Fatalf("step %d, node %s (%v %v): %d ticks and Skip(%d) differ: %s", w.step, w.ids[i], w.cfg.Algorithm, w.cfg.Mode, k, k, diff)
+	}
+}
+
+// idleToTimer runs node i up to just below its next timer (NextTimer) while
+// its health score is above 0: past the score's own countdowns, which may
+// lower the score but must send nothing and change nothing else (the
+// runtime's loop does not watch every tick before a timer that is further
+// off than a sample period, election/wake.go). Copy b skips the ticks.
+func (w *twinNet) idleToTimer(i int) {
+	a, b := w.a[i], w.b[i]
+	k := min(b.NextTimer()-b.Now()-1, 200)
+	if k < 1 {
+		return
+	}
+	before := a.Status()
+	for j := 0; j < k; j++ {
+		a.Tick()
+		if a.HasReady() || a.Status() != before {
+			w.t.Fatalf("step %d, node %s (%v %v): tick %d of %d before the next timer %d (from tick %d, health %d) sent %v, status %+v -> %+v",
+				w.step, w.ids[i], w.cfg.Algorithm, w.cfg.Mode, j+1, k, b.NextTimer(), b.Now(), b.health, a.queued(), before, a.Status())
+		}
+	}
+	b.Skip(k)
+	w.skips += k
+	w.timerSkips += k
 	if diff := deepDiff(reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem(), "Node", map[[2]uintptr]bool{}); diff != "" {
 		w.t.Fatalf("step %d, node %s (%v %v): %d ticks and Skip(%d) differ: %s", w.step, w.ids[i], w.cfg.Algorithm, w.cfg.Mode, k, k, diff)
 	}
@@ -246,11 +283,17 @@ func TestNextDeadlineAgainstTicks(t *testing.T) {
 		seeds = 60
 	}
 	skipped := map[string]int{}
+	timerSkips := 0
 	for seed := range seeds {
 		w := newTwinNet(t, uint64(seed))
 		w.run(3000)
 		skipped[fmt.Sprintf("%v/%v/q%d", w.cfg.Algorithm, w.cfg.Mode, w.cfg.QuorumSize)] += w.skips
+		timerSkips += w.timerSkips
 	}
+	if timerSkips == 0 {
+		t.Error("no stretch ran past a health countdown to the next timer: NextTimer was not checked")
+	}
+	t.Logf("ticks skipped past a health countdown: %d", timerSkips)
 	for k, v := range skipped {
 		if v == 0 {
 			t.Errorf("%s: no tick was ever skipped: the test checked nothing", k)
