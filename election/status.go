@@ -78,7 +78,7 @@ func (s Status) AliveMembers() int {
 // rebuilding the member list the status published) at each was O(n²) per
 // member and, at n = 1,000 in one process, O(n³) work for a start. A
 // change within the window is counted by the first flush after it (the
-// loop wakes at least every 1.5 H).
+// loop wakes at least about once a second: wake.go).
 func membersEvery(n int) time.Duration {
 	return min(time.Second, time.Duration(n)*time.Millisecond)
 }

@@ -34,6 +34,16 @@ import "time"
 // alone. With K = 1 the floor is one tick: the loop wakes at every tick,
 // as before it slept.
 //
+// A node whose next timer (core.Node.NextTimer) is further off samples
+// less often: a quarter of the way to the timer, at most maxSampleStretch
+// sample periods (sampleEvery). A follower in the heartbeat rotation of a
+// large cluster hears its coordinator every few seconds and its detector
+// gives up after K of those periods: it samples about once a second
+// instead of 14 times, and the part of a pause it counts as on time is
+// still less than a quarter of what was left before its timer. The
+// samples come closer as the timer does. At n = 1,000 members in one
+// process the samples were most of the loops' wakes (docs/performance.md).
+//
 // While the core's health score is above 0 (its loop ran late lately, and
 // until it has run K*H ticks on time again) and one of its timers is due
 // within samplePeriod ticks (core.Node.NextTimer: a coordinator's next
@@ -62,16 +72,33 @@ func (e *Elector) setSleep() {
 }
 
 // plan sets due, the tick the loop is to wake at next: the core's next
-// deadline, or samplePeriod ticks after the last sample if that is sooner
-// (every tick while the health score is above 0 and a timer is due within
-// samplePeriod ticks). It holds until the next call into the node.
+// deadline, or the next sample (sampleEvery ticks after the last) if that
+// is sooner; every tick while the health score is above 0 and a timer is
+// due within samplePeriod ticks. It holds until the next call into the
+// node.
 func (e *Elector) plan() {
 	now := e.node.Now()
-	if e.node.Health() > 0 && e.node.NextTimer()-now <= e.samplePeriod {
+	timer := e.node.NextTimer() - now
+	if e.node.Health() > 0 && timer <= e.samplePeriod {
 		e.due = now + 1 // it ran late lately and times something: every tick is a sample
 		return
 	}
-	e.due = min(e.node.NextDeadline(), max(e.sampled+e.samplePeriod, now+1))
+	e.due = min(e.node.NextDeadline(), max(e.sampled+e.sampleEvery(timer), now+1))
+}
+
+// maxSampleStretch bounds the stretched sample period (sampleEvery): at
+// most this many samplePeriods between two samples (1.05 s at the
+// defaults).
+const maxSampleStretch = 15
+
+// sampleEvery is the sample period for a node whose next timer is timer
+// ticks away: samplePeriod, or a quarter of the way to the timer if that
+// is longer, up to maxSampleStretch samplePeriods. The next sample is then
+// due before the timer, so no timer can fire in the part of a pause that
+// counts as on time (at most a quarter of what was left of it); as the
+// timer comes nearer, the samples come closer together.
+func (e *Elector) sampleEvery(timer int) int {
+	return min(max(e.samplePeriod, timer/4), maxSampleStretch*e.samplePeriod)
 }
 
 // schedule plans the next wake and sets the loop's timer for it, unless
