@@ -159,6 +159,22 @@ func (n *Node) onReleased(m Message) {
 		return
 	}
 	n.unfollow()
+	if n.cfg.Algorithm == Bully {
+		// The successor announces itself to the members highest-rated
+		// first (bully.win), one message after another (a TCP connection
+		// each in the runtime): wait for the announcement to come down
+		// to this node's rank, as a released ring follower waits for the
+		// lap, before electing. After only K heartbeat intervals the
+		// members low in a large cluster elected while the announcement
+		// was still on its way down: at n = 1,000 in one process, 963
+		// candidates at once after a return of the top member, and the
+		// storm that followed (docs/performance.md, "Fifteenth
+		// session"). The successor's watchers, just below it, still
+		// elect after about K intervals if it fails.
+		r := n.view.r
+		above := r.Len() - 1 - r.RankOf(r.Index(n.self.ID))
+		n.lapDue = n.now + doubtTicks(n, above)
+	}
 }
 
 // maybePreempt: this voter outranks the coordinator by the preemption

@@ -56,8 +56,9 @@ type Node struct {
 	// the on-time ticks since it last changed.
 	health, healthyFor int
 	idle               int // ticks with neither a coordinator nor an election
-	// lapDue: a ring follower released by a hand-off waits until this
-	// tick for the successor's lap to reach it before it elects (onReleased).
+	// lapDue: a follower released by a hand-off waits until this tick
+	// for the successor's lap (rings) or announcement (bully) to reach it
+	// before it elects (onReleased).
 	lapDue    int
 	hbTimer   int // coordinator: ticks since the last heartbeat round
 	coolUntil int // an abdicated node displaces no coordinator before this tick
@@ -267,7 +268,8 @@ func (n *Node) Advance(k int) {
 	case !n.electing:
 		// No coordinator and no election (after a resign, a step-down or a
 		// newer term without its coordinator): try again after K intervals
-		// (a released ring follower: once the hand-off's lap is due).
+		// (a released follower: once the hand-off's lap or announcement is
+		// due).
 		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.lapDue {
 			n.idle = 0
 			n.startElection()
