@@ -286,9 +286,15 @@ func (s *Sim) flush(sn *simNode) {
 	if s.fire(sn, msgs) {
 		return // crashed before sending
 	}
-	for i, m := range msgs {
+	queued := int64(0) // messages ahead of this one in the send order
+	for _, m := range msgs {
 		if s.cfg.SendGapUs > 0 {
-			s.sendGap = int64(i) * s.cfg.SendGapUs / 1000 // the i-th leaves this much later
+			s.sendGap = queued * s.cfg.SendGapUs / 1000 // the i-th leaves this much later
+			if s.cfg.HeartbeatsAtOnce && (m.Type == core.MsgHeartbeat || m.Type == core.MsgHeartbeatAck) {
+				s.sendGap = 0
+			} else {
+				queued++
+			}
 		}
 		s.sendFrom(int(sn.idx), m)
 	}

@@ -228,13 +228,24 @@ func TestFanOutLoneSurvivorsAt1000(t *testing.T) {
 // process's TCP connections do: the old coordinator's RESIGN to its
 // successor went out after its n releases, and the watchers heard the
 // announcement last, so 994 members elected (4,023 messages) until both
-// were sent watchers first.
+// were sent watchers first. And when only the reliable messages wait
+// their turn, the heartbeats (the releases among them) leaving at once
+// (HeartbeatsAtOnce: UDP beside TCP, as in the runtime): the releases
+// reached every follower long before the announcement came down to the
+// low-rated ones, which elected after K heartbeat intervals (506 and 840
+// ELECTIONs at 0.3 and 1 ms) until a released bully follower waited for
+// the announcement to reach its rank (docs/performance.md, "Fifteenth
+// session").
 func TestTopReturnAt1000(t *testing.T) {
 	const n = 1000
 	top := strconv.Itoa(n)
-	for _, c := range []struct{ viewDelay, sendGapUs int64 }{{-1, 0}, {1000, 0}, {1000, 300}, {1000, 1000}} {
+	for _, c := range []struct {
+		viewDelay, sendGapUs int64
+		udp                  bool // heartbeats (the releases among them) leave at once
+	}{{-1, 0, false}, {1000, 0, false}, {1000, 300, false}, {1000, 1000, false}, {1000, 300, true}, {1000, 1000, true}} {
 		viewDelay := c.viewDelay
-		s, err := New(Config{Members: members(n), Mode: core.View, HeartbeatDetector: true, ViewDelayMs: viewDelay, SendGapUs: c.sendGapUs, Seed: 1})
+		s, err := New(Config{Members: members(n), Mode: core.View, HeartbeatDetector: true, ViewDelayMs: viewDelay, SendGapUs: c.sendGapUs,
+			HeartbeatsAtOnce: c.udp, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,13 +267,13 @@ func TestTopReturnAt1000(t *testing.T) {
 		s.RunFor(10_000)
 		st, ok := s.Agreement()
 		msgs, elections := s.ElectionMessages(), sent(s, core.MsgElection)
-		t.Logf("view delay %d ms, send gap %d µs: after the return %s agreed %v, %d messages, %d ELECTION, %d COORDINATOR",
-			viewDelay, c.sendGapUs, st.Coordinator, ok, msgs, elections, sent(s, core.MsgCoordinator))
+		t.Logf("view delay %d ms, send gap %d µs (heartbeats at once %v): after the return %s agreed %v, %d messages, %d ELECTION, %d COORDINATOR",
+			viewDelay, c.sendGapUs, c.udp, st.Coordinator, ok, msgs, elections, sent(s, core.MsgCoordinator))
 		if !ok || st.Coordinator != top {
 			t.Errorf("view delay %d: after the return %+v (agreed %v), want %s", viewDelay, st, ok, top)
 		}
 		if msgs > 2*n || elections > 0 {
-			t.Errorf("view delay %d, send gap %d µs: the return cost %d messages (%d ELECTION), want at most %d and none", viewDelay, c.sendGapUs, msgs, elections, 2*n)
+			t.Errorf("view delay %d, send gap %d µs (heartbeats at once %v): the return cost %d messages (%d ELECTION), want at most %d and none", viewDelay, c.sendGapUs, c.udp, msgs, elections, 2*n)
 		}
 		if v := s.Checker().Violations; len(v) > 0 {
 			t.Errorf("violations: %v", v)
