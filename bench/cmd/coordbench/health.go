@@ -114,12 +114,14 @@ func installHealthSink() (*healthSink, error) {
 type runtimeHealth struct {
 	samples []metrics.Sample
 	last    [2]*metrics.Float64Histogram
+	cycles  uint64
 }
 
 func newRuntimeHealth() *runtimeHealth {
 	r := &runtimeHealth{samples: []metrics.Sample{
 		{Name: "/sched/latencies:seconds"},
 		{Name: "/sched/pauses/total/gc:seconds"},
+		{Name: "/gc/cycles/total:gc-cycles"},
 	}}
 	r.read()
 	return r
@@ -128,11 +130,14 @@ func newRuntimeHealth() *runtimeHealth {
 // read returns, for the time since the last read, the scheduler latency's
 // 99th percentile and maximum (how long runnable goroutines waited for a
 // thread) and the longest GC pause, each as a histogram bucket's upper
-// bound.
-func (r *runtimeHealth) read() (schedP99, schedMax, gcMax time.Duration) {
+// bound, and the GC cycles completed.
+func (r *runtimeHealth) read() (schedP99, schedMax, gcMax time.Duration, gcCycles uint64) {
 	metrics.Read(r.samples)
+	if v := r.samples[2].Value; v.Kind() == metrics.KindUint64 {
+		gcCycles, r.cycles = v.Uint64()-r.cycles, v.Uint64()
+	}
 	var out [3]time.Duration
-	for i, s := range r.samples {
+	for i, s := range r.samples[:2] {
 		if s.Value.Kind() != metrics.KindFloat64Histogram {
 			continue
 		}
@@ -156,7 +161,7 @@ func (r *runtimeHealth) read() (schedP99, schedMax, gcMax time.Duration) {
 			out[2] = mx
 		}
 	}
-	return out[0], out[1], out[2]
+	return out[0], out[1], out[2], gcCycles
 }
 
 // histQuantile is the upper bound of the bucket that holds quantile q of
@@ -181,7 +186,7 @@ func histQuantile(buckets []float64, counts []uint64, total uint64, q float64) t
 }
 
 // logHealth logs a line every d until stop is called: the scheduler's
-// latency and the GC's pauses in the window, and what memberlist reported
+// latency, the GC's pauses and cycles in the window, and what memberlist reported
 // (messages about suspected, dead and alive members; Lifeguard's degraded
 // probes and the nodes with a health score above 0; the longest probe and
 // push-pull). A stall of a large cluster in one process starts there.
@@ -197,9 +202,10 @@ func logHealth(log hclog.Logger, sink *healthSink, d time.Duration) (stop func()
 				return
 			case <-t.C:
 			}
-			p99, mx, gc := rt.read()
+			p99, mx, gc, cycles := rt.read()
 			c, m, scored, maxScore := sink.window()
 			log.Info("health", "sched_p99", p99.Round(time.Microsecond), "sched_max", mx.Round(time.Microsecond), "gc_pause_max", gc.Round(time.Microsecond),
+				"gc_cycles", cycles,
 				"goroutines", runtime.NumGoroutine(),
 				"suspect", c["memberlist.msg.suspect"], "dead", c["memberlist.msg.dead"], "alive", c["memberlist.msg.alive"],
 				"degraded_probe", c["memberlist.degraded.probe"], "degraded_timeout", c["memberlist.degraded.timeout"],
