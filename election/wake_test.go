@@ -92,6 +92,18 @@ func TestIdleLoopsSleep(t *testing.T) {
 	}
 }
 
+// stallNext makes m's loop block in its next metrics call (a paused or
+// starved process) until open is called; open is idempotent and also runs
+// at the test's cleanup, before the cluster's (Close waits for the loop).
+func stallNext(t *testing.T, m *member) (open func()) {
+	gate := make(chan struct{})
+	var once sync.Once
+	open = func() { once.Do(func() { m.rec.gate.Store(nil); close(gate) }) }
+	t.Cleanup(open)
+	m.rec.gate.Store(&gate)
+	return open
+}
+
 // TestStalledCoordinatorWakesEveryTick: a coordinator's next heartbeat is
 // always within a sample period, so once its loop has run late (a stall of
 // a few ticks, too short for anyone to elect) it wakes at every tick while
@@ -105,12 +117,8 @@ func TestStalledCoordinatorWakesEveryTick(t *testing.T) {
 		co := c.members["c"]
 		_, late0 := election.LoopCounters(co.e)
 
-		gate := make(chan struct{})
-		var once sync.Once
-		open := func() { once.Do(func() { co.rec.gate.Store(nil); close(gate) }) }
-		t.Cleanup(open)
 		co.rec.entered = make(chan struct{}, 1)
-		co.rec.gate.Store(&gate) // c's loop blocks in its next metrics call
+		open := stallNext(t, co) // c's loop blocks in its next metrics call
 		// A heartbeat round's metrics call (after its sends) comes within
 		// an interval. The stall lasts 1.5 intervals: c wakes after its
 		// next round was due, and the followers' silence stays under K*H.
@@ -160,11 +168,7 @@ func TestStalledFollowerRanLate(t *testing.T) {
 		started0 := a.rec.snapshot().ElectionsStarted
 
 		const stall = time.Second
-		gate := make(chan struct{})
-		var once sync.Once
-		open := func() { once.Do(func() { a.rec.gate.Store(nil); close(gate) }) }
-		t.Cleanup(open)
-		a.rec.gate.Store(&gate) // a's loop blocks in its next metrics call
+		open := stallNext(t, a) // a's loop blocks in its next metrics call
 		<-time.After(stall)
 		open()
 		// Having run late, a's health score is above 0 for K*H on time;
