@@ -60,7 +60,7 @@ import "time"
 // part that counts as on time. Without that limit, every loop of a process
 // that ran late woke at every tick for at least K*H: at n = 1,000 members
 // in one process (docs/performance.md) the loops' wakes grew with the
-// load they caused, from 13 to 31 a second per member during the start,
+// load they caused, from 16 to 31 a second per member during the start,
 // the most CPU of anything in the process.
 
 // setSleep derives the loop's sample period, in ticks, from the core's
