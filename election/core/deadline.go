@@ -134,7 +134,7 @@ func (n *Node) ticksToTimer(health int) int {
 	case n.coordinator != "":
 		in(n.followerDeadline(health))
 	case !n.electing:
-		in(max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.idle, n.lapDue-n.now))
+		in(max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.idle, n.releaseDue-n.now))
 	}
 	return d
 }

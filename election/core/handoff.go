@@ -140,15 +140,9 @@ func (n *Node) onReleased(m Message) {
 		// The old coordinator opened its successor's lap as it released
 		// us (CompleteHandoff; a node that heard the lap's newer term
 		// first follows nobody already): wait for that lap to come this
-		// far, as a member doubting a COORDINATOR lap does, before
-		// electing. A lap of 1,000 hops takes seconds, and after only K
-		// heartbeat intervals every member that it had not reached yet
-		// started a lap of its own, each with the list of live members:
-		// hundreds at once (docs/design.md, "Hand-off").
+		// far, as a member doubting a COORDINATOR lap does.
 		n.unfollow()
-		r := n.view.r
-		from := r.Index(m.From)
-		n.lapDue = n.now + doubtTicks(n, lapHops(from, from, r.Index(n.self.ID), r.Len()))
+		n.awaitSuccessor(m.From)
 		return
 	}
 	if n.coordinator != m.From || n.term != m.Term {
@@ -160,21 +154,38 @@ func (n *Node) onReleased(m Message) {
 	}
 	n.unfollow()
 	if n.cfg.Algorithm == Bully {
-		// The successor announces itself to the members highest-rated
-		// first (bully.win), one message after another (a TCP connection
-		// each in the runtime): wait for the announcement to come down
-		// to this node's rank, as a released ring follower waits for the
-		// lap, before electing. After only K heartbeat intervals the
-		// members low in a large cluster elected while the announcement
-		// was still on its way down: at n = 1,000 in one process, 963
-		// candidates at once after a return of the top member, and the
-		// storm that followed (docs/performance.md, "Fifteenth
-		// session"). The successor's watchers, just below it, still
-		// elect after about K intervals if it fails.
-		r := n.view.r
-		above := r.Len() - 1 - r.RankOf(r.Index(n.self.ID))
-		n.lapDue = n.now + doubtTicks(n, above)
+		n.awaitSuccessor(m.From)
 	}
+}
+
+// awaitSuccessor: this follower was released by from's hand-off; it
+// elects only once the successor's word can have reached it (releaseDue):
+// as many hops as lie between them at the measured round trip, plus K
+// heartbeat intervals, at most a lap's timeout (doubtTicks).
+//
+// In the rings the hops are those of the lap the old coordinator opened
+// from its own place as it released us. In bully they are this node's
+// rank distance from the top: the successor announces itself highest-rated
+// first (bully.win), one message after another (a TCP connection each in
+// the runtime), while the releases are heartbeats (UDP), which arrive
+// first. After only K heartbeat intervals every ring member that the lap
+// had not reached yet started a lap of its own, hundreds at once at
+// n = 1,000, and the bully members low in the ranking elected while the
+// announcement was still on its way down (963 candidates after a return
+// of the top member, in one process: docs/performance.md, "Fifteenth
+// session"). The successor's watchers, just below it, still elect after
+// about K intervals if it fails.
+func (n *Node) awaitSuccessor(from string) {
+	r := n.view.r
+	self := r.Index(n.self.ID)
+	var hops int
+	if n.cfg.Algorithm == Bully {
+		hops = r.Len() - 1 - r.RankOf(self)
+	} else {
+		f := r.Index(from)
+		hops = lapHops(f, f, self, r.Len())
+	}
+	n.releaseDue = n.now + doubtTicks(n, hops)
 }
 
 // maybePreempt: this voter outranks the coordinator by the preemption

@@ -56,12 +56,12 @@ type Node struct {
 	// the on-time ticks since it last changed.
 	health, healthyFor int
 	idle               int // ticks with neither a coordinator nor an election
-	// lapDue: a follower released by a hand-off waits until this tick
+	// releaseDue: a follower released by a hand-off waits until this tick
 	// for the successor's lap (rings) or announcement (bully) to reach it
-	// before it elects (onReleased).
-	lapDue    int
-	hbTimer   int // coordinator: ticks since the last heartbeat round
-	coolUntil int // an abdicated node displaces no coordinator before this tick
+	// before it elects (awaitSuccessor).
+	releaseDue int
+	hbTimer    int // coordinator: ticks since the last heartbeat round
+	coolUntil  int // an abdicated node displaces no coordinator before this tick
 	// isolated: with the guard, this node has found that it cannot reach
 	// a majority (Node.sitsOut).
 	isolated     bool
@@ -270,7 +270,7 @@ func (n *Node) Advance(k int) {
 		// newer term without its coordinator): try again after K intervals
 		// (a released follower: once the hand-off's lap or announcement is
 		// due).
-		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.lapDue {
+		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.releaseDue {
 			n.idle = 0
 			n.startElection()
 		}

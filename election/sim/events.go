@@ -289,7 +289,7 @@ func (s *Sim) flush(sn *simNode) {
 	queued := int64(0) // messages ahead of this one in the send order
 	for _, m := range msgs {
 		if s.cfg.SendGapUs > 0 {
-			s.sendGap = queued * s.cfg.SendGapUs / 1000 // the i-th leaves this much later
+			s.sendGap = queued * s.cfg.SendGapUs / 1000 // after the queued ones ahead of it
 			if s.cfg.HeartbeatsAtOnce && (m.Type == core.MsgHeartbeat || m.Type == core.MsgHeartbeatAck) {
 				s.sendGap = 0
 			} else {
