@@ -123,8 +123,6 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 			return usagef("-cpuprofile with -procs %d: a profile is of one process", o.procs)
 		case o.procs > 1 && o.stallLog:
 			return usagef("-stalllog with -procs %d: the members' logs are of one process", o.procs)
-		case o.procs > 1 && o.health > 0:
-			return usagef("-health with -procs %d: the health log is of one process", o.procs)
 		case o.procs > 1 && o.stallDump != "":
 			return usagef("-stalldump with -procs %d: a goroutine dump is of one process", o.procs)
 		case o.bare && o.quorum > 0:

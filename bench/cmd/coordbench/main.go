@@ -187,7 +187,7 @@ func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *str
 	fs.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) while the bench runs")
 	fs.IntVar(&o.voters, "voters", 0, "only the V top-rated members vote, the others are non-voters (Config.NonVoter); 0: every member votes")
 	fs.BoolVar(&o.compress, "compress", true, "memberlist's EnableCompression (true in its profiles: every packet and push-pull is LZW-compressed); false turns it off")
-	fs.DurationVar(&o.health, "health", 0, "log, every this often, the Go scheduler's latency, GC pauses and what memberlist reports (suspect, dead and alive messages, Lifeguard's health scores, probe and push-pull times) of the members in this process; 0: off")
+	fs.DurationVar(&o.health, "health", 0, "log, every this often, the Go scheduler's latency, GC pauses and what memberlist reports (suspect, dead and alive messages, Lifeguard's health scores, probe and push-pull times) of the members in this process (with -procs, each process logs its own, named shardJ); 0: off")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random draw of the members each starting member joins")
 	return fs, profile
 }

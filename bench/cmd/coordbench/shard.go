@@ -81,7 +81,9 @@ type shardLine struct {
 
 func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var alg algorithmFlag
+	index := 0
 	o, err := parseBench("shard", 100, shardSynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
+		fs.IntVar(&index, "index", 0, "this shard's number among the parent's (its health log's name)")
 		fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize")
 		fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of a wait")
 		fs.StringVar(&o.bind, "bind", "127.0.0.1", "the address the members bind to")
@@ -98,6 +100,14 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	s.c.bindAddr = o.bind
 	s.c.started.Store(true) // no progress log: the parent logs the start
 	defer s.c.stop()
+	if o.health > 0 { // each process logs its own runtime and memberlist health
+		sink, err := installHealthSink()
+		if err != nil {
+			return err
+		}
+		log := hclog.New(&hclog.LoggerOptions{Name: fmt.Sprintf("shard%d", index), Output: stderr, Level: hclog.Info})
+		s.c.health, s.c.stopHealth = sink, logHealth(log, sink, o.health)
+	}
 	cmds := make(chan shardCmd)
 	readErr := make(chan error, 1)
 	go func() {

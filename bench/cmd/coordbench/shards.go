@@ -87,7 +87,8 @@ func (c *shardedCluster) spawn() error {
 		}
 		args = append(args, "shard", "-n", strconv.Itoa(c.opts.n), "-profile", c.opts.profile,
 			"-compress="+strconv.FormatBool(c.opts.compress), "-voters", strconv.Itoa(c.opts.voters),
-			"-quorum", strconv.Itoa(c.opts.quorum), "-algorithm", c.opts.alg.String(), "-bind", bind)
+			"-quorum", strconv.Itoa(c.opts.quorum), "-algorithm", c.opts.alg.String(), "-bind", bind,
+			"-health", c.opts.health.String(), "-index", strconv.Itoa(j+1))
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Stderr = os.Stderr // the shards log only warnings
 		cmd.Env = append(os.Environ(), shardEnv+"=1")
