@@ -587,6 +587,14 @@ func (m sentCounts) minus(o sentCounts) sentCounts {
 	return m
 }
 
+// plus returns m + o.
+func (m sentCounts) plus(o sentCounts) sentCounts {
+	for t := range m {
+		m[t] += o[t]
+	}
+	return m
+}
+
 // String lists the election traffic by type, e.g. "election=4 coordinator=3".
 func (m sentCounts) String() string {
 	var parts []string

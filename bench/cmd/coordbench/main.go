@@ -184,7 +184,7 @@ func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *str
 	fs.StringVar(&o.stallDump, "stalldump", "", "write every goroutine's stack to this file once, in the second the cluster's heartbeats fall below a quarter of their peak (a stall)")
 	fs.BoolVar(&o.stallLog, "stalllog", false, "give every member a logger, off until a wait for an agreement has lasted 20 s; then the members that dissent (up to 5) and the wanted one log at debug level on stderr until the agreement")
 	fs.DurationVar(&o.ramp, "ramp", 0, "added to -stagger in proportion to the members started: k of n started, the pause is stagger + ramp·k/n (a join's gossip costs O(k) across the cluster, so the start's CPU stays level); e.g. 400ms")
-	fs.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) while the bench runs")
+	fs.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) while the bench runs; with -procs (no -netns), shard J serves on the port J above it")
 	fs.IntVar(&o.voters, "voters", 0, "only the V top-rated members vote, the others are non-voters (Config.NonVoter); 0: every member votes")
 	fs.BoolVar(&o.compress, "compress", true, "memberlist's EnableCompression (true in its profiles: every packet and push-pull is LZW-compressed); false turns it off")
 	fs.DurationVar(&o.health, "health", 0, "log, every this often, the Go scheduler's latency, GC pauses and what memberlist reports (suspect, dead and alive messages, Lifeguard's health scores, probe and push-pull times) of the members in this process (with -procs, each process logs its own, named shardJ); 0: off")

@@ -2,15 +2,19 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +51,9 @@ type shardedCluster struct {
 	// err is the first failed request of a method that cannot return one
 	// (Elections, Messages); the run reports it at its end.
 	err error
+	// counted is every member's messages sent at the last Messages call;
+	// takenAt, those at the last TakeOut (for Detail).
+	counted, takenAt map[string][core.NumMsgTypes]uint64
 }
 
 // shardProc is one shard process.
@@ -89,6 +96,13 @@ func (c *shardedCluster) spawn() error {
 			"-compress="+strconv.FormatBool(c.opts.compress), "-voters", strconv.Itoa(c.opts.voters),
 			"-quorum", strconv.Itoa(c.opts.quorum), "-algorithm", c.opts.alg.String(), "-bind", bind,
 			"-health", c.opts.health.String(), "-index", strconv.Itoa(j+1))
+		if c.opts.pprof != "" && c.net == nil { // a namespace's loopback is not the parent's
+			addr, err := shardPprof(c.opts.pprof, j)
+			if err != nil {
+				return err
+			}
+			args = append(args, "-pprof", addr)
+		}
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Stderr = os.Stderr // the shards log only warnings
 		cmd.Env = append(os.Environ(), shardEnv+"=1")
@@ -108,6 +122,20 @@ func (c *shardedCluster) spawn() error {
 		go c.read(j, p, out)
 	}
 	return nil
+}
+
+// shardPprof is the -pprof address of shard j (0-based) when the parent
+// serves on addr: the port j+1 above the parent's.
+func shardPprof(addr string, j int) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("-pprof %q: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p == 0 || p+j+1 > 65535 {
+		return "", fmt.Errorf("-pprof %q with -procs: want a fixed port the shards' ports (the next %d) follow", addr, j+1)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+j+1)), nil
 }
 
 // shardEnv is set in a shard's environment: a test binary that finds it
@@ -458,10 +486,49 @@ func (c *shardedCluster) Elections() uint64 { return c.electionsStarted() }
 
 // Messages counts the election messages every member has sent.
 func (c *shardedCluster) Messages() (uint64, bool) {
-	s, err := c.sent()
+	byNode, err := c.sentByNode()
 	c.keep(err)
+	c.counted = byNode
+	var s sentCounts
+	for _, v := range byNode {
+		s = s.plus(v)
+	}
 	return s.election(), err == nil
 }
+
+var _ failover.Detailer = (*shardedCluster)(nil)
+
+// Detail gives the messages by type since the coordinator was taken out,
+// and the members that sent them (the most first, at most detailSenders):
+// who announced, and whether more than one did.
+func (c *shardedCluster) Detail(time.Time) []any {
+	byNode, err := c.sentByNode()
+	if err != nil {
+		return []any{"error", err}
+	}
+	type sender struct {
+		name string
+		sent sentCounts
+	}
+	var total sentCounts
+	var senders []sender
+	for name, v := range byNode {
+		d := sentCounts(v).minus(c.takenAt[name])
+		if d.election() > 0 {
+			senders = append(senders, sender{name, d})
+			total = total.plus(d)
+		}
+	}
+	slices.SortFunc(senders, func(a, b sender) int { return cmp.Compare(b.sent.election(), a.sent.election()) })
+	var parts []string
+	for _, s := range senders[:min(len(senders), detailSenders)] {
+		parts = append(parts, s.name+": "+s.sent.String())
+	}
+	return []any{"by_type", total.String(), "senders", len(senders), "top_senders", strings.Join(parts, "; ")}
+}
+
+// detailSenders is how many senders a round's Detail names.
+const detailSenders = 6
 
 // TakeOut crashes the member in its shard.
 func (c *shardedCluster) TakeOut(ctx context.Context, name string) error {
@@ -472,6 +539,7 @@ func (c *shardedCluster) TakeOut(ctx context.Context, name string) error {
 	if err := c.watch(true); err != nil {
 		return err
 	}
+	c.takenAt = c.counted // Messages ran just before (failover.round)
 	if _, err := c.request(c.shardOf(i), shardCmd{Op: "crash", Name: name}); err != nil {
 		return err
 	}
