@@ -40,6 +40,11 @@ type bully struct {
 	// declares without asking anyone above it; hint names that coordinator.
 	direct bool
 	hint   string
+	// senior is the last member ranked above this node whose election
+	// pre-vote it granted, at tick seniorAt (grantedElection); not
+	// cleared between elections.
+	senior   string
+	seniorAt int
 }
 
 type bullyPhase uint8
@@ -151,8 +156,34 @@ func (b *bully) awaitSenior() bool {
 	b.awaited = n.suspect
 	b.asked = senior
 	b.phase = bullyAwaitSenior
-	b.timer = n.cfg.HeartbeatInterval + n.cfg.AnswerTimeout + n.cfg.RoundTrip + b.deferral()
+	b.timer = b.seniorWait()
 	return true
+}
+
+// seniorWait is how long awaitSenior waits for the senior's announcement:
+// H + T + RoundTrip, and the deferral far below the top.
+func (b *bully) seniorWait() int {
+	c := &b.n.cfg
+	return c.HeartbeatInterval + c.AnswerTimeout + c.RoundTrip + b.deferral()
+}
+
+// grantedElection: this node granted from's pre-vote for an election
+// (Node.onPreVote). From a member ranked above it, that is the senior
+// saying it is alive and taking over, which is what an ANSWER says.
+func (b *bully) grantedElection(from string) {
+	n := b.n
+	if p, ok := n.view.r.Get(from); ok && p.Rank().Compare(n.rank()) > 0 {
+		b.senior, b.seniorAt = from, n.now
+	}
+}
+
+// seniorTakingOver reports whether the senior this node awaited asked it
+// for a pre-vote lately: within the detector's K intervals and the wait
+// before this moment, i.e. about the failure at hand.
+func (b *bully) seniorTakingOver(senior string) bool {
+	n := b.n
+	recent := n.cfg.HeartbeatMisses*n.cfg.HeartbeatInterval + b.seniorWait()
+	return senior != "" && b.senior == senior && n.now-b.seniorAt <= recent
 }
 
 // deferral is how much longer than H + T + RoundTrip a member waits for a
@@ -519,8 +550,21 @@ func (b *bully) timeout() {
 		n.count().ElectionsRestarted++
 		n.startElection()
 	case bullyAwaitSenior:
-		// No announcement from the senior: ask, in the same election.
 		senior := b.asked
+		if b.seniorTakingOver(senior) {
+			// No announcement yet, but the senior asked this node for
+			// its pre-vote: it is alive and taking over, late (its own
+			// process stalled, or its announcement to n - 1 peers is
+			// under way). Wait T' for its COORDINATOR as after an ANSWER
+			// (§1 step 2) rather than take the pair's short cut, which
+			// wins against it and doubles the announcements: at
+			// n = 1,000 over two processes, a GC stall of the senior's
+			// made 4 of 10 failovers cost 2n + 14 to 2n + 30 messages
+			// (docs/performance.md). Silent after T', it asks.
+			b.phase, b.timer = bullyWaitCoord, n.cfg.CoordinatorTimeout
+			return
+		}
+		// No announcement from the senior: ask, in the same election.
 		b.clear()
 		if !b.askPair(senior) {
 			b.ask()

@@ -284,6 +284,9 @@ func (n *Node) onPreVote(m Message) {
 		return
 	}
 	ok, heard := n.grantsPreVote(m)
+	if g, is := n.alg.(interface{ grantedElection(string) }); is && ok && preVoteKind(m.Phase) == preVoteElection {
+		g.grantedElection(m.From)
+	}
 	a := Message{Type: MsgPreVoteAck, To: m.From, Seq: m.Seq, Confirmed: ok, Coordinator: heard}
 	if !ok && heard == "" && n.cfg.QuorumSize > 0 {
 		a.Phase = uint32(n.grantEnd - n.now) // refused for a promise: free in Phase ticks
