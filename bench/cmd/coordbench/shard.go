@@ -58,6 +58,13 @@ type shardLook struct {
 	Term   uint64 `json:"term,omitempty"`
 	// At is when the shard saw this summary first (Unix nanoseconds).
 	At int64 `json:"at"`
+	// Won names the last member of this shard seen reporting itself
+	// coordinator in a term of its own (WonTerm), and WonAt when the
+	// shard first saw it: with the agreement's time, it splits a
+	// failover into the election and the announcement's spread.
+	Won     string `json:"won,omitempty"`
+	WonTerm uint64 `json:"won_term,omitempty"`
+	WonAt   int64  `json:"won_at,omitempty"`
 }
 
 // shardLine is one line a shard writes: an answer (Re) or a look.
@@ -258,12 +265,16 @@ func (s *shard) look() {
 	var l shardLook
 	first := true
 	l.Agreed = true
+	l.Won, l.WonTerm, l.WonAt = s.last.Won, s.last.WonTerm, s.last.WonAt
 	for _, b := range s.c.nodes {
 		if b.el == nil {
 			continue
 		}
 		l.Running++
 		id, tm, has := b.el.Leader()
+		if has && id == b.name && (id != l.Won || tm != l.WonTerm) {
+			l.Won, l.WonTerm, l.WonAt = id, tm, 0
+		}
 		if !has || !first && (id != l.Coord || tm != l.Term) {
 			l.Agreed = false
 		}
@@ -274,10 +285,19 @@ func (s *shard) look() {
 	if first || !l.Agreed {
 		l.Agreed, l.Coord, l.Term = false, "", 0
 	}
-	if l.Running == s.last.Running && l.Agreed == s.last.Agreed && l.Coord == s.last.Coord && l.Term == s.last.Term && s.last.At != 0 {
+	same := l.Running == s.last.Running && l.Agreed == s.last.Agreed && l.Coord == s.last.Coord && l.Term == s.last.Term && s.last.At != 0
+	newWin := l.Won != "" && l.WonAt == 0
+	if same && !newWin {
 		return
 	}
-	l.At = time.Now().UnixNano()
+	now := time.Now().UnixNano()
+	l.At = now
+	if same {
+		l.At = s.last.At // the summary did not change, only who won
+	}
+	if newWin {
+		l.WonAt = now
+	}
 	s.last = l
 	if s.watching {
 		_ = s.write(shardLine{Look: &l}) // a broken pipe ends the shard at its next command

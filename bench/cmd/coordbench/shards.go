@@ -501,11 +501,21 @@ var _ failover.Detailer = (*shardedCluster)(nil)
 // Detail gives the messages by type since the coordinator was taken out,
 // and the members that sent them (the most first, at most detailSenders):
 // who announced, and whether more than one did.
-func (c *shardedCluster) Detail(time.Time) []any {
+func (c *shardedCluster) Detail(t0 time.Time) []any {
 	byNode, err := c.sentByNode()
 	if err != nil {
 		return []any{"error", err}
 	}
+	// When the winner's shard saw it win, and when each shard agreed.
+	won, wonAt, agreed := "", time.Duration(0), make([]string, 0, len(c.shards))
+	c.mu.Lock()
+	for _, l := range c.looks {
+		if l.WonAt > 0 && time.Unix(0, l.WonAt).After(t0) {
+			won, wonAt = l.Won, time.Unix(0, l.WonAt).Sub(t0)
+		}
+		agreed = append(agreed, time.Unix(0, l.At).Sub(t0).Round(time.Millisecond).String())
+	}
+	c.mu.Unlock()
 	type sender struct {
 		name string
 		sent sentCounts
@@ -524,7 +534,8 @@ func (c *shardedCluster) Detail(time.Time) []any {
 	for _, s := range senders[:min(len(senders), detailSenders)] {
 		parts = append(parts, s.name+": "+s.sent.String())
 	}
-	return []any{"by_type", total.String(), "senders", len(senders), "top_senders", strings.Join(parts, "; ")}
+	return []any{"won", won, "won_after", wonAt.Round(time.Millisecond), "shards_agreed_after", strings.Join(agreed, " "),
+		"by_type", total.String(), "senders", len(senders), "top_senders", strings.Join(parts, "; ")}
 }
 
 // detailSenders is how many senders a round's Detail names.
