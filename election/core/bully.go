@@ -31,6 +31,10 @@ type bully struct {
 	// the suspect were all that was above it; it asked both at once
 	// (askPair).
 	pair bool
+	// late: the wait for the senior ran out, but the senior had asked for
+	// this node's pre-vote; it waits T' for the senior's COORDINATOR
+	// (seniorTakingOver).
+	late bool
 	// excluded is a resigning coordinator, absent from the next election.
 	excluded string
 	// awaited is the suspect this node has already waited out a senior's
@@ -65,7 +69,7 @@ func (b *bully) reset() {
 
 func (b *bully) clear() {
 	b.phase, b.timer, b.stage, b.asked = bullyIdle, 0, 0, ""
-	b.floor, b.more, b.pair = Rank{}, false, false
+	b.floor, b.more, b.pair, b.late = Rank{}, false, false, false
 }
 
 // higher calls fn for every voter ranked above this node that the election
@@ -561,7 +565,7 @@ func (b *bully) timeout() {
 			// n = 1,000 over two processes, a GC stall of the senior's
 			// made 4 of 10 failovers cost 2n + 14 to 2n + 30 messages
 			// (docs/performance.md). Silent after T', it asks.
-			b.phase, b.timer = bullyWaitCoord, n.cfg.CoordinatorTimeout
+			b.phase, b.timer, b.late = bullyWaitCoord, n.cfg.CoordinatorTimeout, true
 			return
 		}
 		// No announcement from the senior: ask, in the same election.
@@ -676,6 +680,10 @@ func (b *bully) peerDown(id string) {
 		if !b.awaitSenior() {
 			b.ask()
 		}
+	case b.phase == bullyWaitCoord && b.late:
+		// The late senior is gone too: no announcement will come;
+		// restart as when T' runs out, now.
+		b.timeout()
 	}
 }
 
