@@ -265,15 +265,15 @@ func (s *shard) look() {
 	var l shardLook
 	first := true
 	l.Agreed = true
-	l.Won, l.WonTerm, l.WonAt = s.last.Won, s.last.WonTerm, s.last.WonAt
+	won, wonTerm := "", uint64(0) // the highest-rated member that reports itself
 	for _, b := range s.c.nodes {
 		if b.el == nil {
 			continue
 		}
 		l.Running++
 		id, tm, has := b.el.Leader()
-		if has && id == b.name && (id != l.Won || tm != l.WonTerm) {
-			l.Won, l.WonTerm, l.WonAt = id, tm, 0
+		if has && id == b.name {
+			won, wonTerm = id, tm // s.c.nodes is in rating order
 		}
 		if !has || !first && (id != l.Coord || tm != l.Term) {
 			l.Agreed = false
@@ -284,6 +284,10 @@ func (s *shard) look() {
 	}
 	if first || !l.Agreed {
 		l.Agreed, l.Coord, l.Term = false, "", 0
+	}
+	l.Won, l.WonTerm, l.WonAt = s.last.Won, s.last.WonTerm, s.last.WonAt
+	if won != "" && (won != l.Won || wonTerm != l.WonTerm) {
+		l.Won, l.WonTerm, l.WonAt = won, wonTerm, 0
 	}
 	same := l.Running == s.last.Running && l.Agreed == s.last.Agreed && l.Coord == s.last.Coord && l.Term == s.last.Term && s.last.At != 0
 	newWin := l.Won != "" && l.WonAt == 0
