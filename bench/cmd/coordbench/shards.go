@@ -389,13 +389,16 @@ func (c *shardedCluster) keep(err error) {
 // sent sums the messages every member has sent, by type.
 func (c *shardedCluster) sent() (sentCounts, error) {
 	byNode, _, _, err := c.counts()
+	return sumSent(byNode), err
+}
+
+// sumSent sums the members' messages sent, by type.
+func sumSent(byNode map[string][core.NumMsgTypes]uint64) sentCounts {
 	var s sentCounts
 	for _, v := range byNode {
-		for t := range s {
-			s[t] += v[t]
-		}
+		s = s.plus(v)
 	}
-	return s, err
+	return s
 }
 
 func (c *shardedCluster) electionsStarted() uint64 {
@@ -489,11 +492,7 @@ func (c *shardedCluster) Messages() (uint64, bool) {
 	byNode, err := c.sentByNode()
 	c.keep(err)
 	c.counted = byNode
-	var s sentCounts
-	for _, v := range byNode {
-		s = s.plus(v)
-	}
-	return s.election(), err == nil
+	return sumSent(byNode).election(), err == nil
 }
 
 var _ failover.Detailer = (*shardedCluster)(nil)
