@@ -117,6 +117,80 @@ func TestOrderUnderDelay(t *testing.T) {
 	t.Logf("%d of %d messages arrived early and were held", s.Reordered, count)
 }
 
+// TestDatagramCopies: a reliable frame that fits a datagram is sent twice,
+// by UDP then by TCP, under one sequence number; the receiver delivers it
+// once, in order, whichever copy comes first. With the streams from n1 to
+// n2 refused, only the copies carry the messages: they all arrive, in
+// order (each copy spent its number, so none is taken for a duplicate of
+// the one before). Without copies, nothing arrives.
+func TestDatagramCopies(t *testing.T) {
+	const count = 20
+	send := func(t *testing.T, n1 *member) {
+		t.Helper()
+		for i := range count {
+			if err := n1.Send(core.Message{Type: core.MsgElection, From: "n1", To: "n2", Phase: uint32(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	inOrder := func(t *testing.T, n2 *member) {
+		t.Helper()
+		if !waitUntil(waitTimeout, func() bool { return len(n2.messages()) >= count }) {
+			t.Fatalf("received %d of %d", len(n2.messages()), count)
+		}
+		for i, ev := range n2.messages() {
+			if ev.Message.Phase != uint32(i) {
+				t.Fatalf("message %d has phase %d: order lost or a message twice", i, ev.Message.Phase)
+			}
+		}
+	}
+	t.Run("both copies arrive", func(t *testing.T) {
+		checkLeaks(t)
+		ms := cluster(t, 2, nil)
+		n1, n2 := ms[0], ms[1]
+		send(t, n1)
+		inOrder(t, n2)
+		if !waitUntil(waitTimeout, func() bool { return n2.Stats().Dropped[DropDuplicate] >= count }) {
+			t.Fatalf("n2 dropped %d duplicates, want %d (the second copy of each)", n2.Stats().Dropped[DropDuplicate], count)
+		}
+		if s := n1.Stats(); s.Sent != count || s.Copied != count || s.SendFailed != 0 {
+			t.Fatalf("n1 stats %+v: want %d sent, %d copied", s, count, count)
+		}
+		if got := len(n2.messages()); got != count {
+			t.Fatalf("n2 delivered %d messages, want %d", got, count)
+		}
+	})
+	for _, copies := range []bool{true, false} {
+		t.Run("streams refused, copies "+strconv.FormatBool(copies), func(t *testing.T) {
+			checkLeaks(t)
+			fn := membershiptest.NewFaultNetwork(1, nil)
+			ms := cluster(t, 2, func(c *Config) {
+				c.Transport = listen(t, fn, c.Name, 0)
+				c.DisableDatagramCopies = !copies
+			})
+			n1, n2 := ms[0], ms[1]
+			fn.BlockStreams("n1", "n2")
+			send(t, n1)
+			if !waitUntil(waitTimeout, func() bool { return n1.Stats().SendFailed >= count }) {
+				t.Fatalf("n1 stats %+v: want %d streams refused", n1.Stats(), count)
+			}
+			if !copies {
+				if got := len(n2.messages()); got != 0 || n1.Stats().Copied != 0 {
+					t.Fatalf("without copies n2 received %d messages, n1 copied %d", got, n1.Stats().Copied)
+				}
+				return
+			}
+			inOrder(t, n2)
+			if s := n1.Stats(); s.Copied != count {
+				t.Fatalf("n1 stats %+v: want %d copied", s, count)
+			}
+			if s := n2.Stats(); s.GapsSkipped != 0 {
+				t.Fatalf("n2 stats %+v: want no gap", s)
+			}
+		})
+	}
+}
+
 func listen(t *testing.T, fn *membershiptest.FaultNetwork, name string, port int) *membershiptest.FaultTransport {
 	t.Helper()
 	tr, err := fn.Listen(name, "127.0.0.1", port)
