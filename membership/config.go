@@ -141,18 +141,6 @@ type Options struct {
 	// SendQueueSize caps frames queued for one peer; Send fails beyond it.
 	// Default 256.
 	SendQueueSize int
-	// DisableDatagramCopies stops the datagram copy of election frames.
-	// By default a reliable frame (election traffic) that fits in one UDP
-	// datagram is also sent as one, just before its TCP stream: memberlist
-	// opens a TCP connection per reliable message, and at n = 1,000 the
-	// coordinator's announcement, one connection per member, took 110 -
-	// 211 ms to reach the last of them (docs/performance.md). Both copies
-	// carry the link's sequence number, so the receiver delivers whichever
-	// arrives first, in order, and drops the other as a duplicate
-	// (counted in Stats.Dropped[DropDuplicate]). The cost is one more
-	// datagram per election message; Stats.Copied counts them. Default
-	// false: copies are sent.
-	DisableDatagramCopies bool
 	// Transport, when set, replaces the UDP/TCP transport (see
 	// FaultNetwork for fault injection in tests). The Node owns it: it is
 	// shut down by Close, or by New if New fails. Default nil: UDP and TCP

@@ -34,7 +34,6 @@ type sender struct {
 	table     *table
 	selfBoot  uint64
 	queueSize int
-	copies    bool // send a datagram copy of reliable frames that fit one
 	stats     *counters
 	log       hclog.Logger
 	wg        *sync.WaitGroup
@@ -80,8 +79,7 @@ type outLink struct {
 
 type outItem struct {
 	body       []byte // appendMessage output
-	bestEffort bool   // UDP only (heartbeats)
-	copy       bool   // reliable, and a datagram copy goes first
+	bestEffort bool
 }
 
 // send encodes m and queues it for m.To.
@@ -90,9 +88,7 @@ func (s *sender) send(m core.Message) error {
 	if err != nil {
 		return err
 	}
-	fits := len(body)+maxHeaderSize <= maxDatagram
-	it := outItem{body: body, bestEffort: bestEffort(m.Type) && fits}
-	it.copy = !it.bestEffort && fits && s.copies
+	it := outItem{body: body, bestEffort: bestEffort(m.Type) && len(body)+maxHeaderSize <= maxDatagram}
 	l, err := s.link(m.To)
 	if err != nil {
 		return err
@@ -104,8 +100,7 @@ func (s *sender) send(m core.Message) error {
 	return nil
 }
 
-// bestEffort: heartbeats go by UDP; election traffic by TCP (with a
-// datagram copy first, see transmit).
+// bestEffort: heartbeats go by UDP; election traffic by TCP.
 func bestEffort(t core.MsgType) bool {
 	return t == core.MsgHeartbeat || t == core.MsgHeartbeatAck
 }
@@ -197,33 +192,15 @@ func (l *outLink) inherit() {
 }
 
 // transmit sends one frame. A reliable frame takes the next sequence
-// number only once memberlist has sent it: SendReliable fails only if the
-// whole message was not written, and a partial message is discarded by
-// the receiver, so a failed send leaves no gap.
-//
-// A reliable frame that fits in a datagram goes by UDP first, with the
-// same sequence number, then by TCP (Options.DisableDatagramCopies): the
-// datagram is one packet where the stream is a connection, so it usually
-// arrives first, and the receiver's inLink delivers whichever copy comes
-// first, in order, and drops the other. Once the datagram has left, the
-// number is spent even if the stream then fails: the receiver may hold
-// it, and the next frame must not reuse it. If neither copy arrives, the
-// receiver skips the gap after its ReorderTimeout, as for a stream that
-// broke after it was written.
+// number only once memberlist has written it: SendReliable fails only if
+// the whole message was not written, and a partial message is discarded
+// by the receiver, so a failed send leaves no gap.
 func (s *sender) transmit(l *outLink, it outItem) {
 	h := frameHeader{FromBoot: s.selfBoot, ToBoot: l.to.boot}
 	if !it.bestEffort {
 		h.Seq = l.seq + 1
 	}
 	l.buf = append(appendHeader(l.buf[:0], h), it.body...)
-	if it.copy {
-		if err := s.ml.SendBestEffort(&l.to.node, l.buf); err != nil {
-			s.log.Debug("datagram copy failed", "to", l.to.node.Name, "error", err)
-		} else {
-			s.stats.copied.Add(1)
-			l.seq = h.Seq
-		}
-	}
 	var err error
 	if it.bestEffort {
 		err = s.ml.SendBestEffort(&l.to.node, l.buf)
@@ -236,7 +213,7 @@ func (s *sender) transmit(l *outLink, it outItem) {
 		return
 	}
 	if !it.bestEffort {
-		l.seq = h.Seq
+		l.seq++
 	}
 	s.stats.sent.Add(1)
 }

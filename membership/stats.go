@@ -80,11 +80,6 @@ type Stats struct {
 	// Sent counts frames memberlist accepted (reliable: written to a TCP
 	// stream; best effort: handed to UDP).
 	Sent uint64
-	// Copied counts reliable frames also sent as a datagram just before
-	// their TCP stream (Options.DisableDatagramCopies); they are not
-	// counted in Sent again. The receiver drops whichever copy of such a
-	// frame arrives second, as DropDuplicate.
-	Copied uint64
 	// SendFailed counts frames memberlist failed to send.
 	SendFailed uint64
 	// SendQueueFull counts Send calls refused because the peer's queue held
@@ -124,7 +119,7 @@ type Stats struct {
 type counters struct {
 	received, reordered, gapsSkipped                                 atomic.Uint64
 	dropped                                                          [NumDropReasons]atomic.Uint64
-	sent, copied, sendFailed, sendQueueFull, sendAbandoned           atomic.Uint64
+	sent, sendFailed, sendQueueFull, sendAbandoned                   atomic.Uint64
 	refusedTag, refusedMeta, rejoins, rejoinFailures, rejoinsSkipped atomic.Uint64
 	refusedName, refusedCompat, keyMismatch                          atomic.Uint64
 }
@@ -137,7 +132,6 @@ func (c *counters) snapshot() Stats {
 		Reordered:            c.reordered.Load(),
 		GapsSkipped:          c.gapsSkipped.Load(),
 		Sent:                 c.sent.Load(),
-		Copied:               c.copied.Load(),
 		SendFailed:           c.sendFailed.Load(),
 		SendQueueFull:        c.sendQueueFull.Load(),
 		SendAbandoned:        c.sendAbandoned.Load(),

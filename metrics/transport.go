@@ -72,9 +72,9 @@ func (c *droppedCollector) Collect(ch chan<- prometheus.Metric) {
 // transportCollector exports the rest of membership.Stats, read at each
 // scrape.
 type transportCollector struct {
-	src                                            TransportStats
-	sent, copied, received, reordered, gapsSkipped *prometheus.Desc
-	sendFailures, refused, rejoins, rejoinFails    *prometheus.Desc
+	src                                         TransportStats
+	sent, received, reordered, gapsSkipped      *prometheus.Desc
+	sendFailures, refused, rejoins, rejoinFails *prometheus.Desc
 }
 
 func newTransportCollector(src TransportStats) *transportCollector {
@@ -84,8 +84,6 @@ func newTransportCollector(src TransportStats) *transportCollector {
 	return &transportCollector{
 		src:  src,
 		sent: d("sent_total", "Frames the membership transport handed to memberlist (TCP written or UDP sent)."),
-		copied: d("datagram_copies_total",
-			"Reliable frames also sent as a UDP datagram just before their TCP stream; the receiver drops the copy that arrives second as a duplicate."),
 		received: d("received_total",
 			"Messages the membership transport delivered to the elector."),
 		reordered: d("reordered_total",
@@ -105,7 +103,7 @@ func newTransportCollector(src TransportStats) *transportCollector {
 }
 
 func (c *transportCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sent, c.copied, c.received, c.reordered, c.gapsSkipped,
+	for _, d := range []*prometheus.Desc{c.sent, c.received, c.reordered, c.gapsSkipped,
 		c.sendFailures, c.refused, c.rejoins, c.rejoinFails} {
 		ch <- d
 	}
@@ -117,7 +115,6 @@ func (c *transportCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	counter(c.sent, s.Sent)
-	counter(c.copied, s.Copied)
 	counter(c.received, s.Received)
 	counter(c.reordered, s.Reordered)
 	counter(c.gapsSkipped, s.GapsSkipped)
