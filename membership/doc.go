@@ -37,7 +37,10 @@
 // TCP (SendReliable). memberlist opens a connection per reliable message,
 // so two of them can arrive swapped: the sender numbers them per link and
 // the receiver restores the order, holding an early message up to
-// Config.ReorderTimeout for the one before it.
+// Config.ReorderTimeout for the one before it. An election message the
+// elector marks core.Message.BestEffort (a coordinator's announcement to a
+// member that hears its heartbeats only in rotation) goes as one datagram,
+// numbered like the rest: one lost is a gap, skipped like any other.
 //
 // # Wire format
 //

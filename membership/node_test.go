@@ -117,6 +117,40 @@ func TestOrderUnderDelay(t *testing.T) {
 	t.Logf("%d of %d messages arrived early and were held", s.Reordered, count)
 }
 
+// TestBestEffortElectionMessages: an election message marked BestEffort
+// (a coordinator's announcement to a member that hears it in rotation)
+// goes as one datagram, numbered in its link's order: with the streams
+// from n1 to n2 refused, the marked messages all arrive, in order and
+// once each, and the unmarked one after them does not.
+func TestBestEffortElectionMessages(t *testing.T) {
+	checkLeaks(t)
+	fn := membershiptest.NewFaultNetwork(1, nil)
+	ms := cluster(t, 2, func(c *Config) { c.Transport = listen(t, fn, c.Name, 0) })
+	n1, n2 := ms[0], ms[1]
+	fn.BlockStreams("n1", "n2")
+	const count = 20
+	for i := range count + 1 {
+		m := core.Message{Type: core.MsgCoordinator, From: "n1", To: "n2", Coordinator: "n1", Phase: uint32(i), BestEffort: i < count}
+		if err := n1.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !waitUntil(waitTimeout, func() bool { return len(n2.messages()) >= count && n1.Stats().SendFailed >= 1 }) {
+		t.Fatalf("received %d of %d; n1 stats %+v", len(n2.messages()), count, n1.Stats())
+	}
+	for i, ev := range n2.messages() {
+		if ev.Message.Phase != uint32(i) || i >= count {
+			t.Fatalf("message %d has phase %d: order lost, or the unmarked one came by a refused stream", i, ev.Message.Phase)
+		}
+	}
+	if s := n1.Stats(); s.Sent != count || s.SendFailed != 1 {
+		t.Fatalf("n1 stats %+v: want %d sent by datagram and the stream refused", s, count)
+	}
+	if s := n2.Stats(); s.GapsSkipped != 0 {
+		t.Fatalf("n2 stats %+v: want no gap", s)
+	}
+}
+
 func listen(t *testing.T, fn *membershiptest.FaultNetwork, name string, port int) *membershiptest.FaultTransport {
 	t.Helper()
 	tr, err := fn.Listen(name, "127.0.0.1", port)

@@ -79,7 +79,8 @@ type outLink struct {
 
 type outItem struct {
 	body       []byte // appendMessage output
-	bestEffort bool
+	bestEffort bool   // by UDP (SendBestEffort), else by TCP
+	ordered    bool   // numbered in the link's order (all but heartbeats)
 }
 
 // send encodes m and queues it for m.To.
@@ -88,7 +89,8 @@ func (s *sender) send(m core.Message) error {
 	if err != nil {
 		return err
 	}
-	it := outItem{body: body, bestEffort: bestEffort(m.Type) && len(body)+maxHeaderSize <= maxDatagram}
+	fits := len(body)+maxHeaderSize <= maxDatagram
+	it := outItem{body: body, bestEffort: (bestEffort(m.Type) || m.BestEffort) && fits, ordered: !bestEffort(m.Type) || !fits}
 	l, err := s.link(m.To)
 	if err != nil {
 		return err
@@ -100,7 +102,12 @@ func (s *sender) send(m core.Message) error {
 	return nil
 }
 
-// bestEffort: heartbeats go by UDP; election traffic by TCP.
+// bestEffort: heartbeats go by UDP, unnumbered; election traffic by TCP,
+// numbered, except the messages the elector marks core.Message.BestEffort
+// (a coordinator's announcement to the members that hear it in rotation),
+// which go by UDP, numbered: the link's order holds, and a lost one is a
+// gap that the receiver skips after its ReorderTimeout if a later frame
+// arrives.
 func bestEffort(t core.MsgType) bool {
 	return t == core.MsgHeartbeat || t == core.MsgHeartbeatAck
 }
@@ -191,13 +198,14 @@ func (l *outLink) inherit() {
 	l.prev = nil
 }
 
-// transmit sends one frame. A reliable frame takes the next sequence
-// number only once memberlist has written it: SendReliable fails only if
-// the whole message was not written, and a partial message is discarded
-// by the receiver, so a failed send leaves no gap.
+// transmit sends one frame. A numbered frame takes the next sequence
+// number only once memberlist has sent it: SendReliable fails only if the
+// whole message was not written, and a partial message is discarded by
+// the receiver, so a failed send leaves no gap (a datagram that memberlist
+// handed to the kernel and the network lost does: see bestEffort).
 func (s *sender) transmit(l *outLink, it outItem) {
 	h := frameHeader{FromBoot: s.selfBoot, ToBoot: l.to.boot}
-	if !it.bestEffort {
+	if it.ordered {
 		h.Seq = l.seq + 1
 	}
 	l.buf = append(appendHeader(l.buf[:0], h), it.body...)
@@ -212,7 +220,7 @@ func (s *sender) transmit(l *outLink, it outItem) {
 		s.log.Debug("send failed", "to", l.to.node.Name, "error", err)
 		return
 	}
-	if !it.bestEffort {
+	if it.ordered {
 		l.seq++
 	}
 	s.stats.sent.Add(1)

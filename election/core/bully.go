@@ -335,15 +335,26 @@ func (b *bully) win() {
 	// just below; at the end of a list in ring order they heard the
 	// announcement hundreds of ms late in a 1,000-member cluster, and
 	// elected meanwhile.
+	//
+	// In a fanned-out view the members that hear the heartbeats only in
+	// rotation get the announcement best effort (one datagram each in the
+	// runtime, not a TCP connection): their next heartbeat, a rotation
+	// period later, makes up for a lost one. The members that hear every
+	// round, whose detectors act, get it reliably.
+	lossy, voters := n.fanningOut(), 0
 	for k := r.Len() - 1; k >= 0; k-- {
 		p := r.ByRank(k)
 		if p.ID == n.self.ID || !n.view.alive(p.ID) || deferRest && p.NonVoter {
 			continue
 		}
+		fast := !p.NonVoter && (n.cfg.QuorumSize > 0 || voters < n.cfg.HeartbeatWatchers)
+		if !p.NonVoter {
+			voters++
+		}
 		// Textbook: the sites below (§1 step 2). View: every live peer, so
 		// that a resigned or silent higher node learns at once too.
 		if n.cfg.Mode == View || p.NonVoter || p.Rank().Compare(n.rank()) < 0 {
-			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Term: t})
+			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Term: t, BestEffort: lossy && !fast})
 		}
 	}
 	if n.cfg.QuorumSize > 0 {

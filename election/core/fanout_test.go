@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -221,5 +222,85 @@ func TestConfirmedAnnouncementNotUndoneByOlderRound(t *testing.T) {
 	node.Step(Message{Type: MsgHeartbeat, From: "19", To: "1", Coordinator: "19", Term: term, Seq: 5, Every: 100, Rating: 19})
 	if st := node.Status(); st.Coordinator != "" {
 		t.Fatalf("after a newer unconfirmed round: %+v, want no confirmed coordinator", st)
+	}
+}
+
+// In a fanned-out view the bully winner announces itself reliably to the
+// members that hear every round (the watchers; with the guard, the
+// voters) and best effort to those that hear it in rotation: the runtime
+// sends those as one datagram each instead of a TCP connection each. A
+// lost best-effort announcement is made up for: with every one of them
+// lost, the cluster still agrees on the winner, in the winner's term.
+// Textbook mode and clusters too small to fan out announce reliably to
+// all, as before.
+func TestAnnouncementBestEffortToRotation(t *testing.T) {
+	cases := []struct {
+		name           string
+		n, voters      int // voters: 0 = all voters, no guard
+		mode           Mode
+		wantReliable   []string // the members announced to reliably
+		wantBestEffort int      // how many best effort (after the lease, with the guard)
+	}{
+		{name: "view, 50 members", n: 50, mode: View, wantReliable: []string{"48", "47", "46", "45"}, wantBestEffort: 44},
+		{name: "view, 10 members (no fan-out)", n: 10, mode: View,
+			wantReliable: []string{"8", "7", "6", "5", "4", "3", "2", "1"}},
+		{name: "textbook, 50 members", n: 50, mode: Textbook},
+		{name: "view, 50 members, guard of 5 voters", n: 50, voters: 5, mode: View,
+			wantReliable: []string{"48", "47", "46"}, wantBestEffort: 45},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := members(tc.n, func(i int) int64 { return int64(i + 1) })
+			cfg := Config{Algorithm: Bully, Mode: tc.mode}
+			if tc.voters > 0 {
+				cfg.QuorumSize = tc.voters
+				for i := range ms[:tc.n-tc.voters] {
+					ms[i].NonVoter = true
+				}
+			}
+			w := newTestNet(t, cfg, ms)
+			top, next := strconv.Itoa(tc.n), strconv.Itoa(tc.n-1)
+			w.bootstrap(top)
+			var reliable []string
+			lost := 0
+			w.observe = func(m Message) {
+				if m.Type != MsgCoordinator || m.From != next {
+					return
+				}
+				if m.BestEffort {
+					lost++
+				} else {
+					reliable = append(reliable, m.To)
+				}
+			}
+			w.copies = func(m Message) int {
+				if m.BestEffort {
+					return 0 // every datagram announcement lost
+				}
+				return 1
+			}
+			w.crash(top)
+			w.detect(next)
+			t0 := w.nodes[next].Now()
+			c, term := w.settle(2000 * w.nodes[next].cfg.HeartbeatInterval)
+			t.Logf("agreed after %d ticks (H = %d ticks)", w.nodes[next].Now()-t0, w.nodes[next].cfg.HeartbeatInterval)
+			if c != next {
+				t.Fatalf("agreed on %s, want %s", c, next)
+			}
+			if tc.mode == Textbook {
+				if lost != 0 {
+					t.Errorf("textbook: %d announcements best effort, want none", lost)
+				}
+				return
+			}
+			if lost != tc.wantBestEffort || !slices.Equal(reliable[:min(len(reliable), len(tc.wantReliable))], tc.wantReliable) ||
+				len(reliable) < len(tc.wantReliable) {
+				t.Errorf("announced reliably to %v (want %v first), best effort to %d (want %d)",
+					reliable, tc.wantReliable, lost, tc.wantBestEffort)
+			}
+			if tc.wantBestEffort > 0 && w.nodes["1"].Status().Term != term {
+				t.Errorf("member 1 in term %s, want the winner's %s", w.nodes["1"].Status().Term, term)
+			}
+		})
 	}
 }

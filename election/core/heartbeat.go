@@ -417,7 +417,9 @@ func (n *Node) announceConfirmed() {
 			// Seq: the rounds up to this one went out unconfirmed; one of
 			// them arriving after this announcement (a datagram overtaken
 			// by it) must not take the confirmation back (onHeartbeat).
-			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Confirmed: true, Seq: n.hbSeq})
+			// Best effort: it hears the heartbeats in rotation (fanout.go),
+			// the next of which makes up for a lost announcement.
+			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Confirmed: true, Seq: n.hbSeq, BestEffort: true})
 		}
 	}
 }

@@ -96,6 +96,13 @@ type Message struct {
 	// stepped down: its followers stop following it and are free of the
 	// promise their acknowledgements made (quorum guard).
 	Released bool
+	// BestEffort is a hint to the transport, never sent on the wire: the
+	// sender can do without this message's delivery, so it may go as one
+	// datagram that nothing retransmits (membership sends it by UDP, in
+	// its link's order). A coordinator in a fanned-out view sets it on its
+	// announcement to the members that hear its heartbeats only in
+	// rotation (fanout.go): their next heartbeat makes up for a lost one.
+	BestEffort bool
 	// Every: on a Heartbeat, the ticks within which the receiver should
 	// expect the coordinator's next heartbeat; 0 means HeartbeatInterval
 	// (every round). Members outside the coordinator's watchers hear it

@@ -63,10 +63,11 @@ type Config struct {
 	// message sends a broadcast to n members over n × its cost. 0: all
 	// at once.
 	SendGapUs int64
-	// HeartbeatsAtOnce: with SendGapUs, heartbeats and their acks leave at
-	// once, outside the queue; only the other messages (the i-th of them
-	// i × SendGapUs later) wait their turn, as the runtime sends the
-	// former by UDP and the latter by TCP, a connection each.
+	// HeartbeatsAtOnce: with SendGapUs, heartbeats, their acks and the
+	// messages marked core.Message.BestEffort leave at once, outside the
+	// queue; only the other messages (the i-th of them i × SendGapUs
+	// later) wait their turn, as the runtime sends the former by UDP and
+	// the latter by TCP, a connection each.
 	HeartbeatsAtOnce bool
 	// HeartbeatDetector turns on the followers' heartbeat failure detector.
 	// Off, only nodes told to Detect (or a view PeerDown) notice a failure,

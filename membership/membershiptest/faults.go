@@ -40,6 +40,7 @@ type FaultNetwork struct {
 	names    map[string]string  // advertised "ip:port" -> member name
 	groups   map[string]int     // partition group by name; nil when healed
 	blocked  map[[2]string]bool // {from, to}, each a name or an address
+	streams  map[[2]string]bool // the same, for streams only (BlockStreams)
 	loss     float64
 	minDelay time.Duration
 	maxDelay time.Duration
@@ -58,6 +59,7 @@ func NewFaultNetwork(seed uint64, logger hclog.Logger) *FaultNetwork {
 		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		names:   make(map[string]string),
 		blocked: make(map[[2]string]bool),
+		streams: make(map[[2]string]bool),
 	}
 }
 
@@ -123,20 +125,31 @@ func (f *FaultNetwork) Block(from, to string) {
 	f.blocked[[2]string{from, to}] = true
 }
 
-// Unblock removes one Block(from, to).
+// BlockStreams refuses the TCP streams from sends to (one direction) and
+// lets its UDP packets through, as a firewall that drops one protocol
+// would. Each end is a member name or an advertised "ip:port".
+func (f *FaultNetwork) BlockStreams(from, to string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.streams[[2]string{from, to}] = true
+}
+
+// Unblock removes one Block(from, to) and one BlockStreams(from, to).
 func (f *FaultNetwork) Unblock(from, to string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.blocked, [2]string{from, to})
+	delete(f.streams, [2]string{from, to})
 }
 
-// Heal removes the partition, every Block and the packet loss. Delays
-// stay (SetDelay(0, 0) removes them).
+// Heal removes the partition, every Block and BlockStreams and the packet
+// loss. Delays stay (SetDelay(0, 0) removes them).
 func (f *FaultNetwork) Heal() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.groups = nil
 	clear(f.blocked)
+	clear(f.streams)
 	f.loss = 0
 }
 
@@ -171,7 +184,9 @@ func (f *FaultNetwork) verdict(t *FaultTransport, a memberlist.Address, stream b
 		to = f.names[a.Addr]
 	}
 	switch {
-	case f.cut(t.name, t.addr, to, a.Addr):
+	case f.cut(f.blocked, t.name, t.addr, to, a.Addr):
+		drop = true
+	case stream && f.cut(f.streams, t.name, t.addr, to, a.Addr):
 		drop = true
 	case !stream && f.loss > 0 && f.rng.Float64() < f.loss:
 		drop = true
@@ -186,10 +201,11 @@ func (f *FaultNetwork) verdict(t *FaultTransport, a memberlist.Address, stream b
 	return drop, delay
 }
 
-func (f *FaultNetwork) cut(fromName, fromAddr, toName, toAddr string) bool {
+// cut reports whether blocked, or the partition, cuts the link.
+func (f *FaultNetwork) cut(blocked map[[2]string]bool, fromName, fromAddr, toName, toAddr string) bool {
 	for _, from := range [...]string{fromName, fromAddr} {
 		for _, to := range [...]string{toName, toAddr} {
-			if f.blocked[[2]string{from, to}] {
+			if blocked[[2]string{from, to}] {
 				return true
 			}
 		}
