@@ -341,20 +341,20 @@ func (b *bully) win() {
 	// runtime, not a TCP connection): their next heartbeat, a rotation
 	// period later, makes up for a lost one. The members that hear every
 	// round, whose detectors act, get it reliably.
-	lossy, voters := n.fanningOut(), 0
+	lossy := n.fanningOut()
+	var ws []string
+	if lossy {
+		ws = n.watchers(make([]string, 0, n.cfg.HeartbeatWatchers), n.self.ID)
+	}
 	for k := r.Len() - 1; k >= 0; k-- {
 		p := r.ByRank(k)
 		if p.ID == n.self.ID || !n.view.alive(p.ID) || deferRest && p.NonVoter {
 			continue
 		}
-		fast := !p.NonVoter && (n.cfg.QuorumSize > 0 || voters < n.cfg.HeartbeatWatchers)
-		if !p.NonVoter {
-			voters++
-		}
 		// Textbook: the sites below (§1 step 2). View: every live peer, so
 		// that a resigned or silent higher node learns at once too.
 		if n.cfg.Mode == View || p.NonVoter || p.Rank().Compare(n.rank()) < 0 {
-			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Term: t, BestEffort: lossy && !fast})
+			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Term: t, BestEffort: lossy && !n.fast(p, ws)})
 		}
 	}
 	if n.cfg.QuorumSize > 0 {
