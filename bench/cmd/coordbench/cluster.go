@@ -255,7 +255,13 @@ func (c *benchCluster) startNodeLabelled(b *benchNode, elector bool) error {
 		}
 	}
 	mc.Seeds = c.seeds(b)
-	if c.opts.stallLog {
+	switch {
+	case b.rating > int64(c.opts.n-c.opts.logTop): // -logtop
+		if b.log == nil {
+			b.log = hclog.New(&hclog.LoggerOptions{Name: "node-" + b.name, Level: hclog.Info, Output: os.Stderr, TimeFormat: "15:04:05.000"})
+		}
+		mc.Logger = b.log
+	case c.opts.stallLog:
 		if b.log == nil {
 			b.log = hclog.New(&hclog.LoggerOptions{Name: "node-" + b.name, Level: hclog.Off, Output: os.Stderr})
 		}
@@ -423,10 +429,11 @@ func (c *benchCluster) waitAgreement(ctx context.Context, want, not string) (tim
 	}, func() string { return fmt.Sprintf("no agreement (want %q; %s)", want, c.reports()) })
 }
 
-// quietLogs turns the members' loggers (-stalllog) off again.
+// quietLogs turns the members' loggers (-stalllog) off again, but for
+// -logtop's.
 func (c *benchCluster) quietLogs() {
 	for _, b := range c.nodes {
-		if b.log != nil {
+		if b.log != nil && b.rating <= int64(c.opts.n-c.opts.logTop) {
 			b.log.SetLevel(hclog.Off)
 		}
 	}

@@ -85,6 +85,7 @@ type benchOptions struct {
 	stagger   time.Duration // pause between member starts
 	stallDump string        // file for a goroutine dump when the coordinator's heartbeats fall during start
 	stallLog  bool          // a logger per member, at debug level for the dissenters of a stalled agreement
+	logTop    int           // the top-rated members that log at info level from their start
 	ramp      time.Duration // added to stagger in proportion to the members started (startPause)
 	quorum    int           // failover: the electors' QuorumSize, 0 for none
 	busy      int           // failover: busy processes per core beside the bench
@@ -183,6 +184,7 @@ func benchFlags(name string, o *benchOptions, nDefault int) (*flag.FlagSet, *str
 	fs.DurationVar(&o.stagger, "stagger", 0, "pause between member starts, e.g. 100ms")
 	fs.StringVar(&o.stallDump, "stalldump", "", "write every goroutine's stack to this file once, in the second the cluster's heartbeats fall below a quarter of their peak (a stall)")
 	fs.BoolVar(&o.stallLog, "stalllog", false, "give every member a logger, off until a wait for an agreement has lasted 20 s; then the members that dissent (up to 5) and the wanted one log at debug level on stderr until the agreement")
+	fs.IntVar(&o.logTop, "logtop", 0, "the top-rated this many members log at info level on stderr from their start (memberlist's suspicions, elections started, leases): who started a spurious election, and why; with -procs each shard logs its own")
 	fs.DurationVar(&o.ramp, "ramp", 0, "added to -stagger in proportion to the members started: k of n started, the pause is stagger + ramp·k/n (a join's gossip costs O(k) across the cluster, so the start's CPU stays level); e.g. 400ms")
 	fs.StringVar(&o.pprof, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060) while the bench runs; with -procs (no -netns), shard J serves on the port J above it")
 	fs.IntVar(&o.voters, "voters", 0, "only the V top-rated members vote, the others are non-voters (Config.NonVoter); 0: every member votes")
@@ -197,6 +199,8 @@ func checkBenchCommon(o *benchOptions, profile string) error {
 	switch {
 	case o.n < 2 || o.n > maxBenchSize:
 		return usagef("-n %d: want 2 to %d members", o.n, maxBenchSize)
+	case o.logTop < 0 || o.logTop > o.n:
+		return usagef("-logtop %d: want 0 to -n (%d)", o.logTop, o.n)
 	case o.stagger < 0:
 		return usagef("-stagger %v: want 0 or more", o.stagger)
 	case o.health < 0:

@@ -95,7 +95,7 @@ func (c *shardedCluster) spawn() error {
 		args = append(args, "shard", "-n", strconv.Itoa(c.opts.n), "-profile", c.opts.profile,
 			"-compress="+strconv.FormatBool(c.opts.compress), "-voters", strconv.Itoa(c.opts.voters),
 			"-quorum", strconv.Itoa(c.opts.quorum), "-algorithm", c.opts.alg.String(), "-bind", bind,
-			"-health", c.opts.health.String(), "-index", strconv.Itoa(j+1))
+			"-health", c.opts.health.String(), "-index", strconv.Itoa(j+1), "-logtop", strconv.Itoa(c.opts.logTop))
 		if c.opts.pprof != "" && c.net == nil { // a namespace's loopback is not the parent's
 			addr, err := shardPprof(c.opts.pprof, j)
 			if err != nil {
