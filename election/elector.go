@@ -53,7 +53,11 @@ type Elector struct {
 	electionBegan  bool      // the node started an election during this flush
 	membersDirty   bool      // the view changed since the members were last counted
 	membersBuilt   time.Time // when the members were last counted (countMembers)
-	warnedVoters   bool      // checkVoters has warned
+	// viewSince is when the node's view last changed, and clipped says
+	// that its roster has given back its spare room since (clipRoster).
+	viewSince    time.Time
+	clipped      bool
+	warnedVoters bool // checkVoters has warned
 	// origin is when Run started: the core's tick 0 on the monotonic clock.
 	origin time.Time
 	// due is the tick the loop is due to wake at (wake.go): the core's

@@ -281,6 +281,29 @@ func (e *Elector) observe(rd *core.Ready) {
 	if e.membersDirty {
 		e.countMembers()
 	}
+	e.clipRoster(rd.ViewChanged)
+}
+
+// rosterClipAfter is how long the view goes unchanged before the node's
+// roster gives back its spare room (core.Node.ClipRoster): longer than the
+// burst of joins of a cluster forming or a partition healing.
+const rosterClipAfter = 30 * time.Second
+
+// clipRoster has the node's roster give back its spare room once the view
+// has not changed for rosterClipAfter (once after each change).
+func (e *Elector) clipRoster(changed bool) {
+	now := time.Now()
+	if changed || e.viewSince.IsZero() {
+		e.viewSince, e.clipped = now, false
+		return
+	}
+	if e.clipped || now.Sub(e.viewSince) < rosterClipAfter {
+		return
+	}
+	e.view.Lock() // Status reads the roster
+	e.node.ClipRoster()
+	e.view.Unlock()
+	e.clipped = true
 }
 
 // record hands the Recorder what changed since the previous Update, if

@@ -29,19 +29,21 @@ func BenchmarkPeerState(b *testing.B) {
 			for i := range names {
 				names[i] = strconv.Itoa(i + 1)
 			}
-			var perPeer float64
+			var perPeer, settled float64
 			for b.Loop() {
-				perPeer = electorStateBytes(b, names)
+				perPeer, settled = electorStateBytes(b, names)
 			}
 			b.ReportMetric(perPeer, "B/peer")
+			b.ReportMetric(settled, "B/peer-settled")
 		})
 	}
 }
 
 // electorStateBytes builds one elector's state for the members names (in
 // an order other than ID order, as gossip brings them) and returns the
-// live heap it adds, per member.
-func electorStateBytes(b *testing.B, names []string) float64 {
+// live heap it adds, per member: right after the joins, and once the view
+// has settled and the roster given back its spare room (clipRoster).
+func electorStateBytes(b *testing.B, names []string) (joined, settled float64) {
 	cfg := DefaultConfig()
 	cfg.Transport = stubTransport{Identity{Name: "self", Rating: 0}}
 	e, err := New(cfg)
@@ -60,8 +62,12 @@ func electorStateBytes(b *testing.B, names []string) float64 {
 	if got := len(e.Status().Members); got != len(names)+1 {
 		b.Fatalf("the status lists %d members, want %d", got, len(names)+1)
 	}
+	e.view.Lock()
+	e.node.ClipRoster()
+	e.view.Unlock()
+	clipped := liveHeap()
 	runtime.KeepAlive(e)
-	return float64(after-before) / float64(len(names))
+	return float64(after-before) / float64(len(names)), float64(clipped-before) / float64(len(names))
 }
 
 // liveHeap returns the live heap after two collections.

@@ -90,6 +90,7 @@ func (d *dispatcher) handle(items []inboxItem, now time.Time) {
 		delete(d.links, name)
 		d.out.forget(name)
 	}
+	d.table.clip(now)
 }
 
 // joinRestarted asks for a join of a member that restarted, so that it

@@ -34,18 +34,20 @@ func BenchmarkPeerState(b *testing.B) {
 					Meta: meta{Rating: int64(i + 1), Boot: uint64(i + 1), Algorithm: "bully"}.encode(),
 				}
 			}
-			var perPeer float64
+			var perPeer, settled float64
 			for b.Loop() {
-				perPeer = peerStateBytes(nodes)
+				perPeer, settled = peerStateBytes(nodes)
 			}
 			b.ReportMetric(perPeer, "B/peer")
+			b.ReportMetric(settled, "B/peer-settled")
 		})
 	}
 }
 
 // peerStateBytes builds one member's state for nodes and returns the live
-// heap it holds, per node.
-func peerStateBytes(nodes []*memberlist.Node) float64 {
+// heap it holds, per node: right after the joins, and once the table has
+// given back its spare room (clip, clipAfter later).
+func peerStateBytes(nodes []*memberlist.Node) (joined, settled float64) {
 	own := meta{Rating: 0, Boot: 1, Algorithm: "bully"}
 	c := &counters{}
 	before := liveHeap()
@@ -68,11 +70,14 @@ func peerStateBytes(nodes []*memberlist.Node) float64 {
 		tb.alive(it.node, now)
 	}
 	after := liveHeap()
+	tb.clip(now)
+	tb.clip(now.Add(clipAfter))
+	clipped := liveHeap()
 	runtime.KeepAlive(g)
 	runtime.KeepAlive(tb)
 	runtime.KeepAlive(q)
 	runtime.KeepAlive(buf)
-	return float64(after-before) / float64(len(nodes))
+	return float64(after-before) / float64(len(nodes)), float64(clipped-before) / float64(len(nodes))
 }
 
 // liveHeap returns the live heap after two collections.

@@ -159,8 +159,10 @@ func (r refusal) String() string {
 // slice, not in what the table lists. A map by name and another by
 // tag cost about 220 bytes per member at n = 1,000 with the entries they
 // pointed to (the maps had grown to 2,048 slots); the slice costs its 64
-// bytes per entry and about 1/8 more (grow.RoomForOne). A new member moves the ones
-// after it (O(n) copies, as the elector's roster does).
+// bytes per entry, and up to 1/8 more while it grows (grow.RoomForOne),
+// which clip gives back once no entry has been added for clipAfter. A new
+// member moves the ones after it (O(n) copies, as the elector's roster
+// does).
 type table struct {
 	mu      sync.RWMutex
 	self    entry
@@ -181,7 +183,12 @@ type table struct {
 	// listed counts the peers the table lists: alive, or departed and in
 	// left. The slice also holds entries only the guard holds (held.go).
 	listed int
-	log    hclog.Logger
+	// adds counts the entries added; clipAdds and clipSince are the
+	// count clip last saw and when it first saw it (clip).
+	adds      uint64
+	clipAdds  uint64
+	clipSince time.Time
+	log       hclog.Logger
 	stats  *counters
 }
 
@@ -221,7 +228,30 @@ func (t *table) get(name string) *entry {
 // add inserts a new entry for name.
 func (t *table) add(name string, tag uint32, at int) *entry {
 	t.peers = slices.Insert(grow.RoomForOne(t.peers), at, entry{name: name, tag: tag})
+	t.adds++
 	return &t.peers[at]
+}
+
+// clipAfter is how long the table goes without a new entry before clip
+// gives back the slice's spare room: longer than a join's burst of
+// push-pulls, so that a cluster forming or a partition healing does not
+// copy the slice back and forth, and short beside a service's life.
+const clipAfter = 30 * time.Second
+
+// clip gives back the spare room of the entries' slice (up to an eighth
+// of it: 8 KB at n = 1,000) once no entry has been added for clipAfter:
+// one O(n) copy, again only after the next addition. The dispatcher calls
+// it after every batch.
+func (t *table) clip(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.adds != t.clipAdds || t.clipSince.IsZero() {
+		t.clipAdds, t.clipSince = t.adds, now
+		return
+	}
+	if now.Sub(t.clipSince) >= clipAfter {
+		t.peers = grow.Clip(t.peers)
+	}
 }
 
 // alive records a live member's address and metadata. memberlist reports

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -429,5 +430,43 @@ func TestTableMatchesModel(t *testing.T) {
 				t.Fatalf("step %d: %s listed at %s, want %s (model %+v)", step, m.Name, m.Addr, want, model[m.Name])
 			}
 		}
+	}
+}
+
+// The entries' slice gives back its spare room once no entry has been
+// added for clipAfter, and not before; the entries stay as they were.
+func TestTableClip(t *testing.T) {
+	tb, _ := newTestTable("self")
+	now := time.Unix(0, 0)
+	for i := range 100 {
+		tb.alive(info(strconv.Itoa(i), meta{Rating: int64(i + 1), Boot: 10}), now)
+	}
+	if cap(tb.peers) == len(tb.peers) {
+		t.Fatalf("cap %d: want spare room after 100 additions", cap(tb.peers))
+	}
+	tb.clip(now)                                            // sees the additions
+	tb.clip(now.Add(clipAfter - 1))                         // too early
+	tb.hold("late", packAddr(net.IPv4(127, 0, 0, 2), 7946)) // an addition restarts the wait
+	tb.clip(now.Add(clipAfter))
+	if cap(tb.peers) == len(tb.peers) {
+		t.Fatalf("clipped %v after an addition", clipAfter)
+	}
+	before := slices.Clone(tb.peers)
+	tb.clip(now.Add(2*clipAfter - 1))
+	if cap(tb.peers) == len(tb.peers) {
+		t.Fatal("clipped before clipAfter had passed since the last addition")
+	}
+	tb.clip(now.Add(2 * clipAfter))
+	if cap(tb.peers) != len(tb.peers) {
+		t.Fatalf("len %d cap %d after clipAfter without additions: want no spare room", len(tb.peers), cap(tb.peers))
+	}
+	if !slices.Equal(tb.peers, before) {
+		t.Fatal("clip changed the entries")
+	}
+	if got := render(tb.alive(info("7", meta{Rating: 8, Boot: 10}), now)); got != "" {
+		t.Fatalf("a known member after the clip: events %q, want none", got)
+	}
+	if got := render(tb.alive(info("new", meta{Rating: 3, Boot: 10}), now)); got != "up:new/3" {
+		t.Fatalf("a new member after the clip: events %q, want up:new/3", got)
 	}
 }

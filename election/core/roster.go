@@ -200,6 +200,13 @@ func (r *Roster) set(p Peer) {
 	r.reindexRanks()
 }
 
+// clip gives back the spare room set's insertions leave in the slices
+// (grow.RoomForOne: up to an eighth of each), one copy of each slice.
+func (r *Roster) clip() {
+	r.ids, r.ratings, r.nonVoter = grow.Clip(r.ids), grow.Clip(r.ratings), grow.Clip(r.nonVoter)
+	r.byRank, r.rankPos = grow.Clip(r.byRank), grow.Clip(r.rankPos)
+}
+
 // reindexRanks rebuilds rankPos from byRank.
 func (r *Roster) reindexRanks() {
 	if cap(r.rankPos) < len(r.byRank) {

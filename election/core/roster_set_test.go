@@ -8,7 +8,7 @@ import (
 )
 
 // TestRosterSetMatchesNewRoster changes rosters in place (set: members
-// joining in random order, ratings changing) and checks each result
+// joining in random order, ratings changing; now and then clip) and checks each result
 // against NewRoster's of the same ring, field by field (the ID index by
 // its answers: its slots depend on the order the IDs came in).
 func TestRosterSetMatchesNewRoster(t *testing.T) {
@@ -36,6 +36,12 @@ func TestRosterSetMatchesNewRoster(t *testing.T) {
 				p = Peer{ID: id, Rating: int64(rng.IntN(20))}
 			}
 			own.set(p)
+			if rng.IntN(8) == 0 { // a settled view gives back its spare room
+				own.clip()
+				if spare := own.spare(); spare != 0 {
+					t.Fatalf("trial %d step %d: %d places to spare after clip", trial, step, spare)
+				}
+			}
 			want := MustRoster(own.Members())
 			if !sameRoster(own, want) {
 				t.Fatalf("trial %d step %d: set(%v) gave\n%+v\nwant\n%+v", trial, step, p, own, want)
@@ -44,6 +50,38 @@ func TestRosterSetMatchesNewRoster(t *testing.T) {
 		if shared.Len() != 1 || shared.At(0) != (Peer{ID: "self", Rating: 5}) {
 			t.Fatalf("the roster cloned from changed: %+v", shared)
 		}
+	}
+}
+
+// spare counts the unused places of r's slices.
+func (r *Roster) spare() int {
+	return cap(r.ids) - len(r.ids) + cap(r.ratings) - len(r.ratings) + cap(r.nonVoter) - len(r.nonVoter) +
+		cap(r.byRank) - len(r.byRank) + cap(r.rankPos) - len(r.rankPos)
+}
+
+// The node's own roster gives back its spare room; a shared one is not
+// touched.
+func TestNodeClipRoster(t *testing.T) {
+	shared := MustRoster([]Peer{{ID: "a", Rating: 1}, {ID: "b", Rating: 2}})
+	n, err := NewNode(Config{ID: "a", Roster: shared, Mode: View})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ClipRoster()
+	if n.Roster() != shared {
+		t.Fatal("ClipRoster copied a shared roster")
+	}
+	for i := range 40 {
+		n.PeerUp(Peer{ID: "m" + strconv.Itoa(i), Rating: int64(10 + i)})
+	}
+	r := n.Roster()
+	if r == shared || r.spare() == 0 {
+		t.Fatalf("after 40 joins: own roster %t, %d places to spare; want an own roster with room", r != shared, r.spare())
+	}
+	before := r.Members()
+	n.ClipRoster()
+	if r.spare() != 0 || !reflect.DeepEqual(r.Members(), before) {
+		t.Fatalf("after ClipRoster: %d places to spare, members changed %t", r.spare(), !reflect.DeepEqual(r.Members(), before))
 	}
 }
 

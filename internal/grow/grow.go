@@ -16,3 +16,16 @@ func RoomForOne[T any](s []T) []T {
 	copy(out, s)
 	return out
 }
+
+// Clip returns s without its spare room: s itself if it has none, else a
+// copy as long as s (one allocation), so that the array RoomForOne grew,
+// up to an eighth of it unused, can be collected. Pointers into s stay
+// valid for s, not for the copy.
+func Clip[T any](s []T) []T {
+	if len(s) == cap(s) {
+		return s
+	}
+	out := make([]T, len(s))
+	copy(out, s)
+	return out
+}

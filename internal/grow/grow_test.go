@@ -21,3 +21,27 @@ func TestRoomForOne(t *testing.T) {
 		t.Errorf("nil: cap %d, want 8", cap(got))
 	}
 }
+
+func TestClip(t *testing.T) {
+	full := []int{1, 2, 3}
+	if got := Clip(full); &got[0] != &full[0] {
+		t.Error("a slice without spare room was copied")
+	}
+	roomy := RoomForOne(full) // cap 3 + 0 + 8
+	roomy = append(roomy, 4)
+	got := Clip(roomy)
+	if len(got) != 4 || cap(got) != 4 {
+		t.Fatalf("len %d cap %d, want 4 and 4", len(got), cap(got))
+	}
+	if &got[0] == &roomy[0] {
+		t.Error("the clipped slice shares the grown array")
+	}
+	for i, v := range roomy {
+		if got[i] != v {
+			t.Fatalf("element %d = %d, want %d", i, got[i], v)
+		}
+	}
+	if got := Clip(make([]int, 0, 5)); len(got) != 0 || cap(got) != 0 {
+		t.Errorf("empty with room: len %d cap %d, want 0 and 0", len(got), cap(got))
+	}
+}
