@@ -242,7 +242,7 @@ func (e *Elector) account(rd *core.Ready) {
 	e.upd.Add(&rd.Counters)
 	if rd.ElectionsStarted > 0 {
 		e.electionBegan = true
-		e.log.Info("election started", "term", rd.Status.Term)
+		e.log.Info("election started", "term", rd.Status.Term, "cause", rd.Cause)
 	}
 	if rd.ElectionsRestarted > 0 {
 		e.log.Info("election restarted: no coordinator announced in time")

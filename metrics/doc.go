@@ -28,6 +28,7 @@
 //	coordelect_messages_received_total{type} counter  messages accepted by the state machine
 //	coordelect_messages_dropped_total{reason} counter messages ignored or lost
 //	coordelect_elections_total{result}       counter  started, won, lost, restarted
+//	coordelect_elections_started_total{cause} counter elections started, by why (silence, down, ...)
 //	coordelect_election_duration_seconds     histogram time without an agreed coordinator
 //	coordelect_leader_changes_total          counter  changes to a new coordinator or term
 //	coordelect_members{state}                gauge    known members, alive or dead

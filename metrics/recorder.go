@@ -46,6 +46,7 @@ type Recorder struct {
 	received        *prometheus.CounterVec
 	dropped         *droppedCollector
 	elections       *prometheus.CounterVec
+	started         *prometheus.CounterVec
 	duration        prometheus.Histogram
 	leaderChanges   prometheus.Counter
 	members         *prometheus.GaugeVec
@@ -58,6 +59,7 @@ type Recorder struct {
 	droppedBy          [core.NumDropReasons]prometheus.Counter
 	sendFailed         prometheus.Counter
 	electionsBy        [numResults]prometheus.Counter
+	startedBy          [core.NumElectionCauses]prometheus.Counter
 	alive, dead        prometheus.Gauge
 
 	mu          sync.Mutex
@@ -120,6 +122,11 @@ func newRecorder(o options) *Recorder {
 		elections: prometheus.NewCounterVec(counterOpts("elections_total",
 			"Election events on this node: started (or joined), won, lost, restarted after a timeout."),
 			[]string{"result"}),
+		started: prometheus.NewCounterVec(counterOpts("elections_started_total",
+			"Elections this node started, by cause: startup, silence (its detector gave up on the coordinator's heartbeats), "+
+				"down (membership reported the coordinator down), handoff, leaderless, challenge (another member's "+
+				"election message), restart (an election ran out of time), preempt."),
+			[]string{"cause"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "election_duration_seconds",
 			Help: "Time this node went without an agreed coordinator, from detecting the need " +
@@ -155,7 +162,7 @@ func counterOpts(name, help string) prometheus.CounterOpts {
 func (r *Recorder) register(o options) error {
 	cs := []prometheus.Collector{
 		r.term, r.termEpoch, r.isCoordinator, r.deposed, r.coordinatorInfo, r.state, r.sent, r.received,
-		r.dropped, r.elections, r.duration, r.leaderChanges, r.members, r.heartbeatMisses, r.quorumLease,
+		r.dropped, r.elections, r.started, r.duration, r.leaderChanges, r.members, r.heartbeatMisses, r.quorumLease,
 		r.sittingOut,
 	}
 	if o.transport != nil {
@@ -186,6 +193,9 @@ func (r *Recorder) initialise() {
 	}
 	for i, res := range resultNames {
 		r.electionsBy[i] = r.elections.WithLabelValues(res)
+	}
+	for c := range core.ElectionCause(core.NumElectionCauses) {
+		r.startedBy[c] = r.started.WithLabelValues(c.String())
 	}
 	r.dropped.initialise()
 	for reason := range core.DropReason(core.NumDropReasons) {
@@ -298,7 +308,8 @@ func (r *Recorder) setLeader(l election.Leadership) {
 
 // count adds an Update's counts to coordelect_messages_sent_total{type},
 // _messages_received_total{type}, _messages_dropped_total{reason},
-// _elections_total{result} and _heartbeat_misses_total.
+// _elections_total{result}, _elections_started_total{cause} and
+// _heartbeat_misses_total.
 func (r *Recorder) count(u *election.Update) {
 	for t := range u.Sent {
 		add(r.sentBy[t], u.Sent[t])
@@ -310,6 +321,9 @@ func (r *Recorder) count(u *election.Update) {
 	add(r.sendFailed, u.SendFailed)
 	for i, n := range [numResults]uint64{u.ElectionsStarted, u.ElectionsWon, u.ElectionsLost, u.ElectionsRestarted} {
 		add(r.electionsBy[i], n)
+	}
+	if u.Cause < core.NumElectionCauses {
+		add(r.startedBy[u.Cause], u.ElectionsStarted)
 	}
 	add(r.heartbeatMisses, u.HeartbeatMisses)
 	add(r.deposed, u.Deposed) // counted by the core (core.Counters.Deposed)

@@ -278,3 +278,42 @@ func labelValues(f *dto.MetricFamily) []string {
 	}
 	return out
 }
+
+// TestElectionCauses: the elections an Update counts as started are
+// counted under the cause it names, every cause's series exists from the
+// start, and their sum is elections_total{result="started"}.
+func TestElectionCauses(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cause core.ElectionCause
+		n     uint64
+	}{{core.CauseStartup, 1}, {core.CauseSilence, 2}, {core.CauseDown, 1}, {core.CauseSilence, 1}} {
+		var u election.Update
+		u.ElectionsStarted, u.Cause = c.n, c.cause
+		r.Record(u)
+	}
+	f := gather(t, reg)
+	got := map[string]float64{}
+	sum := 0.0
+	for _, m := range f["coordelect_elections_started_total"].GetMetric() {
+		got[labelValue(m, "cause")] = m.GetCounter().GetValue()
+		sum += m.GetCounter().GetValue()
+	}
+	if len(got) != int(core.NumElectionCauses) {
+		t.Errorf("%d cause series, want %d: %v", len(got), core.NumElectionCauses, got)
+	}
+	for cause, v := range map[string]float64{"startup": 1, "silence": 3, "down": 1, "handoff": 0, "preempt": 0} {
+		if got[cause] != v {
+			t.Errorf("elections_started_total{cause=%q} = %v, want %v", cause, got[cause], v)
+		}
+	}
+	for _, m := range f["coordelect_elections_total"].GetMetric() {
+		if labelValue(m, "result") == "started" && m.GetCounter().GetValue() != sum {
+			t.Errorf("elections_total{started} = %v, the causes sum to %v", m.GetCounter().GetValue(), sum)
+		}
+	}
+}

@@ -420,7 +420,7 @@ func (b *bully) onElection(m Message) {
 			// 13); its detector starts an election when it stops hearing
 			// the coordinator.
 		case !stale && !n.electing:
-			n.startElection()
+			n.startElection(CauseChallenge)
 		}
 		return
 	}
@@ -457,7 +457,7 @@ func (b *bully) onElectionView(m Message, stale bool) {
 			// above us; otherwise say we take over.
 			n.send(Message{Type: MsgAnswer, To: m.From})
 		}
-		n.startElection()
+		n.startElection(CauseChallenge)
 	}
 }
 
@@ -539,7 +539,7 @@ func (b *bully) onResign(m Message) {
 	}
 	n.unfollow()
 	b.excluded, b.hint, b.direct = m.From, m.From, m.Confirmed
-	n.startElection()
+	n.startElection(CauseHandoff)
 }
 
 func (b *bully) tick() {
@@ -563,7 +563,7 @@ func (b *bully) timeout() {
 	case bullyWaitCoord:
 		// §1 step 2: answered but no COORDINATOR within T'.
 		n.count().ElectionsRestarted++
-		n.startElection()
+		n.startElection(CauseRestart)
 	case bullyAwaitSenior:
 		senior := b.asked
 		if b.seniorTakingOver(senior) {

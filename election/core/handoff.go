@@ -149,7 +149,7 @@ func (n *Node) onReleased(m Message) {
 		return
 	}
 	if m.Confirmed {
-		n.coordinatorFailed()
+		n.coordinatorFailed(CauseHandoff)
 		return
 	}
 	n.unfollow()
@@ -215,7 +215,7 @@ func (n *Node) maybePreempt() {
 		// member asks the coordinator to hand over, in Textbook mode too.
 		n.beginPreVote(preVotePreempt, "")
 	case n.cfg.Mode != View:
-		n.startElection()
+		n.startElection(CausePreempt)
 	default:
 		n.sendPreempt()
 	}

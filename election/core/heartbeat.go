@@ -230,7 +230,7 @@ func (n *Node) tickFollower() {
 	}
 	if n.silence >= e*n.cfg.HeartbeatMisses+patience {
 		n.count().HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
-		n.coordinatorFailed()
+		n.coordinatorFailed(CauseSilence)
 	}
 }
 
@@ -245,10 +245,10 @@ func (n *Node) period() int {
 
 // coordinatorFailed: the source texts' "waited too long for a message from the
 // coordinator", or the view reports it dead.
-func (n *Node) coordinatorFailed() {
+func (n *Node) coordinatorFailed(cause ElectionCause) {
 	n.suspect = n.coordinator
 	n.unfollow()
-	n.startElection()
+	n.startElection(cause)
 }
 
 // maxHealth caps the local health score: at most maxHealth heartbeat

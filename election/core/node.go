@@ -258,7 +258,7 @@ func (n *Node) Advance(k int) {
 		if n.idle++; n.idle >= n.cfg.StartupTicks {
 			n.idle = 0
 			if !n.holdFirstElection() && !n.restartHeld() { // the start-up holds (expect.go)
-				n.startElection()
+				n.startElection(CauseStartup)
 			}
 		}
 	case n.coordinator == n.self.ID:
@@ -272,7 +272,7 @@ func (n *Node) Advance(k int) {
 		// due).
 		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.releaseDue {
 			n.idle = 0
-			n.startElection()
+			n.startElection(CauseLeaderless)
 		}
 	}
 }
@@ -352,7 +352,7 @@ func (n *Node) PeerDown(id string) {
 	n.noteDeparture(id)
 	n.enter().peerDown(id)
 	if id == n.coordinator {
-		n.coordinatorFailed()
+		n.coordinatorFailed(CauseDown)
 	}
 }
 
@@ -381,10 +381,10 @@ func (n *Node) SetRating(r int64) {
 func (n *Node) Detect() {
 	n.forget()
 	if n.coordinator != "" && n.coordinator != n.self.ID {
-		n.coordinatorFailed()
+		n.coordinatorFailed(CauseDown)
 		return
 	}
-	n.startElection()
+	n.startElection(CauseDown)
 }
 
 // Ready is what a Node hands over to its driver (etcd raft's Ready): what
@@ -499,6 +499,10 @@ type Counters struct {
 	// the detector gives up on the coordinator. On a healthy cluster it
 	// stays at 0 (heartbeats that are merely late are not misses).
 	HeartbeatMisses uint64
+	// Cause is why the last of the ElectionsStarted began (meaningless
+	// while ElectionsStarted is 0): what the elector logs, and the metrics
+	// count by. The few Readies that count two starts name the later's.
+	Cause ElectionCause
 	// Deposed counts the times this node, while it led (with the guard:
 	// while a majority confirmed it), heard that another member leads a
 	// higher term (its heartbeat, a COORDINATOR announcement, or the
@@ -539,11 +543,57 @@ func (c *Counters) Add(d *Counters) {
 		c.Dropped[r] += d.Dropped[r]
 	}
 	c.ElectionsStarted += d.ElectionsStarted
+	if d.ElectionsStarted > 0 {
+		c.Cause = d.Cause
+	}
 	c.ElectionsWon += d.ElectionsWon
 	c.ElectionsLost += d.ElectionsLost
 	c.ElectionsRestarted += d.ElectionsRestarted
 	c.HeartbeatMisses += d.HeartbeatMisses
 	c.Deposed += d.Deposed
+}
+
+// ElectionCause says why a Node started an election: what an operator
+// asks of an election nobody expected.
+type ElectionCause uint8
+
+// The causes.
+const (
+	// CauseStartup: the node's first election, its start-up hold over.
+	CauseStartup ElectionCause = iota
+	// CauseSilence: the heartbeat detector gave up on the coordinator (K
+	// intervals without its heartbeat, beyond the patience for a late
+	// coordinator or a late self).
+	CauseSilence
+	// CauseDown: the membership layer reported the coordinator down
+	// (PeerDown), or the driver did (Detect).
+	CauseDown
+	// CauseHandoff: the coordinator resigned or handed over.
+	CauseHandoff
+	// CauseLeaderless: no coordinator and no election for K intervals
+	// (after a step-down, or a newer term whose coordinator never came).
+	CauseLeaderless
+	// CauseChallenge: an election message from another member that this
+	// node answers by standing itself (bully: an ELECTION from a lower
+	// member; Peterson: a leaderless node pulling the others up to its term).
+	CauseChallenge
+	// CauseRestart: the election ran out of time (no announcement, or a
+	// ring lap that did not come round) and starts again.
+	CauseRestart
+	// CausePreempt: this node outranks the coordinator and takes over
+	// (Textbook mode; View mode asks for a hand-off instead).
+	CausePreempt
+	NumElectionCauses
+)
+
+var causeNames = [...]string{"startup", "silence", "down", "handoff", "leaderless", "challenge", "restart", "preempt"}
+
+// String returns the cause's name, as the logs and metrics label it.
+func (c ElectionCause) String() string {
+	if c < NumElectionCauses {
+		return causeNames[c]
+	}
+	return "cause"
 }
 
 // DropReason says why a Node ignored a message.

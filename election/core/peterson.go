@@ -276,7 +276,7 @@ func (p *peterson) onElection(m Message) {
 		case !n.electing && n.coordinator == "" && !n.self.NonVoter:
 			// Idle and leaderless in a newer term: pull the others up to
 			// it rather than let their election die here.
-			n.startElection()
+			n.startElection(CauseChallenge)
 		case !n.electing && (n.coordinator == "" || n.misses > 0):
 			// A non-voter, or a follower that has stopped hearing its
 			// coordinator, cannot pull anyone up: tell the sender the
@@ -447,7 +447,9 @@ func (p *peterson) tick() {
 // first message; the wake-up spreads as usual, so the next voter by rating
 // wins. It costs one message more than an election all start.
 func (p *peterson) resign() {
-	p.n.count().ElectionsStarted++
+	c := p.n.count()
+	c.ElectionsStarted++
+	c.Cause = CauseHandoff
 	p.handingOff = true
 	p.join(electionTerm(p.n.term), false)
 	p.woken = true

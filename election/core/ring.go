@@ -311,7 +311,9 @@ func (r *ring) tick() {
 // resign hands off at once: the coordinator opens a lap in which it does
 // not stand (entry marks it NonVoter), so the next voter by rating wins.
 func (r *ring) resign() {
-	r.n.count().ElectionsStarted++
+	c := r.n.count()
+	c.ElectionsStarted++
+	c.Cause = CauseHandoff
 	r.handingOff = true
 	r.open(r.n.nextTerm())
 }

@@ -148,7 +148,7 @@ func (l *lap) restart() {
 		l.abandon()
 		return
 	}
-	l.n.startElection()
+	l.n.startElection(CauseRestart)
 }
 
 // abandon stops taking part in the election without a result; the node's

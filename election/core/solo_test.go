@@ -403,3 +403,42 @@ func TestPreVoteLateAnswersCount(t *testing.T) {
 		})
 	}
 }
+
+// A node names why it started an election: its first after the start-up
+// window, the membership layer's word that the coordinator is down, the
+// coordinator's resignation.
+func TestElectionCause(t *testing.T) {
+	ps := []Peer{{ID: "1", Rating: 1}, {ID: "2", Rating: 2}, {ID: "3", Rating: 3}}
+	n, err := NewNode(Config{ID: "2", Roster: MustRoster(ps), Mode: View})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := func() (uint64, ElectionCause) {
+		rd := n.Ready()
+		return rd.ElectionsStarted, rd.Cause
+	}
+	for range n.cfg.StartupTicks {
+		n.Tick()
+	}
+	if k, c := started(); k != 1 || c != CauseStartup {
+		t.Fatalf("after the start-up window: %d started, cause %v; want 1, %v", k, c, CauseStartup)
+	}
+	// 3 wins and announces; 2 follows it.
+	n.Step(Message{Type: MsgCoordinator, From: "3", To: "2", Term: MakeTerm(1, Tag("3")), Coordinator: "3"})
+	if st := n.Status(); st.Coordinator != "3" {
+		t.Fatalf("after 3's announcement: %+v, want to follow 3", st)
+	}
+	n.Ready()
+	n.PeerDown("3")
+	if k, c := started(); k != 1 || c != CauseDown {
+		t.Fatalf("after PeerDown of the coordinator: %d started, cause %v; want 1, %v", k, c, CauseDown)
+	}
+	for _, c := range []ElectionCause{CauseStartup, CauseSilence, CauseDown, CauseHandoff, CauseLeaderless, CauseChallenge, CauseRestart, CausePreempt} {
+		if c.String() == "cause" || c.String() == "" {
+			t.Errorf("cause %d has no name", c)
+		}
+	}
+	if NumElectionCauses.String() != "cause" {
+		t.Errorf("an unknown cause is named %q", NumElectionCauses.String())
+	}
+}

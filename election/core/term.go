@@ -6,7 +6,7 @@ import "slices"
 // term, follows a coordinator, becomes one and forgets one
 // (docs/design.md, "Terms are fencing tokens").
 
-func (n *Node) startElection() {
+func (n *Node) startElection(cause ElectionCause) {
 	if n.self.NonVoter {
 		if n.state == StateSleep {
 			n.setState(StateLost)
@@ -34,7 +34,9 @@ func (n *Node) startElection() {
 		n.unfollow() // a candidate does not know the outcome yet
 	}
 	if n.enter().start() {
-		n.count().ElectionsStarted++
+		c := n.count()
+		c.ElectionsStarted++
+		c.Cause = cause
 	}
 }
 
