@@ -189,7 +189,7 @@ type table struct {
 	clipAdds  uint64
 	clipSince time.Time
 	log       hclog.Logger
-	stats  *counters
+	stats     *counters
 }
 
 func newTable(name string, m meta, forget time.Duration, log hclog.Logger, stats *counters) *table {
