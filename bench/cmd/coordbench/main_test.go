@@ -60,7 +60,7 @@ func TestBenchBadFlags(t *testing.T) {
 		"failover -quiet -1s", "failover -timeout 0s", "failover extra",
 		"failover -quorum -1", "failover -n 3 -quorum 4", "failover -busy-per-core -1",
 		"soak", "soak -d 0s", "soak -d 1s -burners -1", "soak -d 1s -nosuchflag",
-		"memory -n 0", "memory -settle -1s", "idle -n 1001", "idle -d 0s", "idle -settle -1s", "idle -timeout 0s", "idle -bare -quorum 3", "idle -rounds -1", "idle -ramp -1s", "idle -bare -rounds 2", "idle -procs 0", "idle -algorithm raft", "idle -procs 65", "idle -netns", "idle -procs 2 -cpuprofile /tmp/x", "idle -procs 2 -stalldump /tmp/x", "idle -procs 2 -stalllog",
+		"memory -n 0", "memory -settle -1s", "idle -n 1001", "idle -d 0s", "idle -settle -1s", "idle -timeout 0s", "idle -bare -quorum 3", "idle -rounds -1", "idle -ramp -1s", "idle -bare -rounds 2", "idle -procs 0", "idle -algorithm raft", "idle -procs 65", "idle -netns", "idle -procs 2 -cpuprofile /tmp/x", "idle -procs 2 -stalldump /tmp/x", "idle -procs 2 -stalllog", "idle -logtop -1", "idle -n 5 -logtop 6",
 		"compare -n 1", "compare -rounds 0", "compare -hb 1ms", "compare -quiet -1s",
 		"nodesoak", "nodesoak -d 1s -load fire", "nodesoak -d 1s -n 1", "nodesoak -d 1s -quota 0",
 		"nodesoak -d 1s -busy-per-core 0", "nodesoak -d 1s -demo /nonexistent/demo",
