@@ -241,8 +241,14 @@ const clipAfter = 30 * time.Second
 // clip gives back the spare room of the entries' slice (up to an eighth
 // of it: 8 KB at n = 1,000) once no entry has been added for clipAfter:
 // one O(n) copy, again only after the next addition. The dispatcher calls
-// it after every batch.
+// it after every batch; with nothing to do it takes the read lock only.
 func (t *table) clip(now time.Time) {
+	t.mu.RLock()
+	idle := t.adds == t.clipAdds && !t.clipSince.IsZero() && (cap(t.peers) == len(t.peers) || now.Sub(t.clipSince) < clipAfter)
+	t.mu.RUnlock()
+	if idle {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.adds != t.clipAdds || t.clipSince.IsZero() {
