@@ -241,6 +241,7 @@ func (e *Elector) send(m core.Message) {
 func (e *Elector) account(rd *core.Ready) {
 	e.upd.Add(&rd.Counters)
 	if rd.ElectionsStarted > 0 {
+		e.upd.Cause = rd.Cause
 		e.electionBegan = true
 		e.log.Info("election started", "term", rd.Status.Term, "cause", rd.Cause)
 	}

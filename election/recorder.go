@@ -58,6 +58,9 @@ type Update struct {
 	// core.DropReason), elections started, won, lost and restarted, and
 	// heartbeat misses.
 	core.Counters
+	// Cause is why the last of the elections counted in ElectionsStarted
+	// began (core.Ready.Cause); meaningless while that is 0.
+	Cause core.ElectionCause
 	// Sent counts the messages handed to the Transport, by type;
 	// SendFailed those it refused (dropped with reason send_failed).
 	Sent       [core.NumMsgTypes]uint64

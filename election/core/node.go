@@ -404,6 +404,12 @@ type Ready struct {
 	// ViewChanged: the node's view of the members changed (a member came,
 	// went, or changed its rating; learned from membership or a message).
 	ViewChanged bool
+	// Cause is why the last of the elections counted in ElectionsStarted
+	// began (meaningless while that is 0): what the elector logs and the
+	// metrics count by. The few Readies that count two starts name the
+	// later's. It sits in the Ready, not in the Counters, which the
+	// simulator keeps per node.
+	Cause ElectionCause
 	// Counters count what happened since the previous Ready.
 	Counters
 }
@@ -499,10 +505,6 @@ type Counters struct {
 	// the detector gives up on the coordinator. On a healthy cluster it
 	// stays at 0 (heartbeats that are merely late are not misses).
 	HeartbeatMisses uint64
-	// Cause is why the last of the ElectionsStarted began (meaningless
-	// while ElectionsStarted is 0): what the elector logs, and the metrics
-	// count by. The few Readies that count two starts name the later's.
-	Cause ElectionCause
 	// Deposed counts the times this node, while it led (with the guard:
 	// while a majority confirmed it), heard that another member leads a
 	// higher term (its heartbeat, a COORDINATOR announcement, or the
@@ -543,9 +545,6 @@ func (c *Counters) Add(d *Counters) {
 		c.Dropped[r] += d.Dropped[r]
 	}
 	c.ElectionsStarted += d.ElectionsStarted
-	if d.ElectionsStarted > 0 {
-		c.Cause = d.Cause
-	}
 	c.ElectionsWon += d.ElectionsWon
 	c.ElectionsLost += d.ElectionsLost
 	c.ElectionsRestarted += d.ElectionsRestarted

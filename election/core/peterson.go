@@ -447,9 +447,8 @@ func (p *peterson) tick() {
 // first message; the wake-up spreads as usual, so the next voter by rating
 // wins. It costs one message more than an election all start.
 func (p *peterson) resign() {
-	c := p.n.count()
-	c.ElectionsStarted++
-	c.Cause = CauseHandoff
+	p.n.count().ElectionsStarted++
+	p.n.rd.Cause = CauseHandoff
 	p.handingOff = true
 	p.join(electionTerm(p.n.term), false)
 	p.woken = true

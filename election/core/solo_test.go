@@ -405,8 +405,8 @@ func TestPreVoteLateAnswersCount(t *testing.T) {
 }
 
 // A node names why it started an election: its first after the start-up
-// window, the membership layer's word that the coordinator is down, the
-// coordinator's resignation.
+// window, its detector giving up on a silent coordinator, the membership
+// layer's word that the coordinator is down.
 func TestElectionCause(t *testing.T) {
 	ps := []Peer{{ID: "1", Rating: 1}, {ID: "2", Rating: 2}, {ID: "3", Rating: 3}}
 	n, err := NewNode(Config{ID: "2", Roster: MustRoster(ps), Mode: View})
@@ -427,6 +427,20 @@ func TestElectionCause(t *testing.T) {
 	n.Step(Message{Type: MsgCoordinator, From: "3", To: "2", Term: MakeTerm(1, Tag("3")), Coordinator: "3"})
 	if st := n.Status(); st.Coordinator != "3" {
 		t.Fatalf("after 3's announcement: %+v, want to follow 3", st)
+	}
+	n.Ready()
+	var k uint64
+	var c ElectionCause
+	for i := 0; i < 10_000 && k == 0; i++ { // 3 falls silent
+		n.Tick()
+		k, c = started()
+	}
+	if k != 1 || c != CauseSilence {
+		t.Fatalf("after 3 fell silent: %d started, cause %v; want 1, %v", k, c, CauseSilence)
+	}
+	n.Step(Message{Type: MsgCoordinator, From: "3", To: "2", Term: MakeTerm(2, Tag("3")), Coordinator: "3"})
+	if st := n.Status(); st.Coordinator != "3" {
+		t.Fatalf("after 3's second announcement: %+v, want to follow 3", st)
 	}
 	n.Ready()
 	n.PeerDown("3")

@@ -34,9 +34,8 @@ func (n *Node) startElection(cause ElectionCause) {
 		n.unfollow() // a candidate does not know the outcome yet
 	}
 	if n.enter().start() {
-		c := n.count()
-		c.ElectionsStarted++
-		c.Cause = cause
+		n.count().ElectionsStarted++
+		n.rd.Cause = cause // count made rd the Ready being filled
 	}
 }
 
