@@ -269,9 +269,9 @@ func TestBenchIdleRounds(t *testing.T) {
 // binary, re-run as coordbench), each with its own runtime; the start,
 // the idle figures and a crash failover work across them, and the
 // figures sum over the processes. Nothing is timed.
-// The idle window is 1 s: the shards' CPU is read from getrusage, which
-// Linux samples by the tick, and 6 idle members in 3 processes can use
-// less than a tick in 300 ms (CI read 0 % once with -d 300ms).
+// The idle window is 1 s: the shards' CPU is read from /proc/PID/stat in
+// clock ticks (10 ms), and 6 idle members in 3 processes can use less
+// than a tick each in 300 ms (CI read 0 % once with -d 300ms).
 func TestBenchIdleProcs(t *testing.T) {
 	checkLeaks(t)
 	var out, errb bytes.Buffer
