@@ -447,8 +447,7 @@ func (p *peterson) tick() {
 // first message; the wake-up spreads as usual, so the next voter by rating
 // wins. It costs one message more than an election all start.
 func (p *peterson) resign() {
-	p.n.count().ElectionsStarted++
-	p.n.rd.Cause = CauseHandoff
+	p.n.countStart(CauseHandoff)
 	p.handingOff = true
 	p.join(electionTerm(p.n.term), false)
 	p.woken = true

@@ -311,8 +311,7 @@ func (r *ring) tick() {
 // resign hands off at once: the coordinator opens a lap in which it does
 // not stand (entry marks it NonVoter), so the next voter by rating wins.
 func (r *ring) resign() {
-	r.n.count().ElectionsStarted++
-	r.n.rd.Cause = CauseHandoff
+	r.n.countStart(CauseHandoff)
 	r.handingOff = true
 	r.open(r.n.nextTerm())
 }

@@ -34,9 +34,14 @@ func (n *Node) startElection(cause ElectionCause) {
 		n.unfollow() // a candidate does not know the outcome yet
 	}
 	if n.enter().start() {
-		n.count().ElectionsStarted++
-		n.rd.Cause = cause // count made rd the Ready being filled
+		n.countStart(cause)
 	}
+}
+
+// countStart counts an election this node started, and why.
+func (n *Node) countStart(cause ElectionCause) {
+	n.count().ElectionsStarted++
+	n.rd.Cause = cause // count made rd the Ready being filled
 }
 
 // observeTerm raises the node's term. A newer term means a newer
