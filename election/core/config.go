@@ -119,16 +119,23 @@ type Config struct {
 	// (the simulator, and a driver with no leader work to stop).
 	HandoffTicks int
 	// ExpectVoters holds a starting node's first election back until its
-	// view holds this many live voters (itself included), as Consul's
-	// bootstrap_expect does; ExpectTicks bounds the wait. Default 0: no
-	// expectation (docs/operations.md, "Cold start").
+	// view has held this many live voters (itself included), as Consul's
+	// bootstrap_expect does. Unless Bootstrap is set, the hold lasts
+	// however long that takes: a node that never found its cluster never
+	// stands. Default 0: no expectation (docs/operations.md, "Cold
+	// start").
 	ExpectVoters int
 	// ExpectTicks is the start-up window: until this tick a starting
-	// node elects only once it sees ExpectVoters voters and, without an
-	// expectation, once its view has stopped growing for StartupTicks.
-	// After it, the node elects with whatever it sees. Default 0: no
-	// window (a node elects after StartupTicks, whatever its view).
+	// node elects only once its view has stopped growing for
+	// StartupTicks. After it, a node that has seen ExpectVoters voters
+	// (or, with Bootstrap, any node) elects with whatever it sees.
+	// Default 0: no window and no hold (a node elects after StartupTicks,
+	// whatever its view).
 	ExpectTicks int
+	// Bootstrap lets the window end the hold of a node that has never seen
+	// ExpectVoters voters: the first member of a new cluster, which may
+	// lead alone. Default false.
+	Bootstrap bool
 	// SoloDelay holds back a member whose view lost its last two (or
 	// more) other voters within SoloDelay of each other: it is probably
 	// cut off itself, so it raises no term, alone, until SoloDelay after

@@ -8,12 +8,16 @@ package core
 // (Config.ExpectTicks), a node in state sleep holds its first election
 // back until its view holds Config.ExpectVoters live voters (Consul's
 // bootstrap_expect) or, without an expectation, until its view has
-// stopped changing for one StartupTicks period. After the window it
-// elects with whatever it sees, and says so (Startup).
+// stopped changing for one StartupTicks period. After the window a node
+// that has seen ExpectVoters voters at least once elects with whatever
+// it sees, and says so (Startup). One that never has keeps holding
+// unless Config.Bootstrap is set: a node that cannot reach its cluster
+// (dead seeds, another key) never leads on its own.
 
 // expectation is the hold's state.
 type expectation struct {
 	voters  int  // live voters in the view at the previous check
+	seen    bool // the view has held ExpectVoters live voters at a check
 	settled bool // the hold is over; it never starts again
 	short   bool // the window ended it with fewer than ExpectVoters visible
 }
@@ -33,10 +37,11 @@ func (n *Node) holdFirstElection() bool {
 	v := n.liveVoters()
 	changed := v != max(e.voters, 1) // a voter's own view starts with itself
 	e.voters = v
+	e.seen = e.seen || v >= n.cfg.ExpectVoters
 	switch {
 	case v >= n.cfg.ExpectVoters && !changed:
 		e.settled = true
-	case n.now >= n.cfg.ExpectTicks:
+	case n.now >= n.cfg.ExpectTicks && (e.seen || n.cfg.Bootstrap):
 		e.settled, e.short = true, v < n.cfg.ExpectVoters
 	}
 	return !e.settled

@@ -54,10 +54,11 @@ func TestExpectHoldsUntilVotersVisible(t *testing.T) {
 	}
 }
 
-// The window bounds the wait: the node elects with what it sees, and says
-// that it was short of the expectation.
+// With Bootstrap the window bounds the wait: the node elects with what it
+// sees, and says that it was short of the expectation.
 func TestExpectWindowPasses(t *testing.T) {
 	n := expectNode(t, 3, 50)
+	n.cfg.Bootstrap = true
 	n.PeerUp(Peer{ID: "2", Rating: 2})
 	if su := n.Startup(); !su.Holding || su.Voters != 2 {
 		t.Fatalf("before the window: Startup() = %+v", su)
@@ -67,6 +68,37 @@ func TestExpectWindowPasses(t *testing.T) {
 	}
 	if su := n.Startup(); su.Holding || !su.Short || su.Voters != 2 {
 		t.Fatalf("after the window: Startup() = %+v", su)
+	}
+}
+
+// Without Bootstrap a node that has never seen ExpectVoters voters holds
+// past the window, however long (dead seeds, another key): it never leads
+// on its own, and Hold says what it waits for. Once the voters show up
+// it elects as usual.
+func TestExpectHoldsPastWindowUntilSeen(t *testing.T) {
+	n := expectNode(t, 3, 50)
+	n.PeerUp(Peer{ID: "2", Rating: 2})
+	if got := tickUntil(n, 5000, nil); got != -1 {
+		t.Fatalf("elected at tick %d having never seen 3 voters", got)
+	}
+	if h := n.Hold(); h.Reason != HoldExpect || h.Voters != 2 || h.Need != 3 {
+		t.Fatalf("Hold() = %+v, want expect 2 of 3", h)
+	}
+	n.PeerUp(Peer{ID: "3", Rating: 3})
+	if got := tickUntil(n, 5100, nil); got < 0 {
+		t.Fatal("no election once 3 voters were visible")
+	}
+	if su := n.Startup(); su.Holding || su.Short {
+		t.Fatalf("Startup() = %+v, want settled, not short", su)
+	}
+	// Seen once is enough: a voter that leaves afterwards ends no hold.
+	m := expectNode(t, 3, 50)
+	m.PeerUp(Peer{ID: "2", Rating: 2})
+	m.PeerUp(Peer{ID: "3", Rating: 3})
+	tickUntil(m, 7, nil) // the check at tick 5 sees 3 voters, still changing
+	m.PeerDown("3")
+	if got := tickUntil(m, 100, nil); got != 50 {
+		t.Fatalf("seen 3 voters once: first election at tick %d, want 50 (the window)", got)
 	}
 }
 

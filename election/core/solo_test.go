@@ -223,9 +223,9 @@ func lonePromptly(n *Node) int {
 	return c.AnswerTimeout + c.RoundTrip + lapTicks(n)
 }
 
-// With the guard the hold does not apply: a member left alone fails its
-// pre-votes (no majority), and once members are back it asks them again
-// after its idle timeout, not SoloDelay later.
+// With the guard the solo hold does not apply: a member left alone holds
+// for want of a majority (HoldQuorum), and once members are back it
+// stands again after its idle timeout, not SoloDelay later.
 func TestSoloNoHoldWithGuard(t *testing.T) {
 	r, err := NewRoster(members(3, func(i int) int64 { return int64(i) }))
 	if err != nil {
@@ -238,9 +238,19 @@ func TestSoloNoHoldWithGuard(t *testing.T) {
 	n.Bootstrap("3", MakeTerm(1, Tag("3")))
 	down(n, "2", "3")
 	c := n.Config()
-	for i := 0; i < 2*c.LeaseTicks; i++ { // the pre-vote round runs out meanwhile
+	n.Ready()
+	for i := 0; i < 2*c.LeaseTicks; i++ {
 		n.Tick()
-		n.Ready()
+		if rd := n.Ready(); rd.ElectionsStarted != 0 {
+			t.Fatalf("tick %d: an election started alone, with no majority to win", n.Now())
+		}
+	}
+	if h := n.Hold(); h.Reason != HoldQuorum || h.Voters != 1 || h.Need != 2 {
+		t.Fatalf("alone: Hold() = %+v, want quorum 1 of 2", h)
+	}
+	rd := n.Ready()
+	if rd.ElectionsStarted != 0 {
+		t.Fatalf("alone: %d elections started, want none (held)", rd.ElectionsStarted)
 	}
 	for _, id := range []string{"2", "3"} {
 		p, _ := r.Get(id)
@@ -251,12 +261,12 @@ func TestSoloNoHoldWithGuard(t *testing.T) {
 	for i := 0; i < limit; i++ {
 		n.Tick()
 		for _, m := range n.Ready().Messages {
-			if m.Type == MsgPreVote {
+			if m.Type == MsgPreVote || m.Type == MsgElection {
 				return
 			}
 		}
 	}
-	t.Fatalf("no pre-vote within %d ticks of the members' return", limit)
+	t.Fatalf("no election message within %d ticks of the members' return", limit)
 }
 
 // A wide pre-vote round without the guard asks wideAsk voters of a large

@@ -33,6 +33,15 @@ func (n *Node) startElection(cause ElectionCause) {
 	if n.coordinator != "" && n.coordinator != n.self.ID {
 		n.unfollow() // a candidate does not know the outcome yet
 	}
+	if n.quorumShort() && n.coordinator != n.self.ID {
+		// No election of this node's can win a lease (hold.go): it holds,
+		// its idle timer checks again, and it follows a coordinator it
+		// hears meanwhile.
+		if n.state == StateSleep || n.state == StateCandidate {
+			n.setState(StateLost)
+		}
+		return
+	}
 	if n.enter().start() {
 		n.countStart(cause)
 	}
