@@ -244,12 +244,13 @@ func TestMemberlistExpectVoters(t *testing.T) {
 	}
 }
 
-// The window bounds the wait: 3 members expecting 5 elect once it has
-// passed, and the one whose window ended the wait reports that it was short.
+// With Bootstrap the window bounds the wait: 3 members expecting 5 elect
+// once it has passed, and the one whose window ended the wait reports that
+// it was short.
 func TestMemberlistExpectWindow(t *testing.T) {
 	c := newRealCluster(t, nil)
 	tally := &coldTally{seen: map[uint64]string{}}
-	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow = 5, time.Second }
+	expect := func(cfg *election.Config) { cfg.ExpectVoters, cfg.ExpectWindow, cfg.Bootstrap = 5, time.Second, true }
 	var seeds []string
 	for i := 1; i <= 3; i++ {
 		nd, err := startCold(c, fmt.Sprintf("n%d", i), int64(i), core.Bully, listen(t, c, i), seeds, tally, expect, nil)

@@ -81,19 +81,34 @@ type Config struct {
 	// raises it to the Transport's Spread (StartupTransport), the time the
 	// news of a member takes to reach the others.
 	StartupDelay time.Duration
-	// ExpectVoters holds this node's first election back until it sees
-	// this many live voters, itself included, or ExpectWindow passes (as
-	// Consul's bootstrap_expect): members started together then elect
-	// once, not once per member that joins late. Default QuorumSize with
-	// the quorum guard; else 2 when the Transport has seeds to join
-	// (SeededTransport: a node alone has not found its cluster yet); else
-	// 0. Without an expectation a starting node still waits, within
+	// ExpectVoters holds this node's first election back until it has
+	// seen this many live voters, itself included (as Consul's
+	// bootstrap_expect): members started together then elect once, not
+	// once per member that joins late, and a node that cannot reach its
+	// cluster (dead seeds, another SecretKey) never leads on its own,
+	// however long that lasts, unless Bootstrap is set (with the quorum
+	// guard it must have seen a majority of QuorumSize, if that is fewer:
+	// a guarded cluster restarted with a member missing still elects,
+	// once ExpectWindow has passed). Default
+	// QuorumSize with the quorum guard; else 2 when the Transport has
+	// seeds to join (a node alone has not found its cluster yet); else 0.
+	// Without an expectation a starting node still waits, within
 	// ExpectWindow, until its view has stopped growing for StartupDelay.
+	// Status.Hold says what a holding node waits for.
 	ExpectVoters int
-	// ExpectWindow bounds that hold, from Run: after it the node elects
-	// with the voters it sees, and logs that fewer than ExpectVoters were
-	// there (Status.Startup). Default 5s.
+	// ExpectWindow bounds, from Run, how long a node that has seen
+	// ExpectVoters voters waits for its view to stop growing; after it
+	// the node elects with the voters it sees. With Bootstrap it also
+	// ends the hold of a node that never saw them, and the log says that
+	// fewer than ExpectVoters were there (Status.Startup). Default 5s.
 	ExpectWindow time.Duration
+	// Bootstrap lets this node lead before it has seen ExpectVoters
+	// voters, once ExpectWindow has passed: set it on the first member
+	// of a new cluster whose seeds are the members still to come (demo
+	// node -bootstrap). A member started without seeds needs no
+	// Bootstrap unless the quorum guard or ExpectVoters asks for more
+	// than itself. Default false.
+	Bootstrap bool
 	// QuorumLease is how long a majority's heartbeat acknowledgements keep
 	// a coordinator in office (quorum guard only). More than
 	// HeartbeatInterval. Default HeartbeatInterval * HeartbeatMisses.
@@ -279,6 +294,7 @@ func (c *Config) coreConfig() (cc core.Config, self Identity, err error) {
 		StartupTicks:       v.ticks("StartupDelay", c.StartupDelay),
 		ExpectVoters:       c.ExpectVoters,
 		ExpectTicks:        v.ticks("ExpectWindow", c.ExpectWindow),
+		Bootstrap:          c.Bootstrap,
 		Preemption:         c.Preemption,
 		PreemptMargin:      c.PreemptMargin,
 		QuorumSize:         c.QuorumSize,

@@ -83,6 +83,10 @@ type Elector struct {
 	startup     core.Startup // the start-up hold, while it may change
 	startupOpen bool         // the hold is not over yet
 	expectSet   bool         // Config.ExpectVoters was set, not defaulted
+	hold        Hold         // the node's hold, as last observed (observeHold)
+	holdRead    int          // the tick the hold was last read at
+	holdWarned  bool         // the hold in force has been logged at Warn
+	holdEvery   int          // ticks between two reads of an unchanged node's hold
 
 	// view is held (written) by the loop while it hands the node an event
 	// that can change the node's view (handle, SetRating), and read by
@@ -148,6 +152,7 @@ func New(cfg Config) (*Elector, error) {
 	e.status = node.Status()
 	e.startup = node.Startup()
 	e.startupOpen = e.startup.Holding
+	e.holdEvery = max(int(time.Second/cfg.Tick), 1)
 	e.expectSet = explicit
 	e.upd.StateChanged = true
 	e.updateSnapshot()

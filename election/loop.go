@@ -257,6 +257,10 @@ func (e *Elector) observe(rd *core.Ready) {
 	e.membersDirty = e.membersDirty || rd.ViewChanged
 	startup := e.observeStartup()
 	changed := st != e.status || electing != e.electing || startup
+	if now := e.node.Now(); changed || rd.ViewChanged || now-e.holdRead >= e.holdEvery {
+		e.holdRead = now
+		changed = e.observeHold() || changed
+	}
 	if st.State != e.status.State {
 		e.upd.StateChanged = true
 	}
@@ -346,6 +350,41 @@ func (e *Elector) observeStartup() bool {
 	}
 	e.startup = su
 	return true
+}
+
+// observeHold follows the node's hold (core.Node.Hold) and reports
+// whether it changed. A hold that starts or changes its reason is logged
+// once, with what it waits for: at Warn, but for the start-up hold while
+// the start-up window runs (every member of a cluster starting together
+// has it), which is logged at Info and at Warn once the window has passed.
+// Its end is logged at Info; a change of the counts alone updates Status
+// without a log line. The node's hold is O(n) to read while no
+// coordinator is known, so it is read only when the status or the view
+// changed (a hold ends only by one of those; a solo hold by an election,
+// which changes the status) and otherwise once a second (holdEvery): a
+// start-up hold begins with no change at all.
+func (e *Elector) observeHold() bool {
+	h := e.node.Hold()
+	next := Hold{Reason: h.Reason, Voters: h.Voters, Need: h.Need}
+	if h.Until > 0 {
+		next.Until = e.origin.Add(time.Duration(h.Until) * e.cfg.Tick)
+	}
+	prev := e.hold
+	e.hold = next
+	early := next.Reason == core.HoldExpect && e.node.Now() < e.node.Config().ExpectTicks
+	switch {
+	case next.Reason == prev.Reason && (!next.Held() || e.holdWarned || early):
+	case next.Held():
+		log := e.log.Warn
+		if early {
+			log = e.log.Info
+		}
+		e.holdWarned = !early
+		log(next.String(), "hold", next.Reason, "voters", next.Voters, "need", next.Need)
+	default:
+		e.log.Info("election hold over", "was", prev.Reason)
+	}
+	return next != prev
 }
 
 // leadership is what this node reports: a coordinator only when the node

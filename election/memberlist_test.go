@@ -2,7 +2,9 @@ package election_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -99,6 +101,19 @@ func (c *realCluster) start(name string, rating int64, nonVoter bool) *realNode 
 
 func (c *realCluster) startOn(name string, rating int64, nonVoter bool, port int) *realNode {
 	c.t.Helper()
+	n, err := c.tryStartOn(name, rating, nonVoter, port)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return n
+}
+
+// tryStart starts a member and returns the error that starting it met.
+func (c *realCluster) tryStart(name string, rating int64, nonVoter bool) (*realNode, error) {
+	return c.tryStartOn(name, rating, nonVoter, 0)
+}
+
+func (c *realCluster) tryStartOn(name string, rating int64, nonVoter bool, port int) (*realNode, error) {
 	mcfg := localMembership(name, rating, c.alg, c.seeds)
 	mcfg.NonVoter, mcfg.BindPort, mcfg.SecretKey, mcfg.Label = nonVoter, port, c.key, c.label
 	if c.memb != nil {
@@ -114,12 +129,12 @@ func (c *realCluster) startOn(name string, rating int64, nonVoter bool, port int
 	}
 	m, err := c.ec.Start(mcfg, cfg)
 	if err != nil {
-		c.t.Fatal(err)
+		return nil, err
 	}
 	n := &realNode{name: name, rating: rating, mem: m.Node, el: m.Elector}
 	c.nodes[name] = n
 	c.seeds = append(c.seeds, m.Node.Addr())
-	return n
+	return n, nil
 }
 
 // localMembership is the membership configuration of these tests' members:
@@ -319,20 +334,53 @@ func TestMemberlistPartition(t *testing.T) {
 	})
 }
 
+// A would-be member with another cluster's key cannot join and never
+// leads: its seeds' first join fails with a *membership.KeyMismatchError
+// naming Config.SecretKey, which is what starting it returns, and the
+// cluster keeps its coordinator and term.
 func TestMemberlistWrongKeyCannotJoin(t *testing.T) {
-	// The outsiders have seeds and never reach them: they lead themselves
-	// once the start-up window passes.
 	c := newRealCluster(t, func(cfg *election.Config) { cfg.ExpectWindow = time.Second })
 	c.key = []byte("0123456789abcdef")
 	all := c.startN(2)
 	_, term := c.await(all, "n2", 0, 15*time.Second)
 	c.key = []byte("fedcba9876543210") // another cluster's key, highest rating
-	intruder := c.start("n9", 99, false)
-	_, _ = c.await([]string{"n9"}, "n9", 0, 15*time.Second) // alone, it leads itself
+	_, err := c.tryStart("n9", 99, false)
+	var km *membership.KeyMismatchError
+	if !errors.As(err, &km) || !strings.Contains(err.Error(), "Config.SecretKey") {
+		t.Fatalf("starting a member with another key: %v, want a *membership.KeyMismatchError naming Config.SecretKey", err)
+	}
 	c.await(all, "n2", term-1, time.Second)
+	if _, tm, _ := c.nodes["n1"].el.Leader(); tm != term {
+		t.Fatalf("n1's term moved from %d to %d", term, tm)
+	}
 	for _, m := range c.nodes["n1"].mem.Members() {
-		if m.Name == intruder.name {
+		if m.Name == "n9" {
 			t.Fatalf("a node with the wrong key joined: %+v", m)
 		}
+	}
+}
+
+// A member whose seeds are all dead never leads on its own, however long
+// past the start-up window (here 5 windows): it holds, and its Status says
+// that it waits for the voters it expects.
+func TestMemberlistDeadSeedsNeverLead(t *testing.T) {
+	c := newRealCluster(t, func(cfg *election.Config) { cfg.ExpectWindow = time.Second })
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.seeds = []string{dead.Addr().String()}
+	_ = dead.Close() // nobody listens there any more
+	n := c.start("n1", 1, false)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); <-tick.C {
+		if n.el.IsLeader() {
+			t.Fatalf("a member that never reached a seed leads: %+v", n.el.Status())
+		}
+	}
+	h := n.el.Status().Hold
+	if h.Reason != core.HoldExpect || h.Voters != 1 || h.Need != 2 {
+		t.Fatalf("Status().Hold = %+v, want expect, 1 of 2 voters", h)
 	}
 }

@@ -1,6 +1,7 @@
 package election
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/coordelect/coordelect/election/core"
@@ -30,6 +31,12 @@ type Status struct {
 	// node still holds its first election back, how many voters it sees,
 	// and whether the window passed short of the expectation.
 	Startup core.Startup
+	// Hold says why this node, knowing no coordinator, does not stand
+	// (its Reason is core.HoldNone otherwise): it waits for the voters it
+	// expects (Config.ExpectVoters), for a majority of QuorumSize in its
+	// view, or, having lost its last other voters at once, until Until
+	// (Config.SoloDelay).
+	Hold Hold
 	// SittingOut reports that, with the quorum guard, this ring member
 	// found it cannot reach a majority of QuorumSize and stays out of the
 	// rings' elections until it can again (docs/design.md, "Rings on a
@@ -46,6 +53,36 @@ type Status struct {
 	// Stopped reports that Run has returned; the other fields are the
 	// node's last view.
 	Stopped bool
+}
+
+// Hold is what holds a node's election back (core.Node.Hold), with its
+// end as a time.
+type Hold struct {
+	// Reason is the hold: core.HoldNone, HoldExpect, HoldQuorum or
+	// HoldSolo.
+	Reason core.HoldReason
+	// Voters is the live voters this node sees, itself included; Need is
+	// how many the hold waits for (expect, quorum).
+	Voters, Need int
+	// Until is when the hold ends by itself (solo); zero when only a
+	// change of the members ends it.
+	Until time.Time
+}
+
+// Held reports whether a hold is in force.
+func (h Hold) Held() bool { return h.Reason != core.HoldNone }
+
+// String says the hold as the log and /readyz say it.
+func (h Hold) String() string {
+	switch h.Reason {
+	case core.HoldExpect:
+		return fmt.Sprintf("holding the election: waiting for the expected voters, %d of %d visible (ExpectVoters)", h.Voters, h.Need)
+	case core.HoldQuorum:
+		return fmt.Sprintf("holding the election: no quorum, %d of the %d voters a lease needs visible (QuorumSize)", h.Voters, h.Need)
+	case core.HoldSolo:
+		return fmt.Sprintf("holding the election: lost the other voters at once, leading alone at %s (SoloDelay)", h.Until.UTC().Format(time.RFC3339Nano))
+	}
+	return "not holding"
 }
 
 // Member is a member as one node knows it.
@@ -119,6 +156,7 @@ func (e *Elector) updateSnapshot() {
 		NonVoter:    e.self.NonVoter,
 		Algorithm:   e.self.Algorithm,
 		Startup:     e.startup,
+		Hold:        e.hold,
 		SittingOut:  e.isolated,
 	}
 	e.snap.Store(s)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -107,9 +108,9 @@ func (metaDelegate) GetBroadcasts(int, int) [][]byte { return nil }
 func (metaDelegate) LocalState(bool) []byte          { return nil }
 func (metaDelegate) MergeRemoteState([]byte, bool)   {}
 
-// A newcomer with another key (and the highest rating): the seed reports
-// a key mismatch (counted, and in its readiness), the newcomer's readiness
-// says it is alone with a join error, not that nothing listens, and the
+// A newcomer with another key (and the highest rating) cannot start: New
+// returns a *KeyMismatchError naming Config.SecretKey and the seed. The
+// seed reports the mismatch (counted, and in its readiness), and the
 // running cluster keeps its coordinator and term.
 func TestKeyMismatchReported(t *testing.T) {
 	checkLeaks(t)
@@ -118,18 +119,45 @@ func TestKeyMismatchReported(t *testing.T) {
 	n1 := vs[0]
 	c2 := testConfig("n9")
 	c2.SecretKey, c2.Seeds, c2.Rating = key(2), []string{n1.Addr()}, 99
-	n2 := startVoter(t, c2)
+	n2, err := New(c2)
+	var km *KeyMismatchError
+	if !errors.As(err, &km) || km.Seed != n1.Addr() {
+		if n2 != nil {
+			_ = n2.Close()
+		}
+		t.Fatalf("New(n9) with another key: %v, want a *KeyMismatchError for seed %s", err, n1.Addr())
+	}
 	if !waitUntil(waitTimeout, func() bool { return n1.Stats().KeyMismatch > 0 }) {
 		t.Fatalf("the seed saw no key mismatch: %+v", n1.Stats())
 	}
-	r := n2.Readiness()
-	if r.SeedsReached || r.JoinError == "" || unreachable(errors.New(r.JoinError)) {
-		t.Fatalf("newcomer readiness %+v", r)
-	}
-	if why := r.Reason(0); !strings.HasPrefix(why, "alone") {
-		t.Fatalf("reason %q", why)
-	}
 	steady(t, vs, "n3", term, time.Second)
+}
+
+// A member whose seed was not up at its start, and then comes up with
+// another key, fails with a *KeyMismatchError at its next re-join: it has
+// never joined, so its key is not the cluster's.
+func TestKeyMismatchOnRejoin(t *testing.T) {
+	checkLeaks(t)
+	key := func(b byte) []byte { k := make([]byte, 16); k[0] = b; return k }
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	_ = ln.Close()
+	c2 := testConfig("n2")
+	c2.SecretKey, c2.Seeds, c2.RejoinInterval = key(2), []string{addr.String()}, 100*time.Millisecond
+	n2 := start(t, c2)
+	if err := n2.Err(); err != nil {
+		t.Fatalf("an unreachable seed is not an error: %v", err)
+	}
+	c1 := testConfig("n1")
+	c1.SecretKey, c1.BindPort = key(1), addr.Port
+	start(t, c1)
+	var km *KeyMismatchError
+	if !waitUntil(waitTimeout, func() bool { return errors.As(n2.Err(), &km) }) {
+		t.Fatalf("n2.Err() = %v, want a *KeyMismatchError once the seed answers", n2.Err())
+	}
 }
 
 // Readiness tells "alone" (seeds unreachable), "waiting for expected

@@ -111,7 +111,11 @@ func New(cfg Config) (*Node, error) {
 	close(n.created)
 	if len(cfg.Seeds) > 0 {
 		if _, err := n.Join(cfg.Seeds...); err != nil && n.Err() == nil {
-			n.warnJoin(cfg.Seeds, err)
+			if kerr := keyRefused(err); kerr != nil {
+				n.fail(kerr)
+			} else {
+				n.warnJoin(cfg.Seeds, err)
+			}
 		} else if top := n.del.guard.topVoter(); err == nil && top != "" && !slices.Contains(cfg.Seeds, top) {
 			n.introduce(top)
 		}
@@ -141,6 +145,47 @@ func (n *Node) warnJoin(seeds []string, err error) {
 		"seeds", seeds, "error", err)
 }
 
+// KeyMismatchError is a join that reached a member of the cluster whose
+// gossip this node cannot read, or that cannot read this node's: the two
+// run with different Config.SecretKey (or Keyring), or one with none. It
+// is a configuration error: New returns it for the seeds' first join, and
+// a node that has never joined fails with it (Err) when a later join
+// meets it.
+type KeyMismatchError struct {
+	// Seed is the address that answered; Reason is memberlist's words.
+	Seed, Reason string
+}
+
+func (e *KeyMismatchError) Error() string {
+	return fmt.Sprintf("membership: Config.SecretKey: the member at %s uses another key (or none): %s; it cannot join", e.Seed, e.Reason)
+}
+
+// keyReasons are memberlist's (v0.7.0) errors for state it could not
+// decrypt, or that was not encrypted as this node's is.
+var keyReasons = []string{
+	"no installed keys could decrypt the message",
+	"remote state is encrypted and encryption is not configured",
+	"encryption is configured but remote state is not encrypted",
+}
+
+// keyRefused returns a *KeyMismatchError when a join error says that a seed
+// answered with state under another key, else nil.
+func keyRefused(err error) error {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		for _, r := range keyReasons {
+			if !strings.Contains(line, r) {
+				continue
+			}
+			seed := ""
+			if _, rest, ok := strings.Cut(line, "failed to join "); ok {
+				seed, _, _ = strings.Cut(rest, ": ")
+			}
+			return &KeyMismatchError{Seed: seed, Reason: r}
+		}
+	}
+	return nil
+}
+
 // unreachable reports whether a join error says only that no seed could
 // be connected to (as opposed to one that answered and then failed).
 func unreachable(err error) bool {
@@ -166,7 +211,8 @@ func (n *Node) keyMismatch(line string) {
 }
 
 // fail records a fatal error: this node must not take part any more (it
-// holds a name another member has). It never blocks, so memberlist's
+// holds a name another member has, or it never joined and its key is not
+// the cluster's). It never blocks, so memberlist's
 // callbacks may call it: the dispatcher closes Events, which stops the
 // elector, and a goroutine of its own runs shutdownOnFailure. The first
 // error wins.
@@ -582,6 +628,10 @@ func (n *Node) rejoin() {
 	n.stats.rejoins.Add(1)
 	if _, err := n.Join(targets...); err != nil {
 		n.stats.rejoinFailures.Add(1)
+		if kerr := keyRefused(err); kerr != nil && !n.joined.Load() {
+			n.fail(kerr) // it never joined: its key is not the cluster's
+			return
+		}
 		n.log.Debug("re-join reached nobody", "targets", targets, "error", err)
 	}
 }

@@ -56,8 +56,9 @@ func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 	fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson (the same on every node)")
 	fs.StringVar(&key, "key", "", "gossip encryption key, base64 of 16, 24 or 32 bytes (the same on every node)")
 	fs.IntVar(&o.el.QuorumSize, "quorum", 0, "quorum guard: the cluster size S (the same on every node); 0 turns it off")
-	fs.IntVar(&o.el.ExpectVoters, "expect", 0, "hold the first election until N voters (this node included) are visible, or -expect-window passes; 0: the -quorum size, else 2 with -join (another member), else none")
-	fs.DurationVar(&o.el.ExpectWindow, "expect-window", election.DefaultExpectWindow, "bound of the -expect wait; after it the node elects with the voters it sees")
+	fs.IntVar(&o.el.ExpectVoters, "expect", 0, "hold the first election until N voters (this node included) have been visible, however long (with -quorum: a majority of it, if fewer); 0: the -quorum size, else 2 with -join (another member), else none")
+	fs.DurationVar(&o.el.ExpectWindow, "expect-window", election.DefaultExpectWindow, "how long a node that has seen its -expect voters waits for its view to stop growing; with -bootstrap, also how long it waits for them at all")
+	fs.BoolVar(&o.el.Bootstrap, "bootstrap", false, "the first node of a new cluster: lead after -expect-window even without having seen the -expect voters (without it, a node that never reaches its cluster never leads)")
 	fs.DurationVar(&o.el.SoloDelay, "solo-delay", election.DefaultSoloDelay, "without -quorum: how long a node that lost its last other voters at once waits before it leads alone (a partition shorter than this heals with the term unchanged)")
 	fs.StringVar(&o.mem.Profile, "profile", membership.ProfileLAN, "memberlist timings: lan, local (one host) or wan")
 	fs.Var(&level, "log-level", "log level: trace, debug, info, warn, error or off")
@@ -143,7 +144,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer, sink 
 	p, err := startPeer(peerConfig{mem: o.mem, el: o.el, sink: sink})
 	if err != nil {
 		_ = ln.Close()
-		return err
+		return flagError(err)
 	}
 	srv := serveNode(p, ln, logger)
 	fmt.Fprintf(stdout, "node %s: gossip %s, http://%s/status\n", p.name, p.mem.Addr(), ln.Addr())
@@ -155,6 +156,16 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer, sink 
 	}
 	err = p.stop(leaveTimeout)
 	shutdown(srv, logger)
+	return flagError(err)
+}
+
+// flagError names the flag behind a configuration error that only the
+// cluster could reveal: a key the seeds do not share.
+func flagError(err error) error {
+	var km *membership.KeyMismatchError
+	if errors.As(err, &km) {
+		return fmt.Errorf("-key: %w", km)
+	}
 	return err
 }
 

@@ -11,17 +11,28 @@ import (
 )
 
 // A node whose seeds cannot be reached is alive (/healthz 200) but not
-// ready: /readyz says it is alone, instead of a 200 for a cluster of one
-// that leads itself. That start (every node of a cluster started at once
-// has it) is quiet at INFO: no WARN, one line per entry.
+// ready: /readyz says it is alone. Without -bootstrap it never leads, and
+// once its -expect-window has passed it says so once, at WARN (the one
+// line that is not INFO); with -bootstrap it leads itself after the
+// window, and its start is quiet at INFO: one line per entry.
 func TestNodeReadyzAlone(t *testing.T) {
 	checkLeaks(t)
+	for _, bootstrap := range []bool{false, true} {
+		t.Run(map[bool]string{false: "held", true: "bootstrap"}[bootstrap], func(t *testing.T) { nodeAlone(t, bootstrap) })
+	}
+}
+
+func nodeAlone(t *testing.T, bootstrap bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runContext(ctx, []string{"node", "-name", "a", "-bind", "127.0.0.1:0", "-http", "127.0.0.1:0",
-			"-profile", "local", "-join", "127.0.0.1:1", "-expect-window", "500ms", "-log-level", "info"}, &out, &errb, nil)
+		args := []string{"node", "-name", "a", "-bind", "127.0.0.1:0", "-http", "127.0.0.1:0",
+			"-profile", "local", "-join", "127.0.0.1:1", "-expect-window", "500ms", "-log-level", "info"}
+		if bootstrap {
+			args = append(args, "-bootstrap")
+		}
+		done <- runContext(ctx, args, &out, &errb, nil)
 	}()
 	defer func() {
 		cancel()
@@ -41,17 +52,31 @@ func TestNodeReadyzAlone(t *testing.T) {
 	if code, body := getText(base + "/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d %q; want 200", code, body)
 	}
-	// Alone, the node makes itself coordinator once its -expect-window
-	// (another voter, by default with -join) has passed; /readyz is still 503.
-	waitFor(t, waitTimeout, "a leads itself", func() bool {
+	if bootstrap {
+		// Alone, the node makes itself coordinator once its -expect-window
+		// (another voter, by default with -join) has passed.
+		waitFor(t, waitTimeout, "a leads itself", func() bool {
+			var st election.StatusDocument
+			code, err := getJSON(base+"/status", &st)
+			return code == http.StatusOK && err == nil && st.Coordinator == "a"
+		})
+	} else {
+		// It holds past the window, and says why once.
+		waitFor(t, waitTimeout, "the hold logged at WARN", func() bool {
+			return strings.Contains(errb.String(), "[WARN]  demo.election: holding the election: waiting for the expected voters, 1 of 2 visible")
+		})
 		var st election.StatusDocument
-		code, err := getJSON(base+"/status", &st)
-		return code == http.StatusOK && err == nil && st.Coordinator == "a"
-	})
+		if code, err := getJSON(base+"/status", &st); code != http.StatusOK || err != nil || st.Coordinator != "" || st.State == "coordinator" {
+			t.Errorf("/status: %d %v %+v; want no coordinator", code, err, st)
+		}
+	}
 	if code, body := getText(base + "/readyz"); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "alone:") {
 		t.Errorf("/readyz of a node whose seed is unreachable: %d %q; want 503 alone", code, body)
 	}
 	logs := errb.String()
+	if n := strings.Count(logs, "[WARN]"); !bootstrap && n != 1 {
+		t.Errorf("%d WARN lines, want the hold's alone:\n%s", n, logs)
+	}
 	if !strings.Contains(logs, "no seed reachable") {
 		t.Errorf("the unreachable seed is not logged:\n%s", logs)
 	}
@@ -66,8 +91,9 @@ func TestNodeReadyzAlone(t *testing.T) {
 		t.Errorf("a doubled logger name:\n%s", logs)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
-		if !strings.HasPrefix(l, "20") || strings.Contains(l, "[WARN]") || strings.Contains(l, "[ERROR]") {
-			t.Errorf("start-up log line %q: want one INFO line per entry, no WARN or ERROR", l)
+		hold := !bootstrap && strings.Contains(l, "[WARN]  demo.election: holding the election")
+		if !strings.HasPrefix(l, "20") || strings.Contains(l, "[WARN]") && !hold || strings.Contains(l, "[ERROR]") {
+			t.Errorf("start-up log line %q: want one INFO line per entry, no WARN (but the hold's) or ERROR", l)
 		}
 	}
 }

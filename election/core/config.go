@@ -121,8 +121,9 @@ type Config struct {
 	// ExpectVoters holds a starting node's first election back until its
 	// view has held this many live voters (itself included), as Consul's
 	// bootstrap_expect does. Unless Bootstrap is set, the hold lasts
-	// however long that takes: a node that never found its cluster never
-	// stands. Default 0: no expectation (docs/operations.md, "Cold
+	// however long that takes (with the quorum guard, until a majority of
+	// QuorumSize if that is fewer): a node that never found its cluster
+	// never stands. Default 0: no expectation (docs/operations.md, "Cold
 	// start").
 	ExpectVoters int
 	// ExpectTicks is the start-up window: until this tick a starting

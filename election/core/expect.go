@@ -9,10 +9,11 @@ package core
 // back until its view holds Config.ExpectVoters live voters (Consul's
 // bootstrap_expect) or, without an expectation, until its view has
 // stopped changing for one StartupTicks period. After the window a node
-// that has seen ExpectVoters voters at least once elects with whatever
-// it sees, and says so (Startup). One that never has keeps holding
-// unless Config.Bootstrap is set: a node that cannot reach its cluster
-// (dead seeds, another key) never leads on its own.
+// that has found its cluster (seen ExpectVoters voters at a check, or
+// with the guard a majority of QuorumSize: foundVoters) elects with
+// whatever it sees, and says so (Startup). One that never has keeps
+// holding unless Config.Bootstrap is set: a node that cannot reach its
+// cluster (dead seeds, another key) never leads on its own.
 
 // expectation is the hold's state.
 type expectation struct {
@@ -37,7 +38,7 @@ func (n *Node) holdFirstElection() bool {
 	v := n.liveVoters()
 	changed := v != max(e.voters, 1) // a voter's own view starts with itself
 	e.voters = v
-	e.seen = e.seen || v >= n.cfg.ExpectVoters
+	e.seen = e.seen || v >= n.foundVoters()
 	switch {
 	case v >= n.cfg.ExpectVoters && !changed:
 		e.settled = true
@@ -45,6 +46,18 @@ func (n *Node) holdFirstElection() bool {
 		e.settled, e.short = true, v < n.cfg.ExpectVoters
 	}
 	return !e.settled
+}
+
+// foundVoters is how many live voters a node must have seen at a check
+// before the window may end its hold without Config.Bootstrap: the
+// expectation, or with the quorum guard a majority of QuorumSize if that
+// is fewer (a lease needs no more, and a cluster restarted with a member
+// missing must still elect).
+func (n *Node) foundVoters() int {
+	if n.cfg.QuorumSize > 1 {
+		return min(n.cfg.ExpectVoters, n.cfg.QuorumSize/2+1)
+	}
+	return n.cfg.ExpectVoters
 }
 
 // restartHeld reports that this node, with the quorum guard, is still in
