@@ -126,15 +126,16 @@ func (s *Sim) Step() bool {
 
 // prefetchAhead is how many events ahead Step asks for a node's cache
 // lines: a heartbeat round visits 10,000 nodes whose state is far from
-// the cache, and two events leave the lines time to arrive (one waited
-// for part of them; peterson n = 10,000, ninth session).
+// the cache, and two events ahead leave the lines time to arrive (one
+// ahead is too few for a 10,000-node heartbeat round:
+// BenchmarkSimBullyView10000 measures it).
 const prefetchAhead = 2
 
 // Cache lines prefetched: of the simNode, its first two (what every
 // delivery reads); of the core.Node, its first twelve (768 bytes: core
 // keeps the fields every input reads first, then the configuration and
-// the Ready whose counts a delivery adds to). Prefetching all 18 lines
-// of a core.Node did worse than these 12 (ninth session).
+// the Ready whose counts a delivery adds to). The lines past these 12
+// are configuration that a delivery rarely reads.
 const (
 	simNodeLines  = 2
 	coreNodeLines = 12
@@ -151,10 +152,9 @@ func (s *Sim) prefetchNode(i int) {
 }
 
 // prefetchState asks for the first cache lines of node i's algorithm
-// state (core.Node.PrefetchState), which lives apart from the node: its
-// first read in an input was a cache miss (0.36 of 2.3 s at peterson
-// n = 10,000, twelfth session, when every heartbeat delivery read it; a
-// quiet ring member's now reads none, and nothing is prefetched for it).
+// state (core.Node.PrefetchState), which lives apart from the node and
+// whose first read in an input is otherwise a cache miss (a quiet ring
+// member's heartbeat reads none of it, and nothing is prefetched for it).
 // Its address is read from the node, whose first line prefetchNode asked
 // for one event before, so this runs for the node of the next event, not
 // of the one after.

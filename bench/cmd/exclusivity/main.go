@@ -1,6 +1,6 @@
 // Command exclusivity measures whether the leadership of a coordelect
-// service is exclusive and whether its fence holds, against real processes
-// (issue 14): it starts N replicas of examples/fencedledger sharing one
+// service is exclusive and whether its fence holds, against real processes:
+// it starts N replicas of examples/fencedledger sharing one
 // SQLite ledger, each logging leadership start, lease end, step-down and
 // every guarded write with CLOCK_MONOTONIC stamps, injects faults round
 // after round, and prints as JSON the overlap between any two replicas'
