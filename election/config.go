@@ -163,29 +163,45 @@ type Config struct {
 // goroutine (one that runs while callbacks are due, not the protocol
 // loop's): a callback that blocks delays the ones after it but never the
 // election itself.
+//
+// Leadership comes in spans (Span; docs/design.md, "Leadership spans"): a
+// span is a maximal interval during which this node is the valid leader
+// (Elector.Check passes). A term can hold several: with the quorum guard,
+// the lease lapses and a majority confirms this node again in the same
+// term. Each span gets its own context, Claim, OnStartedLeading and
+// OnStoppedLeading; the context carries the Span (SpanFromContext). While
+// Check passes, the span's context is live and its OnStartedLeading has
+// started or is queued; when Check fails, the context is cancelled as soon
+// as the loop notices (Check fails first).
 type Callbacks struct {
-	// OnStartedLeading is called when this node becomes coordinator in
-	// term. ctx, derived from Run's context, is cancelled as soon as that
-	// leadership ends (step-down, resign, quorum lease lost, Run's context
-	// ended, Close): do leader work under ctx, fenced by term. It may block until ctx is done; it must
-	// return then, because the later callbacks wait for it.
+	// OnStartedLeading is called at the start of each span in which this
+	// node leads, with the span's term. ctx, derived from Run's context,
+	// carries the Span (SpanFromContext) and is cancelled as soon as the
+	// span ends (step-down, resign, quorum lease lapsed, Run's context
+	// ended, Close): do leader work under ctx, fenced by term, and check
+	// the span (Span.Check) before each side effect. It may block until
+	// ctx is done; it must return then, because the later callbacks, the
+	// next span's included, wait for it.
 	OnStartedLeading func(ctx context.Context, term uint64)
-	// OnStoppedLeading is called with the term when a leadership that
+	// OnStoppedLeading is called with the term when a span that
 	// OnStartedLeading reported has ended (after OnStartedLeading has
 	// returned).
 	OnStoppedLeading func(term uint64)
-	// Claim, when set, runs before OnStartedLeading in each term this node
-	// leads in: advance the fence of the store the leader writes to (e.g.
-	// UPDATE fence SET term = ? WHERE term < ?), so that from then on the
-	// store refuses every write of an older term (fencing/fence.go offers
-	// one). Leadership work starts only once Claim has returned nil; it is
-	// retried every HeartbeatInterval until then, or until ctx (the
-	// leadership's context) ends. Without the quorum guard this is what
-	// keeps a deposed coordinator from damaging the store.
+	// Claim, when set, runs before OnStartedLeading in each span: advance
+	// the fence of the store the leader writes to to term (e.g. UPDATE
+	// fence SET term = ? WHERE term < ?), so that from then on the store
+	// refuses every write of an older term (fencing/fence.go offers one).
+	// A later span of the same term claims it again: the claim of the
+	// term the fence holds must succeed. Leadership work starts only once
+	// Claim has returned nil; it is retried every HeartbeatInterval until
+	// then, or until ctx (the span's context, as OnStartedLeading's) ends.
+	// Without the quorum guard this is what keeps a deposed coordinator
+	// from damaging the store.
 	Claim func(ctx context.Context, term uint64) error
 	// OnNewLeader is called whenever this node learns of a coordinator or
 	// term it did not report before, itself included (then before
-	// OnStartedLeading).
+	// OnStartedLeading): once per (coordinator, term), however many spans
+	// the term holds.
 	OnNewLeader func(Leadership)
 }
 

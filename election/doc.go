@@ -17,7 +17,8 @@
 //		Transport: tr, // gives this node's Identity: name, rating, algorithm
 //		Callbacks: election.Callbacks{
 //			OnStartedLeading: func(ctx context.Context, term uint64) {
-//				runLeaderWork(ctx, term) // returns when ctx is done
+//				span, _ := election.SpanFromContext(ctx)
+//				runLeaderWork(ctx, span) // span.Check() before each write; returns when ctx is done
 //			},
 //		},
 //	})
@@ -37,12 +38,23 @@
 // a lower one (a fencing token, as in Chubby's sequencers). See
 // docs/design.md.
 //
+// # Leadership spans
+//
+// This node's leadership comes in spans: maximal intervals during which
+// it is the valid leader (Check passes). Each span has its own context,
+// cancelled when it ends, and its own Claim, OnStartedLeading and
+// OnStoppedLeading; the context carries the Span (SpanFromContext), whose
+// Check, Valid, Deadline and Verify answer for that span alone. With the
+// quorum guard a term can hold several spans: a lease that lapses and is
+// confirmed again in the same term starts a new one, with the next
+// Span.Number.
+//
 // # Quorum guard
 //
 // With Config.QuorumSize = S > 0, a coordinator leads only while a majority
 // of S members acknowledges its heartbeats within Config.QuorumLease; when
-// the lease lapses it stops leading (the OnStartedLeading context is
-// cancelled) and followers stop reporting it. A minority side of a
+// the lease lapses it stops leading (the span's context is cancelled) and
+// followers stop reporting it. A minority side of a
 // partition then reports no coordinator instead of electing its own.
 // Without the guard each side of a partition elects a coordinator (split
 // brain); terms still order them.

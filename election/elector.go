@@ -46,8 +46,13 @@ type Elector struct {
 	isolated bool          // core.Node.Isolated at the last Ready (observeIsolated)
 	// runCtx is Run's context; leadership contexts derive from it.
 	runCtx context.Context
-	// leading cancels the leadership context of the current term.
-	leading context.CancelFunc
+	// leading is the span this node leads in, nil while it leads in none
+	// (span.go). Only the loop writes it.
+	leading atomic.Pointer[spanRun]
+	// lastSpan is the last span this node started, and spans how many it
+	// has started.
+	lastSpan Span
+	spans    uint64
 	// unsettledSince is when this node lost its agreed coordinator.
 	unsettledSince time.Time
 	electionBegan  bool      // the node started an election during this flush
@@ -73,10 +78,10 @@ type Elector struct {
 	wakes, lateTicks atomic.Uint64
 	verifiers        []verifier // VerifyLeader calls waiting for their round
 	announced        Leadership // the last coordinator and term OnNewLeader got
-	ledTerm          uint64     // the last term this node started leading in
-	// workTerm is the term whose leader work (Claim, OnStartedLeading) is
-	// still running; a hand-off waits for it (workDone, workWake).
-	workTerm    uint64
+	// workSpan is the spanRun.work of the span whose leader work (Claim,
+	// OnStartedLeading) may still run, 0 when none does; a hand-off
+	// waits for it (workDone, workWake).
+	workSpan    uint64
 	workDone    atomic.Uint64
 	workWake    chan struct{}
 	lease       atomic.Pointer[leaseState]

@@ -24,10 +24,11 @@ var (
 )
 
 // leaseState is this node's leadership as guarded work checks it, published
-// by the loop (atomic pointer): the term it leads in and, with the quorum
-// guard, the instant its lease ends on the monotonic clock.
+// by the loop (atomic pointer): the term and span it leads in and, with the
+// quorum guard, the instant its lease ends on the monotonic clock.
 type leaseState struct {
 	term uint64
+	span int       // Span.Number
 	end  time.Time // zero: no lease (quorum guard off)
 }
 
@@ -46,10 +47,13 @@ func (e *Elector) Valid(term uint64) bool { return e.Check(term) == nil }
 // (LeaseMargin-1)/QuorumLease ticks of each other (no synchronised clocks
 // are needed). Without the guard it only says that this node still
 // believes it leads; fence the writes with the term (Callbacks.Claim).
-func (e *Elector) Check(term uint64) error {
+func (e *Elector) Check(term uint64) error { return e.check(term, 0) }
+
+// check is Check for span number span of term (0: any span of term).
+func (e *Elector) check(term uint64, span int) error {
 	s := e.lease.Load()
 	switch {
-	case s == nil || s.term != term || term == 0:
+	case s == nil || s.term != term || term == 0 || span != 0 && s.span != span:
 		return ErrNotLeader
 	case !s.end.IsZero() && !time.Now().Before(s.end):
 		return ErrLeaseExpired
@@ -61,8 +65,14 @@ func (e *Elector) Check(term uint64) error {
 // if it is not renewed; ok is false when it does not lead in term or the
 // quorum guard is off (no lease: leadership lasts until it is lost).
 func (e *Elector) LeaseDeadline(term uint64) (deadline time.Time, ok bool) {
+	return e.leaseDeadline(term, 0)
+}
+
+// leaseDeadline is LeaseDeadline for span number span of term (0: any
+// span of term).
+func (e *Elector) leaseDeadline(term uint64, span int) (deadline time.Time, ok bool) {
 	s := e.lease.Load()
-	if s == nil || s.term != term || s.end.IsZero() {
+	if s == nil || s.term != term || span != 0 && s.span != span || s.end.IsZero() {
 		return time.Time{}, false
 	}
 	return s.end, true
@@ -88,17 +98,24 @@ func (e *Elector) LeaseContext(parent context.Context, term uint64) (context.Con
 // sends a heartbeat round at once and returns nil when voters that make a
 // majority with this node have acknowledged it, ErrNotLeader if the
 // leadership ends first, or ctx's error. It needs the quorum guard.
-func (e *Elector) VerifyLeader(ctx context.Context) error {
+func (e *Elector) VerifyLeader(ctx context.Context) error { return e.verify(ctx, 0, 0) }
+
+// verify is VerifyLeader for span number span of term (0, 0: whatever this
+// node leads in now).
+func (e *Elector) verify(ctx context.Context, term uint64, span int) error {
 	if e.cfg.QuorumSize == 0 {
 		return ErrNoQuorumGuard
 	}
 	done := make(chan error, 1)
 	err := e.do(ctx, func() error {
+		if span != 0 && !e.inSpan(term, span) {
+			return ErrNotLeader
+		}
 		seq := e.node.VerifyRound()
 		if seq == 0 {
 			return ErrNotLeader
 		}
-		e.verifiers = append(e.verifiers, verifier{seq: seq, term: uint64(e.node.Status().Term), done: done})
+		e.verifiers = append(e.verifiers, verifier{seq: seq, term: uint64(e.node.Status().Term), span: span, done: done})
 		return nil
 	})
 	if err != nil {
@@ -116,7 +133,15 @@ func (e *Elector) VerifyLeader(ctx context.Context) error {
 type verifier struct {
 	seq  uint64
 	term uint64
+	span int // the span it must stay in (Span.Verify); 0: any span of term
 	done chan error
+}
+
+// inSpan reports whether this node leads, as the loop last reported, in
+// span number span of term.
+func (e *Elector) inSpan(term uint64, span int) bool {
+	run := e.leading.Load()
+	return e.last.IsSelf && run != nil && run.span.Term == term && run.span.Number == span
 }
 
 // checkVerifiers answers the VerifyLeader calls whose round a majority has
@@ -125,7 +150,7 @@ func (e *Elector) checkVerifiers() {
 	keep := e.verifiers[:0]
 	for _, v := range e.verifiers {
 		switch {
-		case !e.last.IsSelf || e.last.Term != v.term:
+		case !e.last.IsSelf || e.last.Term != v.term, v.span != 0 && !e.inSpan(v.term, v.span):
 			v.done <- ErrNotLeader
 		case e.node.Verified(v.seq):
 			v.done <- nil
@@ -137,19 +162,19 @@ func (e *Elector) checkVerifiers() {
 	e.verifiers = keep
 }
 
-// publishLease stores what Check reads: the term this node leads in and,
-// with the guard, its lease end turned from the core's ticks into an
-// instant of the monotonic clock (origin + ticks x Tick, never later than
+// publishLease stores what Check reads: the term and span this node leads
+// in and, with the guard, its lease end turned from the core's ticks into
+// an instant of the monotonic clock (origin + ticks x Tick, never later than
 // the send time of the round that gave the lease plus QuorumLease).
 func (e *Elector) publishLease() {
-	l := e.last
-	if !l.IsSelf {
+	run := e.leading.Load()
+	if !e.last.IsSelf || run == nil {
 		if e.lease.Load() != nil {
 			e.lease.Store(nil)
 		}
 		return
 	}
-	s := &leaseState{term: l.Term}
+	s := &leaseState{term: run.span.Term, span: run.span.Number}
 	if e.cfg.QuorumSize > 0 {
 		end, ok := e.node.LeaseEnd()
 		if !ok {

@@ -175,28 +175,29 @@ func (e *Elector) flush() {
 	e.account(rd)
 	e.observe(rd)
 	e.record()
-	if e.node.HandoffPending() && e.workTerm == 0 {
+	if e.node.HandoffPending() && e.workSpan == 0 {
 		// The leader work has stopped (or there is none): pass the role on.
 		e.node.CompleteHandoff()
 		e.flush()
 	}
 }
 
-// markWorkDone is the notifier's word that the leader work of term (Claim,
-// OnStartedLeading) has returned. It never blocks.
-func (e *Elector) markWorkDone(term uint64) {
-	e.workDone.Store(term)
+// markWorkDone is the notifier's word that the leader work (Claim,
+// OnStartedLeading) of the span numbered work (spanRun.work) has returned,
+// and that of every span before it. It never blocks.
+func (e *Elector) markWorkDone(work uint64) {
+	e.workDone.Store(work)
 	select {
 	case e.workWake <- struct{}{}:
 	default:
 	}
 }
 
-// workEnded: the leader work of workTerm may have returned; a hand-off
+// workEnded: the leader work of workSpan may have returned; a hand-off
 // waiting for it goes on.
 func (e *Elector) workEnded() {
-	if e.workTerm != 0 && e.workDone.Load() >= e.workTerm {
-		e.workTerm = 0
+	if e.workSpan != 0 && e.workDone.Load() >= e.workSpan {
+		e.workSpan = 0
 	}
 }
 
@@ -423,17 +424,18 @@ func (e *Elector) trackElection() {
 	e.log.Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
 }
 
-// changeLeader reports a new Leadership: it ends this node's leadership
+// changeLeader reports a new Leadership: it ends this node's span
 // (Check fails, then its context is cancelled) before it announces
-// anything else. OnNewLeader hears each (coordinator, term) once, and
-// OnStartedLeading each term once, however often the coordinator is lost
-// and found again in between.
+// anything else, and starts a new span (its context exists, then Check
+// passes: publishLease) whenever this node leads, also again in a term it
+// led in before. OnNewLeader hears each (coordinator, term) once, however
+// often the coordinator is lost and found again in between.
 func (e *Elector) changeLeader(l Leadership) {
 	prev := e.last
 	e.last = l
-	if prev.IsSelf && e.leading != nil {
+	if prev.IsSelf && e.leading.Load() != nil {
 		e.lease.Store(nil)
-		e.stopLeading(prev)
+		e.stopLeading()
 	}
 	e.upd.LeaderChanged = true
 	if l.Known() {
@@ -445,26 +447,31 @@ func (e *Elector) changeLeader(l Leadership) {
 	} else {
 		e.log.Debug("no coordinator", "last", prev.Coordinator, "term", core.Term(prev.Term))
 	}
-	if l.IsSelf && l.Term != e.ledTerm {
+	if l.IsSelf {
 		e.startLeading(l)
 	}
 	e.obs.publish(l)
 }
 
+// startLeading starts a span of l and queues its Claim and
+// OnStartedLeading: the notifier runs them once the callbacks queued
+// before (the previous span's included) have returned.
 func (e *Elector) startLeading(l Leadership) {
-	ctx, cancel := context.WithCancel(e.runCtx)
-	e.leading, e.ledTerm = cancel, l.Term
-	e.log.Info("started leading", "term", core.Term(l.Term))
-	if e.notify.push(notification{kind: notifyStarted, l: l, ctx: ctx}) {
-		e.workTerm = l.Term
+	run := e.startSpan(l)
+	e.log.Info("started leading", "term", core.Term(l.Term), "span", run.span.Number)
+	if e.notify.push(notification{kind: notifyStarted, l: l, ctx: run.ctx, work: run.work}) {
+		e.workSpan = run.work
 	}
 }
 
-func (e *Elector) stopLeading(l Leadership) {
-	e.leading()
-	e.leading = nil
-	e.log.Info("stopped leading", "term", core.Term(l.Term))
-	e.notify.push(notification{kind: notifyStopped, l: l})
+// stopLeading ends the current span: its context is cancelled and its
+// OnStoppedLeading queued.
+func (e *Elector) stopLeading() {
+	run := e.leading.Load()
+	e.leading.Store(nil)
+	run.cancel()
+	e.log.Info("stopped leading", "term", core.Term(run.span.Term), "span", run.span.Number)
+	e.notify.push(notification{kind: notifyStopped, l: Leadership{Coordinator: e.id, Term: run.span.Term, IsSelf: true}, work: run.work})
 }
 
 // handoff runs when Run's context ends: a leader resigns (its leader work
@@ -495,7 +502,7 @@ func (e *Elector) handoff(events <-chan Event) {
 		case <-stop.C:
 			if e.node.HandoffPending() {
 				e.log.Warn("leader work still running after StopTimeout; handing off anyway", "timeout", e.cfg.StopTimeout)
-				e.workTerm = 0
+				e.workSpan = 0
 			}
 		case <-timer.C:
 			e.log.Warn("no successor announced before the hand-off timeout")
@@ -511,8 +518,8 @@ func (e *Elector) handoff(events <-chan Event) {
 // coordinator and are closed, the snapshot says stopped.
 func (e *Elector) finish() {
 	e.lease.Store(nil)
-	if e.last.IsSelf && e.leading != nil {
-		e.stopLeading(e.last)
+	if e.last.IsSelf && e.leading.Load() != nil {
+		e.stopLeading()
 	}
 	for _, v := range e.verifiers {
 		v.done <- ErrNotLeader

@@ -153,7 +153,8 @@ func override(ch chan Leadership, v Leadership) {
 type notification struct {
 	kind notifyKind
 	l    Leadership
-	ctx  context.Context // started only
+	ctx  context.Context // started only: the span's context
+	work uint64          // started and stopped: the span's spanRun.work
 }
 
 type notifyKind uint8
@@ -166,7 +167,7 @@ const (
 
 // notifier runs the Callbacks on a goroutine of its own, one at a time, in
 // the order the loop queued them (client-go leaderelection style): a
-// callback may block (OnStartedLeading for the whole term, a slow
+// callback may block (OnStartedLeading for the whole span, a slow
 // OnNewLeader), and the loop must not wait for it. The goroutine runs only
 // while notifications wait or a callback runs: push starts it when none
 // runs, and it returns when it finds the queue empty; both under mu, so no
@@ -177,10 +178,11 @@ const (
 type notifier struct {
 	cb    Callbacks
 	retry time.Duration     // between Claim attempts
-	done1 func(term uint64) // the leader work of term has returned
-	// started is the last term whose OnStartedLeading ran (Claim passed):
-	// only such a term gets OnStoppedLeading. Owned by the running
-	// goroutine; the next one starts under mu after it returned under mu.
+	done1 func(work uint64) // the leader work of span number work has returned
+	// started is the spanRun.work of the last span whose
+	// OnStartedLeading ran (Claim passed): only such a span gets
+	// OnStoppedLeading. Owned by the running goroutine; the next one
+	// starts under mu after it returned under mu.
 	started uint64
 	mu      sync.Mutex
 	queue   []notification
@@ -189,7 +191,7 @@ type notifier struct {
 	wg      sync.WaitGroup // that goroutine
 }
 
-func newNotifier(cb Callbacks, retry time.Duration, workDone func(term uint64)) *notifier {
+func newNotifier(cb Callbacks, retry time.Duration, workDone func(work uint64)) *notifier {
 	return &notifier{cb: cb, retry: retry, done1: workDone, held: true}
 }
 
@@ -268,10 +270,10 @@ func (n *notifier) run() {
 func (n *notifier) deliver(x notification) {
 	switch x.kind {
 	case notifyStarted:
-		n.lead(x.ctx, x.l.Term)
-		n.done1(x.l.Term)
+		n.lead(x.ctx, x.l.Term, x.work)
+		n.done1(x.work)
 	case notifyStopped:
-		if x.l.Term == n.started {
+		if x.work == n.started {
 			n.cb.OnStoppedLeading(x.l.Term)
 		}
 	default:
@@ -279,9 +281,9 @@ func (n *notifier) deliver(x notification) {
 	}
 }
 
-// lead runs Claim until it succeeds (retrying every retry) or the
-// leadership ends, then OnStartedLeading.
-func (n *notifier) lead(ctx context.Context, term uint64) {
+// lead runs Claim until it succeeds (retrying every retry) or the span
+// ends, then OnStartedLeading.
+func (n *notifier) lead(ctx context.Context, term, work uint64) {
 	for n.cb.Claim != nil {
 		err := n.cb.Claim(ctx, term)
 		if err == nil {
@@ -299,9 +301,9 @@ func (n *notifier) lead(ctx context.Context, term uint64) {
 		}
 	}
 	if ctx.Err() != nil {
-		return // the leadership ended while it was claimed
+		return // the span ended while it was claimed
 	}
-	n.started = term
+	n.started = work
 	if n.cb.OnStartedLeading != nil {
 		n.cb.OnStartedLeading(ctx, term)
 	}

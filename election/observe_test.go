@@ -57,9 +57,9 @@ func TestNotifierOrder(t *testing.T) {
 		}, time.Millisecond, func(uint64) {})
 		n.begin()
 		n.push(notification{kind: notifyNewLeader, l: Leadership{Coordinator: "a"}})
-		n.push(notification{kind: notifyStarted, l: Leadership{Term: 7}, ctx: context.Background()})
+		n.push(notification{kind: notifyStarted, l: Leadership{Term: 7}, ctx: context.Background(), work: 1})
 		synctest.Wait() // the notifier is blocked in OnStartedLeading
-		n.push(notification{kind: notifyStopped, l: Leadership{Term: 7}})
+		n.push(notification{kind: notifyStopped, l: Leadership{Term: 7}, work: 1})
 		for _, id := range []string{"b", "c", "d"} {
 			n.push(notification{kind: notifyNewLeader, l: Leadership{Coordinator: id}})
 		}

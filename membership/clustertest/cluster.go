@@ -27,6 +27,10 @@ type Cluster struct {
 	// Net, when set, carries every member's memberlist traffic, so that a
 	// test can partition the members or make the network lossy.
 	Net *membershiptest.FaultNetwork
+	// Wrap, when set, gives the Transport each Elector runs on, from its
+	// member's node (a test that loses or delays election messages of
+	// some type wraps the node's Send). Default: the node itself.
+	Wrap func(*membership.Node) election.Transport
 
 	mu      sync.Mutex
 	members map[string]*Member
@@ -81,6 +85,9 @@ func (c *Cluster) Join(mc membership.Config) (*Member, error) {
 // If it cannot, the node is closed and leaves the cluster.
 func (c *Cluster) Elect(m *Member, cfg election.Config) error {
 	cfg.Transport = m.Node
+	if c.Wrap != nil {
+		cfg.Transport = c.Wrap(m.Node)
+	}
 	em, err := electiontest.Run(m.Node.LocalID(), cfg)
 	if err != nil {
 		c.remove(m.Node.LocalID())
