@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -37,7 +38,7 @@ import (
 //	tick [n=1] [nodes=(...)]
 //	    Ticks the nodes (default: every live one) n times, one tick at a
 //	    time, and queues what they send. Delivers nothing.
-//	advance n=K nodes=(...)
+//	advance n=K [nodes=(...)]
 //	    Node.Advance(K): the nodes' loops ran K ticks late.
 //	deliver [from=ID] [to=ID] [type=TYPE] [drop]
 //	    Steps (or, with drop, discards) the messages in flight that match,
@@ -52,17 +53,19 @@ import (
 //	    of the slow types (default: all) take D ticks; what is not due
 //	    when the run ends stays in flight. Shows only status changes and
 //	    counts unless verbose.
-//	partition ids=(...) | heal
-//	    Cuts every link between the nodes named and the others (messages
-//	    across the cut are lost when delivered); heal mends them.
+//	partition ids=(...) | cut from=ID to=ID | heal
+//	    partition cuts every link between the nodes named and the others,
+//	    cut the one link from one node to another (one way); messages
+//	    across a cut are lost when delivered. heal mends every cut.
 //	crash node=ID
 //	    The node stops: it ticks no more and messages to it are lost.
 //	peer-down id=ID [nodes=(...)] | peer-up id=ID [nodes=(...)]
 //	    The nodes' views (default: every other live node's) lose or regain
 //	    member id (View mode).
 //	resign node=ID | transfer node=ID to=ID | complete-handoff node=ID
-//	detect node=ID | set-rating node=ID rating=R
-//	    The API call of that name on the node; an error is printed.
+//	set-rating node=ID rating=R
+//	    The API call of that name on the node (Resign, TransferTo,
+//	    CompleteHandoff, SetRating); an error it returns is printed.
 //	status
 //	    Every node's status, with its lease, hold, isolation and hand-off.
 //	hold [nodes=(...)]
@@ -95,9 +98,10 @@ func TestInteraction(t *testing.T) {
 type env struct {
 	ids      []string // roster order
 	nodes    map[string]*core.Node
-	cfgs     map[string]core.Config
+	roster   *core.Roster
 	crashed  map[string]bool
-	cut      map[string]bool // one side of a partition; nil when healed
+	side     map[string]bool    // one side of a partition; nil when healed
+	cuts     map[[2]string]bool // links cut one way, from → to
 	inflight []flight
 	clock    int                   // run's ticks: when a delayed message falls due
 	shown    map[string]string     // the status line each node last printed
@@ -116,25 +120,49 @@ type flight struct {
 }
 
 func (e *env) handle(td *datadriven.TestData) error {
-	a := argsOf(td)
-	if td.Cmd != "nodes" && e.nodes == nil {
+	c, ok := commands[td.Cmd]
+	switch {
+	case !ok:
+		return fmt.Errorf("unknown command %q (want one of %s)", td.Cmd, strings.Join(slices.Sorted(maps.Keys(commands)), ", "))
+	case td.Cmd != "nodes" && e.nodes == nil:
 		return fmt.Errorf("%s: no nodes yet", td.Cmd)
 	}
-	fn, ok := handlers[td.Cmd]
-	if !ok {
-		return fmt.Errorf("unknown command %q", td.Cmd)
+	a := argsOf(td)
+	for k := range a {
+		if !slices.Contains(c.keys, k) {
+			return fmt.Errorf("%s: unknown argument %q (want some of %s)", td.Cmd, k, strings.Join(c.keys, ", "))
+		}
 	}
-	return fn(e, a)
+	return c.fn(e, a)
 }
 
-var handlers = map[string]func(*env, args) error{
-	"nodes": (*env).handleNodes, "tick": (*env).handleTick, "advance": (*env).handleAdvance,
-	"deliver": (*env).handleDeliver, "stabilize": (*env).handleStabilize, "run": (*env).handleRun,
-	"partition": (*env).handlePartition, "heal": (*env).handleHeal, "crash": (*env).handleCrash,
-	"peer-down": (*env).handlePeerDown, "peer-up": (*env).handlePeerUp,
-	"resign": (*env).handleResign, "transfer": (*env).handleTransfer,
-	"complete-handoff": (*env).handleCompleteHandoff, "detect": (*env).handleDetect,
-	"set-rating": (*env).handleSetRating, "status": (*env).handleStatus, "hold": (*env).handleHold,
+// command is one command's handler and the argument keys it takes: any
+// other key is an error, so that a misspelt one cannot pass unnoticed.
+type command struct {
+	fn   func(*env, args) error
+	keys []string
+}
+
+var commands = map[string]command{
+	"nodes": {(*env).handleNodes, append([]string{"ids", "ratings", "nonvoters", "alg", "mode", "coordinator",
+		"preempt", "preempt-margin", "bootstrap"}, slices.Sorted(maps.Keys(intSettings))...)},
+	"tick":             {(*env).handleTick, []string{"n", "nodes"}},
+	"advance":          {(*env).handleAdvance, []string{"n", "nodes"}},
+	"deliver":          {(*env).handleDeliver, []string{"from", "to", "type", "drop"}},
+	"stabilize":        {(*env).handleStabilize, []string{"drop"}},
+	"run":              {(*env).handleRun, []string{"n", "drop", "delay", "slow", "verbose"}},
+	"partition":        {(*env).handlePartition, []string{"ids"}},
+	"cut":              {(*env).handleCut, []string{"from", "to"}},
+	"heal":             {(*env).handleHeal, nil},
+	"crash":            {(*env).handleCrash, []string{"node"}},
+	"peer-down":        {(*env).handlePeerDown, []string{"id", "nodes"}},
+	"peer-up":          {(*env).handlePeerUp, []string{"id", "nodes"}},
+	"resign":           {(*env).handleResign, []string{"node"}},
+	"transfer":         {(*env).handleTransfer, []string{"node", "to"}},
+	"complete-handoff": {(*env).handleCompleteHandoff, []string{"node"}},
+	"set-rating":       {(*env).handleSetRating, []string{"node", "rating"}},
+	"status":           {(*env).handleStatus, nil},
+	"hold":             {(*env).handleHold, []string{"nodes"}},
 }
 
 // args is a command's arguments by key; a bare word has no values.
@@ -196,7 +224,7 @@ func (e *env) handleNodes(a args) error {
 	if err != nil {
 		return err
 	}
-	*e = env{nodes: map[string]*core.Node{}, cfgs: map[string]core.Config{},
+	*e = env{nodes: map[string]*core.Node{}, roster: roster,
 		crashed: map[string]bool{}, shown: map[string]string{}}
 	for _, p := range roster.Members() {
 		cfg := base
@@ -205,7 +233,7 @@ func (e *env) handleNodes(a args) error {
 		if err != nil {
 			return err
 		}
-		e.ids, e.nodes[p.ID], e.cfgs[p.ID] = append(e.ids, p.ID), n, cfg
+		e.ids, e.nodes[p.ID] = append(e.ids, p.ID), n
 		e.shown[p.ID] = statusLine(n.Status(), n.Electing())
 	}
 	if c := a.str("coordinator", ""); c != "" {
@@ -390,7 +418,7 @@ func (e *env) deliver(m core.Message) {
 	switch {
 	case !ok || e.crashed[m.To]:
 		e.lost(m, "down")
-	case e.cut != nil && e.cut[m.From] != e.cut[m.To]:
+	case e.side != nil && e.side[m.From] != e.side[m.To] || e.cuts[[2]string{m.From, m.To}]:
 		e.lost(m, "cut")
 	case e.lose[m.Type]:
 		e.lost(m, "drop")
@@ -497,14 +525,30 @@ func (e *env) handlePartition(a args) error {
 	if err != nil {
 		return err
 	}
-	e.cut = map[string]bool{}
+	e.side = map[string]bool{}
 	for _, id := range ids {
-		e.cut[id] = true
+		e.side[id] = true
 	}
 	return nil
 }
 
-func (e *env) handleHeal(args) error { e.cut = nil; return nil }
+func (e *env) handleCut(a args) error {
+	from, _, err := e.node(a, "from")
+	if err != nil {
+		return err
+	}
+	to, _, err := e.node(a, "to")
+	if err != nil {
+		return err
+	}
+	if e.cuts == nil {
+		e.cuts = map[[2]string]bool{}
+	}
+	e.cuts[[2]string{from, to}] = true
+	return nil
+}
+
+func (e *env) handleHeal(args) error { e.side, e.cuts = nil, nil; return nil }
 
 func (e *env) handleCrash(a args) error {
 	id, _, err := e.node(a, "node")
@@ -543,7 +587,7 @@ func (e *env) handlePeerUp(a args) error {
 	if err != nil {
 		return err
 	}
-	p, _ := e.cfgs[id].Roster.Get(id)
+	p, _ := e.roster.Get(id)
 	for _, v := range ids {
 		e.nodes[v].PeerUp(p)
 		e.collect(v, "peer-up "+id)
@@ -575,10 +619,6 @@ func (e *env) handleTransfer(a args) error {
 
 func (e *env) handleCompleteHandoff(a args) error {
 	return e.call(a, "complete-handoff", func(n *core.Node) error { n.CompleteHandoff(); return nil })
-}
-
-func (e *env) handleDetect(a args) error {
-	return e.call(a, "detect", func(n *core.Node) error { n.Detect(); return nil })
 }
 
 func (e *env) handleSetRating(a args) error {
