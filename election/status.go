@@ -58,14 +58,14 @@ type Status struct {
 // Hold is what holds a node's election back (core.Node.Hold), with its
 // end as a time.
 type Hold struct {
-	// Reason is the hold: core.HoldNone, HoldExpect, HoldQuorum or
-	// HoldSolo.
+	// Reason is the hold: core.HoldNone, HoldExpect, HoldQuorum,
+	// HoldSolo or HoldPromise.
 	Reason core.HoldReason
 	// Voters is the live voters this node sees, itself included; Need is
 	// how many the hold waits for (expect, quorum).
 	Voters, Need int
-	// Until is when the hold ends by itself (solo); zero when only a
-	// change of the members ends it.
+	// Until is when the hold ends by itself (solo, promise); zero when
+	// only a change of the members ends it.
 	Until time.Time
 }
 
@@ -79,6 +79,8 @@ func (h Hold) String() string {
 		return fmt.Sprintf("holding the election: waiting for the expected voters, %d of %d visible (ExpectVoters)", h.Voters, h.Need)
 	case core.HoldQuorum:
 		return fmt.Sprintf("holding the election: no quorum, %d of the %d voters a lease needs visible (QuorumSize)", h.Voters, h.Need)
+	case core.HoldPromise:
+		return fmt.Sprintf("holding the election: keeping the promise a restarted voter may have made, until %s (QuorumLeaseMax)", h.Until.UTC().Format(time.RFC3339Nano))
 	case core.HoldSolo:
 		return fmt.Sprintf("holding the election: lost the other voters at once, leading alone at %s (SoloDelay)", h.Until.UTC().Format(time.RFC3339Nano))
 	}

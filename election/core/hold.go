@@ -23,10 +23,14 @@ const (
 	// HoldSolo: the node lost its last other voters at once and waits
 	// SoloDelay before it leads alone (prevote.go, noteDeparture).
 	HoldSolo
+	// HoldPromise: with the quorum guard, a voter that has just started
+	// keeps, until MaxLeaseTicks have passed, the promise it may have
+	// made to another coordinator before it restarted (restartHeld).
+	HoldPromise
 	NumHoldReasons
 )
 
-var holdNames = [...]string{"", "expect", "quorum", "solo"}
+var holdNames = [...]string{"", "expect", "quorum", "solo", "promise"}
 
 // String returns the reason's name, as the logs and status documents say
 // it ("" for HoldNone).
@@ -43,8 +47,8 @@ type Hold struct {
 	// Voters is the live voters in the view, the node included; Need is
 	// how many the hold waits for (HoldExpect, HoldQuorum; 0 otherwise).
 	Voters, Need int
-	// Until is the tick at which the hold ends by itself (HoldSolo); 0
-	// when only a change of the view ends it.
+	// Until is the tick at which the hold ends by itself (HoldSolo,
+	// HoldPromise); 0 when only a change of the view ends it.
 	Until int
 }
 
@@ -61,6 +65,8 @@ func (n *Node) Hold() Hold {
 		return Hold{Reason: HoldQuorum, Voters: n.liveVoters(), Need: n.cfg.QuorumSize/2 + 1}
 	case n.soloHeld():
 		return Hold{Reason: HoldSolo, Voters: 1, Until: n.soloUntil}
+	case n.state == StateSleep && n.restartHeld():
+		return Hold{Reason: HoldPromise, Voters: n.liveVoters(), Until: n.grantEnd}
 	}
 	return Hold{}
 }

@@ -449,8 +449,10 @@ func (n *Node) preVoteFailed() {
 	n.idle = 0
 	if n.soloHeld() {
 		// Alone and held: nobody to ask until a member comes back. The
-		// idle timer (K intervals) fires again when the hold ends.
-		n.idle = n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses - (n.soloUntil - n.now)
+		// idle timer (K intervals) fires again at the tick the hold ends:
+		// the Advance that runs this (tickPreVote) counts the idle tick
+		// after it, hence the one less.
+		n.idle = n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses - (n.soloUntil - n.now) - 1
 	}
 	if n.state != StateSleep {
 		n.setState(StateLost)
