@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -206,7 +205,7 @@ func (h *Handle) leave(ctx context.Context) error {
 		return fmt.Errorf("coordelect: no time left to leave the cluster: %w", context.DeadlineExceeded)
 	}
 	err := h.node.Leave(timeout)
-	if err != nil && strings.Contains(err.Error(), leaveTimeoutMsg) {
+	if errors.Is(err, membership.ErrLeaveUnconfirmed) {
 		// The leave went out, or the others are leaving too (a whole
 		// cluster stopping): either way they will see this member gone.
 		h.log.Warn("the leave was not confirmed in time; the others may detect a failure instead", "timeout", timeout)
@@ -217,10 +216,6 @@ func (h *Handle) leave(ctx context.Context) error {
 	}
 	return nil
 }
-
-// leaveTimeoutMsg is memberlist's (v0.7.0) error when Leave's broadcast
-// was not confirmed within the timeout; it has no sentinel error.
-const leaveTimeoutMsg = "timeout waiting for leave broadcast"
 
 func (h *Handle) unregister() {
 	if h.rec != nil {

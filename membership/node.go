@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -619,10 +620,23 @@ func (n *Node) Members() []Member { return n.table.members(time.Now()) }
 // Stats returns the node's cumulative counts.
 func (n *Node) Stats() Stats { return n.stats.snapshot() }
 
+// ErrLeaveUnconfirmed: Leave sent the news that this node leaves, but no
+// member confirmed it within the timeout: the others may see a failure
+// instead of a leave (after failure detection). It happens when every
+// member stops at once, since each leaves while the others do; a caller
+// stopping anyway may log it and go on (coordelect's Handle.Close does).
+var ErrLeaveUnconfirmed = errors.New("membership: the leave was not confirmed in time")
+
+// leaveTimeoutMsg is memberlist's (v0.7.0) error when Leave's broadcast
+// was not confirmed within the timeout; it has no sentinel error.
+const leaveTimeoutMsg = "timeout waiting for leave broadcast"
+
 // Leave tells the cluster this node is leaving and waits up to timeout for
 // the news to go out; peers then see EventPeerDown at once instead of
-// after failure detection. Close must still be called. Idempotent. After a
-// fatal error (Err) it returns an error wrapping ErrClosed and that error.
+// after failure detection. Close must still be called. Idempotent. It
+// returns an error wrapping ErrLeaveUnconfirmed when the news went out but
+// was not confirmed in time. After a fatal error (Err) it returns an error
+// wrapping ErrClosed and that error.
 func (n *Node) Leave(timeout time.Duration) error {
 	n.lifeMu.Lock()
 	defer n.lifeMu.Unlock()
@@ -633,7 +647,11 @@ func (n *Node) Leave(timeout time.Duration) error {
 		// memberlist is shut down (shutdownOnFailure): its Leave would panic.
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
-	return n.ml.Leave(timeout)
+	err := n.ml.Leave(timeout)
+	if err != nil && strings.Contains(err.Error(), leaveTimeoutMsg) {
+		return fmt.Errorf("%w (%v): %w", ErrLeaveUnconfirmed, timeout, err)
+	}
+	return err
 }
 
 // Close shuts memberlist down without leaving, so that for the others this

@@ -63,7 +63,7 @@ func TestClusterNodeEndpoints(t *testing.T) {
 		t.Fatalf("status: %d %v", code, err)
 	}
 	keys := slices.Sorted(maps.Keys(doc))
-	if want := []string{"algorithm", "coordinator", "members", "name", "rating", "startup", "state", "term"}; !slices.Equal(keys, want) {
+	if want := []string{"algorithm", "coordinator", "members", "name", "rating", "startup", "state", "term", "term_text"}; !slices.Equal(keys, want) {
 		t.Errorf("status keys %v, want %v", keys, want)
 	}
 	var st election.StatusDocument
@@ -83,7 +83,7 @@ func TestClusterNodeEndpoints(t *testing.T) {
 		"/nodes/3/metrics": `coordelect_is_coordinator{node="3"} 1`,
 		"/metrics":         `coordelect_is_coordinator{node="1"} 0`,
 		"/nodes/1/healthz": "ok",
-		"/nodes/1/readyz":  "ready: coordinator 3",
+		"/nodes/1/readyz":  `"coordinator": "3"`,
 		"/nodes/1/leader":  `"coordinator": "3"`,
 		"/healthz":         "ok",
 	} {
@@ -153,10 +153,12 @@ func TestClusterPartitionQuorum(t *testing.T) {
 	// /readyz tells the minority's "no quorum" from the majority's "ready"
 	// (memberlist declares the other side dead within about a second).
 	waitFor(t, waitTimeout, "4 not ready for want of a quorum, 1 ready", func() bool {
-		code4, body4 := getText(tc.url + "/nodes/4/readyz")
-		code1, body1 := getText(tc.url + "/nodes/1/readyz")
-		return code4 == http.StatusServiceUnavailable && strings.HasPrefix(body4, "no quorum: 2 members alive, a coordinator needs 3") &&
-			code1 == http.StatusOK && body1 == "ready: coordinator 3\n"
+		var r4, r1 election.Readiness
+		code4, err4 := getDoc(tc.url+"/nodes/4/readyz", &r4)
+		code1, err1 := getDoc(tc.url+"/nodes/1/readyz", &r1)
+		return err4 == nil && err1 == nil && code4 == http.StatusServiceUnavailable &&
+			slices.Equal(r4.Reasons, []string{"no quorum: 2 of 5 voters visible (QuorumSize), a coordinator needs 3"}) &&
+			code1 == http.StatusOK && r1.Ready && r1.Coordinator == "3"
 	})
 	tc.mustPost(t, "/api/heal", "")
 	tc.waitAgreed(t, "5")

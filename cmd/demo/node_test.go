@@ -48,8 +48,10 @@ func TestNodeReadyzAlone(t *testing.T) {
 		code, err := getJSON(base+"/status", &st)
 		return code == http.StatusOK && err == nil && st.Coordinator == "a"
 	})
-	if code, body := getText(base + "/readyz"); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "alone:") {
-		t.Errorf("/readyz of a node whose seed is unreachable: %d %q; want 503 alone", code, body)
+	var r election.Readiness
+	if code, err := getDoc(base+"/readyz", &r); err != nil || code != http.StatusServiceUnavailable ||
+		len(r.Reasons) != 1 || !strings.HasPrefix(r.Reasons[0], "alone: no seed reachable") {
+		t.Errorf("/readyz of a node whose seed is unreachable: %d %+v (%v); want 503 alone", code, r, err)
 	}
 	logs := errb.String()
 	if !strings.Contains(logs, "no seed reachable") {
