@@ -356,3 +356,18 @@ func TestHandleInCallbacks(t *testing.T) {
 		t.Error("FromContext of another context is not nil")
 	}
 }
+
+// TestMembershipZeroOptions: Config.Membership with only some fields set
+// takes the defaults for the others (a zero QueueSize was refused, and a
+// zero RejoinInterval turned re-joining off).
+func TestMembershipZeroOptions(t *testing.T) {
+	cfg := replica("a", 1)
+	cfg.Membership = &membership.Options{Profile: membership.ProfileLocal}
+	h, err := coordelect.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Start with zero options: %v", err)
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -73,7 +73,8 @@ type Node struct {
 
 var _ election.StartupTransport = (*Node)(nil)
 
-// New validates cfg, creates the memberlist, joins cfg.Seeds once and
+// New fills in the defaults of cfg's zero Options (Options.WithDefaults),
+// validates cfg, creates the memberlist, joins cfg.Seeds once and
 // starts the Node. Failing to reach any seed is logged, not returned: the
 // first members of a cluster start before their seeds, and the re-joiner
 // tries again every RejoinInterval (call Join to see the error instead).
@@ -81,6 +82,7 @@ var _ election.StartupTransport = (*Node)(nil)
 // when a live member already holds cfg.Name. The events for the
 // members already present are queued for Events when New returns.
 func New(cfg Config) (*Node, error) {
+	cfg.Options = cfg.Options.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
