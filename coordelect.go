@@ -6,8 +6,9 @@
 // Start builds the three parts a replica needs, in one call: a
 // membership.Node (memberlist), an election.Elector running on it, and,
 // with a prometheus.Registerer, their metrics (package metrics). The
-// returned Handle answers who leads, hands the role on, serves a
-// status/leader http.Handler, and Close shuts everything down in order:
+// returned Handle answers who leads, checks a leader's term before its
+// side effects, hands the role on, serves a status, leader, health and
+// readiness http.Handler, and Close shuts everything down in order:
 // hand-off, leave, shutdown.
 //
 //	h, err := coordelect.Start(ctx, coordelect.Config{
