@@ -358,8 +358,8 @@ func TestHandleInCallbacks(t *testing.T) {
 }
 
 // TestMembershipZeroOptions: Config.Membership with only some fields set
-// takes the defaults for the others (a zero QueueSize was refused, and a
-// zero RejoinInterval turned re-joining off).
+// takes the defaults for the others (membership's
+// TestOptionsZeroMeansDefault checks each field).
 func TestMembershipZeroOptions(t *testing.T) {
 	cfg := replica("a", 1)
 	cfg.Membership = &membership.Options{Profile: membership.ProfileLocal}
