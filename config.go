@@ -65,7 +65,10 @@ type Config struct {
 
 	// Membership, when set, says how the member listens, joins and
 	// gossips: memberlist profile, encryption, label, queues, memberlist
-	// tuning. Default membership.DefaultOptions(). BindAddr and Seeds
+	// tuning. Default membership.DefaultOptions(). Each zero field takes
+	// its default (membership.Options.WithDefaults: &membership.Options{
+	// SecretKey: k} is the defaults with encryption), but BindPort, where 0
+	// picks a free port: give the address in BindAddr. BindAddr and Seeds
 	// above, when set, replace its BindAddr, BindPort and Seeds. It holds
 	// no identity, no election setting and no logger: those are set
 	// here once.

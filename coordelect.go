@@ -6,8 +6,9 @@
 // Start builds the three parts a replica needs, in one call: a
 // membership.Node (memberlist), an election.Elector running on it, and,
 // with a prometheus.Registerer, their metrics (package metrics). The
-// returned Handle answers who leads, hands the role on, serves a
-// status/leader http.Handler, and Close shuts everything down in order:
+// returned Handle answers who leads, checks a leader's term before its
+// side effects, hands the role on, serves a status, leader, health and
+// readiness http.Handler, and Close shuts everything down in order:
 // hand-off, leave, shutdown.
 //
 //	h, err := coordelect.Start(ctx, coordelect.Config{
@@ -20,7 +21,8 @@
 //		Seeds:    []string{"10.0.0.2:7946"},
 //		Callbacks: election.Callbacks{
 //			OnStartedLeading: func(ctx context.Context, term uint64) {
-//				runLeaderWork(ctx, term) // every write fenced by term
+//				h := coordelect.FromContext(ctx) // this member's Handle
+//				runLeaderWork(ctx, h, term)      // h.Check(term) before each side effect
 //			},
 //		},
 //	})
@@ -84,7 +86,7 @@ func Start(ctx context.Context, cfg Config) (*Handle, error) {
 		}
 		ec.Recorder = h.rec
 	}
-	ec.Transport = node
+	ec.Transport, ec.Callbacks = node, h.carry(ec.Callbacks)
 	if h.el, err = election.New(ec); err != nil {
 		h.unregister()
 		return nil, errors.Join(err, node.Close())
@@ -105,6 +107,35 @@ func newRecorder(cfg Config, node *membership.Node) (*metrics.Recorder, error) {
 		return nil, fmt.Errorf("coordelect: metrics: %w", err)
 	}
 	return rec, nil
+}
+
+// handleKey is the context key of FromContext.
+type handleKey struct{}
+
+// FromContext returns the Handle of the member whose leadership ctx is:
+// the context that Callbacks.Claim and Callbacks.OnStartedLeading receive,
+// or one derived from it; nil for any other context. The leader's work
+// reaches Check, LeaseContext, VerifyLeader, Resign, ... through it, also
+// when it starts before Start has returned the Handle.
+func FromContext(ctx context.Context) *Handle {
+	h, _ := ctx.Value(handleKey{}).(*Handle)
+	return h
+}
+
+// carry returns cb with the contexts it gives to Claim and
+// OnStartedLeading carrying h (FromContext).
+func (h *Handle) carry(cb election.Callbacks) election.Callbacks {
+	if claim := cb.Claim; claim != nil {
+		cb.Claim = func(ctx context.Context, term uint64) error {
+			return claim(context.WithValue(ctx, handleKey{}, h), term)
+		}
+	}
+	if lead := cb.OnStartedLeading; lead != nil {
+		cb.OnStartedLeading = func(ctx context.Context, term uint64) {
+			lead(context.WithValue(ctx, handleKey{}, h), term)
+		}
+	}
+	return cb
 }
 
 // run runs the elector until runCtx ends or it is closed.

@@ -67,8 +67,8 @@ func ExampleHandle_Subscribe() {
 	// second sees a
 }
 
-// The status handler serves /status and /leader as JSON; mount it under a
-// prefix of your choice.
+// The handler serves /status, /leader and /readyz as JSON and /healthz as
+// text; mount it under a prefix of your choice.
 func ExampleHandle_Handler() {
 	ctx := context.Background()
 	h, err := coordelect.Start(ctx, coordelect.Config{
@@ -89,11 +89,16 @@ func ExampleHandle_Handler() {
 	w := httptest.NewRecorder()
 	mux.ServeHTTP(w, httptest.NewRequest("GET", "/election/leader", nil))
 	fmt.Print(w.Code, " ", w.Body)
+	w = httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest("GET", "/election/healthz", nil))
+	fmt.Print(w.Code, " ", w.Body)
 	// Output:
 	// 200 {
 	//   "coordinator": "1",
 	//   "term": 4294967297,
+	//   "term_text": "1.1",
 	//   "is_self": true,
 	//   "payload": "10.0.0.1:8080"
 	// }
+	// 200 ok
 }

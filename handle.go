@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,8 +15,13 @@ import (
 	"github.com/coordelect/coordelect/metrics"
 )
 
-// Handle is a running member, returned by Start. Its methods are safe for
-// concurrent use.
+// Handle is a running member, returned by Start, and everything a service
+// needs of it: who leads (Leader, IsLeader, Subscribe), the checks before
+// a leader's side effects (Check, Valid, LeaseDeadline, LeaseContext,
+// VerifyLeader), handing the role on (Resign, TransferTo), an HTTP
+// handler with status, leader, health and readiness (Handler), and the
+// shutdown (Close). The leader's work gets it from its context
+// (FromContext). Its methods are safe for concurrent use.
 type Handle struct {
 	node         *membership.Node
 	el           *election.Elector
@@ -81,11 +85,47 @@ func (h *Handle) TransferTo(ctx context.Context, name string) error {
 	return h.el.TransferTo(ctx, name)
 }
 
-// Handler returns an http.Handler serving this member's state as JSON
-// (election.NewHandler): GET /status, the document `demo node` serves,
-// with the members the membership layer knows and their addresses; GET
-// /leader, the coordinator, its term and payload (503 while none is
-// known). Mount it with http.StripPrefix under a prefix of your choice.
+// Check reports whether this member leads in term and, with the quorum
+// guard, its lease has not run out: nil, election.ErrNotLeader or
+// election.ErrLeaseExpired (election.Elector.Check). An atomic load and a
+// read of the monotonic clock: call it before every side effect of the
+// leader's work.
+func (h *Handle) Check(term uint64) error { return h.el.Check(term) }
+
+// Valid is Check(term) == nil.
+func (h *Handle) Valid(term uint64) bool { return h.el.Valid(term) }
+
+// LeaseDeadline returns the instant this member's lease in term ends if it
+// is not renewed; ok is false when it does not lead in term or the quorum
+// guard is off (election.Elector.LeaseDeadline).
+func (h *Handle) LeaseDeadline(term uint64) (deadline time.Time, ok bool) {
+	return h.el.LeaseDeadline(term)
+}
+
+// LeaseContext returns a context derived from parent that ends when this
+// member's lease in term ends as it stands now, or at once when it does
+// not lead in term (election.Elector.LeaseContext): take one per
+// operation.
+func (h *Handle) LeaseContext(parent context.Context, term uint64) (context.Context, context.CancelFunc) {
+	return h.el.LeaseContext(parent, term)
+}
+
+// VerifyLeader asks a majority to confirm, now, that this member leads
+// (election.Elector.VerifyLeader): nil once they have, ErrNotLeader if the
+// leadership ends first, ctx's error, or election.ErrNoQuorumGuard without
+// the quorum guard.
+func (h *Handle) VerifyLeader(ctx context.Context) error { return h.el.VerifyLeader(ctx) }
+
+// Handler returns an http.Handler serving this member's state
+// (election.NewHandler): GET /status, the JSON document `demo node`
+// serves, with the members the membership layer knows and their
+// addresses; GET /leader, the coordinator, its term and payload (503 while
+// none is known); GET /healthz, 200 while the elector runs, 503 once it
+// has stopped; GET /readyz, 200 once this member knows a coordinator found
+// with the members it was told to join, else 503 with the reasons as JSON
+// (election.Readiness: no seed reachable, waiting for the expected voters,
+// no quorum, electing, stopped). Mount it with http.StripPrefix under a
+// prefix of your choice.
 func (h *Handle) Handler() http.Handler {
 	return election.NewHandler(h.el, h.node.StatusMembers)
 }
@@ -165,7 +205,7 @@ func (h *Handle) leave(ctx context.Context) error {
 		return fmt.Errorf("coordelect: no time left to leave the cluster: %w", context.DeadlineExceeded)
 	}
 	err := h.node.Leave(timeout)
-	if err != nil && strings.Contains(err.Error(), leaveTimeoutMsg) {
+	if errors.Is(err, membership.ErrLeaveUnconfirmed) {
 		// The leave went out, or the others are leaving too (a whole
 		// cluster stopping): either way they will see this member gone.
 		h.log.Warn("the leave was not confirmed in time; the others may detect a failure instead", "timeout", timeout)
@@ -176,10 +216,6 @@ func (h *Handle) leave(ctx context.Context) error {
 	}
 	return nil
 }
-
-// leaveTimeoutMsg is memberlist's (v0.7.0) error when Leave's broadcast
-// was not confirmed within the timeout; it has no sentinel error.
-const leaveTimeoutMsg = "timeout waiting for leave broadcast"
 
 func (h *Handle) unregister() {
 	if h.rec != nil {

@@ -1,12 +1,18 @@
 package coordelect_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // readmeExample returns the first Go code block of README.md's "Embed it"
@@ -31,15 +37,18 @@ func readmeExample(t *testing.T) string {
 
 // TestREADMEExample builds README.md's embedding example as it is written
 // there, as a main package inside this module (through a build overlay,
-// so that nothing is written into the module), and checks that it is a
-// complete program of at most 40 lines.
+// so that nothing is written into the module), checks that it is a
+// complete program of at most 45 lines, and runs it alone: it serves
+// /election/healthz and /election/readyz (200 once it leads itself), and
+// memberlist's own metrics at /metrics (the dashboard's memberlist
+// panels), and exits 0 on SIGTERM.
 func TestREADMEExample(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}
 	code := readmeExample(t)
-	if n := strings.Count(code, "\n"); n > 40 {
-		t.Errorf("the example has %d lines, want at most 40", n)
+	if n := strings.Count(code, "\n"); n > 45 {
+		t.Errorf("the example has %d lines, want at most 45", n)
 	}
 	if !strings.HasPrefix(code, "package main\n") || !strings.Contains(code, "coordelect.Start(") {
 		t.Errorf("the example is not a main package calling coordelect.Start:\n%s", code)
@@ -63,9 +72,84 @@ func TestREADMEExample(t *testing.T) {
 	if err := os.WriteFile(ov, overlay, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(goTool, "build", "-overlay", ov, "-o", filepath.Join(dir, "replica"), "./internal/readmeexample")
+	bin := filepath.Join(dir, "replica")
+	cmd := exec.Command(goTool, "build", "-overlay", ov, "-o", bin, "./internal/readmeexample")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("go build: %v\n%s", err, out)
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	runREADMEExample(t, bin)
+}
+
+// runREADMEExample runs the example's binary as one replica on loopback
+// and checks what it serves.
+func runREADMEExample(t *testing.T, bin string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := ln.Addr().String()
+	ln.Close() // the replica listens there; another process could take it in between
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "-name", "a", "-bind", "127.0.0.1:0", "-http", api)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("replica stderr:\n%s", stderr.String())
+		}
+	}()
+	client := &http.Client{Timeout: 5 * time.Second}
+	get := func(path string) (int, string) {
+		resp, err := client.Get("http://" + api + path)
+		if err != nil {
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitOK := func(path string) string {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		timeout := time.After(waitTimeout)
+		for {
+			code, body := get(path)
+			if code == http.StatusOK {
+				return body
+			}
+			select {
+			case <-tick.C:
+			case <-timeout:
+				t.Fatalf("GET %s: %d %q, want 200 within %v", path, code, body, waitTimeout)
+			}
+		}
+	}
+	if body := waitOK("/election/healthz"); body != "ok\n" {
+		t.Errorf("/election/healthz: %q", body)
+	}
+	if body := waitOK("/election/readyz"); !strings.Contains(body, `"coordinator": "a"`) {
+		t.Errorf("/election/readyz: %q, want coordinator a", body)
+	}
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "coordelect_memberlist_health_score") {
+		t.Errorf("/metrics: %d, without memberlist's metrics (coordelect_memberlist_health_score)", code)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the deferred Wait
+		if err != nil {
+			t.Errorf("after SIGTERM: %v, want exit status 0", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Errorf("still running %v after SIGTERM", waitTimeout)
 	}
 }

@@ -3,6 +3,7 @@ package coordelect_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -98,6 +99,9 @@ func TestThreeReplicas(t *testing.T) {
 	if err := c.Close(ctx); err != nil {
 		t.Fatalf("Close of the leader: %v", err)
 	}
+	if code := probeCode(c.Handler(), "/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz after Close: %d, want 503", code)
+	}
 	if n, _ := testutil.GatherAndCount(cCfg.Registerer.(prometheus.Gatherer)); n != 0 {
 		t.Errorf("%d series left registered after Close", n)
 	}
@@ -181,6 +185,19 @@ func checkLeaderHandler(t *testing.T, h http.Handler, coordinator, payload strin
 			t.Errorf("/status member %+v", m)
 		}
 	}
+	if code := probeCode(h, "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d, want 200", code)
+	}
+	if code := probeCode(h, "/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz: %d, want 200", code)
+	}
+}
+
+// probeCode returns the status code h answers path with.
+func probeCode(h http.Handler, path string) int {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+	return w.Code
 }
 
 // TestStartConfigErrors: Start refuses a bad Config naming the field and
@@ -286,4 +303,71 @@ func TestCloseTogether(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestHandleInCallbacks: the leader's work reaches its Handle through its
+// context (FromContext), also before Start has returned it, and the Handle
+// offers the checks a leader makes before its side effects.
+func TestHandleInCallbacks(t *testing.T) {
+	type seen struct {
+		claim, lead *coordelect.Handle
+		check       error
+		valid       bool
+		ctxErr      error
+		deadline    bool
+		verify      error
+	}
+	got := make(chan seen, 1)
+	var claimed *coordelect.Handle
+	cfg := replica("a", 1)
+	cfg.Callbacks = election.Callbacks{
+		Claim: func(ctx context.Context, term uint64) error {
+			claimed = coordelect.FromContext(ctx)
+			return nil
+		},
+		OnStartedLeading: func(ctx context.Context, term uint64) {
+			h := coordelect.FromContext(ctx)
+			lctx, cancel := h.LeaseContext(ctx, term)
+			_, deadline := h.LeaseDeadline(term)
+			got <- seen{claim: claimed, lead: h, check: h.Check(term), valid: h.Valid(term), ctxErr: lctx.Err(),
+				deadline: deadline, verify: h.VerifyLeader(ctx)}
+			cancel()
+			<-ctx.Done()
+		},
+	}
+	h, err := coordelect.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	var s seen
+	select {
+	case s = <-got:
+	case <-time.After(waitTimeout):
+		t.Fatal("a lone replica did not start leading")
+	}
+	if s.claim != h || s.lead != h {
+		t.Errorf("FromContext in Claim %p, in OnStartedLeading %p; want the Handle %p", s.claim, s.lead, h)
+	}
+	if s.check != nil || !s.valid || s.ctxErr != nil || s.deadline || !errors.Is(s.verify, election.ErrNoQuorumGuard) {
+		t.Errorf("in its leadership: %+v; want Check nil, Valid, a live LeaseContext, no deadline (no guard), VerifyLeader ErrNoQuorumGuard", s)
+	}
+	if coordelect.FromContext(context.Background()) != nil {
+		t.Error("FromContext of another context is not nil")
+	}
+}
+
+// TestMembershipZeroOptions: Config.Membership with only some fields set
+// takes the defaults for the others (membership's
+// TestOptionsZeroMeansDefault checks each field).
+func TestMembershipZeroOptions(t *testing.T) {
+	cfg := replica("a", 1)
+	cfg.Membership = &membership.Options{Profile: membership.ProfileLocal}
+	h, err := coordelect.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Start with zero options: %v", err)
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -187,14 +187,20 @@ type Callbacks struct {
 	// OnStartedLeading reported has ended (after OnStartedLeading has
 	// returned).
 	OnStoppedLeading func(term uint64)
-	// Claim, when set, runs before OnStartedLeading in each span: advance
-	// the fence of the store the leader writes to to term (e.g. UPDATE
-	// fence SET term = ? WHERE term < ?), so that from then on the store
-	// refuses every write of an older term (fencing/fence.go offers one).
-	// A later span of the same term claims it again: the claim of the
-	// term the fence holds must succeed. Leadership work starts only once
-	// Claim has returned nil; it is retried every HeartbeatInterval until
-	// then, or until ctx (the span's context, as OnStartedLeading's) ends.
+	// Claim, when set, runs before OnStartedLeading in each span: claim
+	// term in the store the leader writes to (a fencing.Fence:
+	// fencing.SQL's or fencing.Memory's Claim fits as it is), so that from
+	// then on the store refuses every write of an older term. A later span
+	// of the same term claims it again: the claim of the term the fence
+	// holds must succeed. Leadership work starts only once Claim has
+	// returned nil; after any other error it is retried every
+	// HeartbeatInterval, until ctx (the span's context, as
+	// OnStartedLeading's) ends, except after an error wrapping
+	// fencing.ErrStale: the store holds a later term, so this term is
+	// superseded and no retry can succeed. Then OnStartedLeading does not
+	// run in this span; step down at once (Elector.Resign, which Claim may
+	// call itself) or wait: the node learns of the later term and follows
+	// it; Claim runs again whenever this node starts leading again.
 	// Without the quorum guard this is what keeps a deposed coordinator
 	// from damaging the store.
 	Claim func(ctx context.Context, term uint64) error

@@ -2,12 +2,14 @@ package election_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/electiontest"
+	"github.com/coordelect/coordelect/fencing"
 )
 
 // Three replicas on an in-memory network elect the highest-rated one; a
@@ -37,42 +39,35 @@ func ExampleElector_Observe() {
 	// Output: alpha follows gamma
 }
 
-// The term handed to OnStartedLeading fences the leader's writes: the
-// store keeps the highest term that wrote and refuses older ones, so a
-// deposed leader that has not noticed yet cannot overwrite its successor.
+// The term fences the leader's writes (package fencing): Claim advances
+// the store's fence to the term before the leader's work starts, and the
+// store refuses every write of an older term from then on, so a deposed
+// leader that has not noticed yet cannot write once its successor has
+// claimed, even before the successor writes.
 func Example_fencing() {
-	store := &fencedStore{}
+	fence := &fencing.Memory{}
+	var stored string
+	set := func(ctx context.Context, term uint64, v string) error {
+		return fence.Write(ctx, term, func() error { stored = v; return nil })
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tr := electiontest.NewNetwork().MustJoin(election.Identity{Name: "solo"})
 	e, _ := election.New(election.Config{
 		Transport: tr,
-		Callbacks: election.Callbacks{OnStartedLeading: func(_ context.Context, term uint64) {
-			fmt.Println("write as leader:", store.Write(term, "config v2"))
-			fmt.Println("write with an older term:", store.Write(term-1, "config v1"))
-			cancel()
-		}},
+		Callbacks: election.Callbacks{
+			Claim: fence.Claim,
+			OnStartedLeading: func(ctx context.Context, term uint64) {
+				fmt.Println("write as leader:", set(ctx, term, "config v2"))
+				err := set(ctx, term-1, "config v1")
+				fmt.Println("write with an older term refused:", errors.Is(err, fencing.ErrStale))
+				cancel()
+			},
+		},
 	})
 	e.Run(ctx)
-	fmt.Println("stored:", store.value)
+	fmt.Println("stored:", stored)
 	// Output:
 	// write as leader: <nil>
-	// write with an older term: stale term
+	// write with an older term refused: true
 	// stored: config v2
-}
-
-// fencedStore is shared state guarded by terms (a fencing token).
-type fencedStore struct {
-	mu    sync.Mutex
-	term  uint64
-	value string
-}
-
-func (s *fencedStore) Write(term uint64, v string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if term < s.term {
-		return fmt.Errorf("stale term")
-	}
-	s.term, s.value = term, v
-	return nil
 }

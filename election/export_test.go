@@ -18,3 +18,19 @@ func LeadingSpan(e *Elector) (span Span, ctx context.Context, ok bool) {
 	}
 	return run.span, run.ctx, true
 }
+
+// StallLoop blocks e's loop goroutine, as a pause of the process would,
+// until release is called: the loop handles no event, tick or request in
+// between, while Status, Check and the handlers still answer.
+func StallLoop(e *Elector) (release func()) {
+	stalled, resume := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = e.do(context.Background(), func() error {
+			close(stalled)
+			<-resume
+			return nil
+		})
+	}()
+	<-stalled
+	return func() { close(resume) }
+}

@@ -3,6 +3,7 @@ package election
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 )
 
 // StatusDocument is the JSON document NewHandler serves at /status: the
@@ -16,8 +17,10 @@ type StatusDocument struct {
 	// Coordinator is the coordinator this node reports, "" when none.
 	Coordinator string `json:"coordinator"`
 	// Term is the coordinator's term (epoch<<32 | the winner's tag) when
-	// there is one, else the highest term seen.
-	Term uint64 `json:"term"`
+	// there is one, else the highest term seen; TermText is the same term
+	// as a person reads it, "epoch.tag" (TermText).
+	Term     uint64 `json:"term"`
+	TermText string `json:"term_text"`
 	// Rating is this node's rating.
 	Rating int64 `json:"rating"`
 	// Algorithm is the election algorithm's name.
@@ -25,8 +28,25 @@ type StatusDocument struct {
 	// Startup is the start-up hold (Status.Startup), which a readiness
 	// probe or an operator wants while no coordinator is known yet.
 	Startup StatusStartup `json:"startup"`
+	// Hold is what holds this node's election back (Status.Hold); absent
+	// when nothing does.
+	Hold *StatusHold `json:"hold,omitempty"`
 	// Members lists this node and the members it knows.
 	Members []StatusMember `json:"members"`
+}
+
+// StatusHold is a hold in a StatusDocument (Status.Hold).
+type StatusHold struct {
+	// Reason is "expect", "quorum", "solo" or "promise" (core.HoldReason).
+	Reason string `json:"reason"`
+	// Voters is the live voters this node sees, itself included; Need is
+	// how many the hold waits for (expect, quorum).
+	Voters int `json:"voters"`
+	Need   int `json:"need,omitempty"`
+	// Until is when the hold ends by itself (solo, promise), RFC 3339.
+	Until string `json:"until,omitempty"`
+	// Why says it in words, as the log and /readyz do.
+	Why string `json:"why"`
 }
 
 // StatusStartup is the start-up hold in a StatusDocument (core.Startup).
@@ -59,8 +79,10 @@ type StatusMember struct {
 type LeaderDocument struct {
 	// Coordinator is the coordinator this node reports, "" when none.
 	Coordinator string `json:"coordinator"`
-	// Term is its term, the fencing token; 0 when none.
-	Term uint64 `json:"term"`
+	// Term is its term, the fencing token; 0 when none. TermText is the
+	// same term as "epoch.tag", "" when none.
+	Term     uint64 `json:"term"`
+	TermText string `json:"term_text"`
 	// IsSelf reports that this node is the coordinator.
 	IsSelf bool `json:"is_self"`
 	// Payload is what the coordinator publishes (see
@@ -68,42 +90,87 @@ type LeaderDocument struct {
 	Payload string `json:"payload"`
 }
 
-// NewHandler returns an http.Handler that serves e's state as JSON:
+// NewHandler returns an http.Handler that serves e's state:
 //
-//	GET /status  StatusDocument, 200
-//	GET /leader  LeaderDocument: 200 while a coordinator is known, else 503
-//	             (with coordinator "")
+//	GET /status   StatusDocument, 200
+//	GET /leader   LeaderDocument: 200 while a coordinator is known, else 503
+//	              (with coordinator "")
+//	GET /healthz  200 "ok" while e runs (Run has started and not returned),
+//	              else 503: a liveness probe
+//	GET /readyz   Readiness as JSON: 200 when ready, else 503 with the
+//	              reasons: a readiness probe
 //
-// Mount it under a prefix with http.StripPrefix. members, when not nil,
-// lists the members for /status (membership.Node.StatusMembers: the
-// membership layer's list, with addresses and the members that left
-// recently; coordelect's Handle passes it); nil lists the members e
-// knows, without addresses.
+// Each document is built from one snapshot of e (Status, or the
+// Leadership for /leader), so its fields agree with each other and with
+// Check: a coordinator whose lease has run out is not reported as
+// coordinator, even before its loop has noticed. Mount it under a prefix
+// with http.StripPrefix. members, when not nil, lists the members for
+// /status (membership.Node.StatusMembers: the membership layer's list,
+// with addresses and the members that left recently; coordelect's Handle
+// passes it); nil lists the members e knows, without addresses.
 func NewHandler(e *Elector, members func() []StatusMember) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, statusDocument(e, members))
+		writeJSON(w, http.StatusOK, statusDocument(e.Status(), members))
 	})
 	mux.HandleFunc("GET /leader", func(w http.ResponseWriter, _ *http.Request) {
-		l, payload := e.LeaderPayload()
+		doc := leaderDocument(e)
 		code := http.StatusOK
-		if !l.Known() {
+		if doc.Coordinator == "" {
 			code = http.StatusServiceUnavailable
 		}
-		writeJSON(w, code, LeaderDocument{Coordinator: l.Coordinator, Term: l.Term, IsSelf: l.IsSelf, Payload: payload})
+		writeJSON(w, code, doc)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if !e.running() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("stopped: the elector is not running\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		r := e.Readiness()
+		code := http.StatusOK
+		if !r.Ready {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, r)
 	})
 	return mux
 }
 
-// statusDocument builds /status from e's snapshot and members.
-func statusDocument(e *Elector, members func() []StatusMember) StatusDocument {
-	st := e.Status()
-	coord, _, _ := e.Leader()
+// leaderDocument builds /leader from one Leadership; a leadership of this
+// node whose lease has run out (Check) is reported as none, as Status and
+// IsLeader do.
+func leaderDocument(e *Elector) LeaderDocument {
+	l, payload := e.LeaderPayload()
+	if l.IsSelf && e.Check(l.Term) != nil {
+		l, payload = Leadership{}, ""
+	}
+	doc := LeaderDocument{Coordinator: l.Coordinator, Term: l.Term, IsSelf: l.IsSelf, Payload: payload}
+	if l.Known() {
+		doc.TermText = TermText(l.Term)
+	}
+	return doc
+}
+
+// statusDocument builds /status from the snapshot st and members.
+func statusDocument(st Status, members func() []StatusMember) StatusDocument {
 	doc := StatusDocument{
-		Name: st.ID, State: st.State.String(), Coordinator: coord, Term: st.Term,
+		Name: st.ID, State: st.State.String(), Coordinator: st.Coordinator,
+		Term: st.Term, TermText: TermText(st.Term),
 		Rating: st.Rating, Algorithm: st.Algorithm.String(), Members: []StatusMember{},
 		Startup: StatusStartup{Holding: st.Startup.Holding, Voters: st.Startup.Voters,
 			Expect: st.Startup.Expect, Short: st.Startup.Short},
+	}
+	if h := st.Hold; h.Held() {
+		doc.Hold = &StatusHold{Reason: h.Reason.String(), Voters: h.Voters, Need: h.Need, Why: h.String()}
+		if !h.Until.IsZero() {
+			doc.Hold.Until = h.Until.UTC().Format(time.RFC3339Nano)
+		}
 	}
 	if members != nil {
 		doc.Members = append(doc.Members, members()...)

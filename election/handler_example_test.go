@@ -10,8 +10,9 @@ import (
 	"github.com/coordelect/coordelect/election/electiontest"
 )
 
-// A service mounts the status handler under a prefix; /leader answers 503
-// until a coordinator is known, then names it and its term.
+// A service mounts the handler under a prefix; /leader answers 503 until a
+// coordinator is known, then names it and its term (raw, the fencing token,
+// and as epoch.tag); /readyz says ready once a coordinator is known.
 func ExampleNewHandler() {
 	tr := electiontest.NewNetwork().MustJoin(election.Identity{Name: "1"})
 	e, err := election.New(election.Config{Transport: tr})
@@ -38,19 +39,29 @@ func ExampleNewHandler() {
 	}
 	sub.Close()
 	get("/election/leader")
+	get("/election/readyz")
 	cancel()
 	<-done
 	// Output:
 	// 503 {
 	//   "coordinator": "",
 	//   "term": 0,
+	//   "term_text": "",
 	//   "is_self": false,
 	//   "payload": ""
 	// }
 	// 200 {
 	//   "coordinator": "1",
 	//   "term": 4294967297,
+	//   "term_text": "1.1",
 	//   "is_self": true,
 	//   "payload": ""
+	// }
+	// 200 {
+	//   "ready": true,
+	//   "reasons": [],
+	//   "coordinator": "1",
+	//   "term": 4294967297,
+	//   "term_text": "1.1"
 	// }
 }

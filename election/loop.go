@@ -68,6 +68,9 @@ func (e *Elector) loopStart() *time.Timer {
 	e.origin = time.Now()
 	e.log.Info("elector running", "algorithm", e.self.Algorithm, "rating", e.status.Rating,
 		"non_voter", e.self.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters)
+	if e.observeHold() { // a start-up hold is in force from the start
+		e.updateSnapshot()
+	}
 	return timer
 }
 

@@ -2,11 +2,13 @@ package election
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/internal/fenceerr"
 )
 
 // Leadership is who leads, as one node sees it.
@@ -281,15 +283,16 @@ func (n *notifier) deliver(x notification) {
 	}
 }
 
-// lead runs Claim until it succeeds (retrying every retry) or the span
-// ends, then OnStartedLeading.
+// lead runs Claim until it succeeds (retrying every retry), the span
+// ends or Claim finds the term stale (fencing.ErrStale: no retry can
+// succeed), then OnStartedLeading.
 func (n *notifier) lead(ctx context.Context, term, work uint64) {
 	for n.cb.Claim != nil {
 		err := n.cb.Claim(ctx, term)
 		if err == nil {
 			break
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, fenceerr.ErrStale) {
 			return
 		}
 		t := time.NewTimer(n.retry)

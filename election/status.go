@@ -145,14 +145,15 @@ func (e *Elector) countMembers() {
 }
 
 // updateSnapshot publishes the node's status for Status() (but the member
-// list, which Status builds).
+// list, which Status builds). Its coordinator is the one the node reports
+// (leadership), so that State, Term and Coordinator agree.
 func (e *Elector) updateSnapshot() {
 	st := e.status
 	s := &Status{
 		ID:          e.id,
 		State:       st.State,
 		Term:        uint64(st.Term),
-		Coordinator: st.Coordinator,
+		Coordinator: e.leadership().Coordinator,
 		Electing:    e.electing,
 		Rating:      st.Rating,
 		NonVoter:    e.self.NonVoter,

@@ -2,17 +2,21 @@
 // a store keeps a fence, the highest leadership term that has claimed it,
 // and accepts a write only if it is made in the term the fence holds.
 //
-// The coordinator of term t claims the fence before its work starts
-// (election.Callbacks.Claim: fence.Claim fits it as it is); from the moment
-// Claim returns nil, the store refuses every write of an older term, whether
-// or not the new coordinator has written yet. A coordinator that was paused,
-// starved or cut off and still believes it leads has its writes refused with
-// ErrStale instead of interleaving them with its successor's.
+// The contract is the interface Fence: claim a term, then write only under
+// the claimed term. The coordinator of term t claims the fence before its
+// work starts (election.Callbacks.Claim: a Fence's Claim fits it as it
+// is); from the moment Claim returns nil, the store refuses every write of
+// an older term, whether or not the new coordinator has written yet. A
+// coordinator that was paused, starved or cut off and still believes it
+// leads has its writes refused with ErrStale instead of interleaving them
+// with its successor's. SQL (any database/sql database) and Memory (one
+// process) implement Fence; Example_store shows a store of one's own (an
+// HTTP service) that does.
 //
 //	fence := &fencing.SQL{DB: db}
 //	if err := fence.Init(ctx); err != nil { ... }
-//	e, err := election.New(election.Config{
-//		Transport: tr,
+//	h, err := coordelect.Start(ctx, coordelect.Config{
+//		...
 //		Callbacks: election.Callbacks{
 //			Claim: fence.Claim,
 //			OnStartedLeading: func(ctx context.Context, term uint64) {
@@ -24,6 +28,24 @@
 //			},
 //		},
 //	})
+//
+// A store that only refuses terms below the highest that has written
+// (UPDATE ... WHERE fence <= $term, with no Claim) is not this recipe: it
+// accepts a deposed coordinator's writes until its successor first writes.
+//
+// # When Claim returns ErrStale
+//
+// The fence holds a later term than the one claimed: this term is
+// superseded, and no retry can succeed, so the elector does not retry it
+// (it retries any other error) and OnStartedLeading does not run in this
+// term. Usually the coordinator has a successor it has not heard of yet, or will
+// learn of the later term shortly. Step down at once (coordelect's
+// Handle.Resign, election.Elector.Resign; Claim may call it before it
+// returns the error), or do nothing and wait: the node follows the later
+// term when it hears of it, and Claim runs again whenever it starts
+// leading again. Note that the terms do not outlive the cluster: members
+// that all restart together start again at epoch 1, below a fence claimed
+// before, and then every Claim is stale until the epochs have caught up.
 //
 // # What is guaranteed
 //
@@ -60,13 +82,19 @@
 // Memory is the same fence for tests and examples, in one process.
 package fencing
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/coordelect/coordelect/internal/fenceerr"
+)
 
 // Errors of Claim and Write.
 var (
 	// ErrStale: the fence has moved past the term (a later coordinator
 	// claimed it): this coordinator was deposed and its write is refused.
-	ErrStale = errors.New("fencing: stale term: a later term holds the fence")
+	// A Claim that returns it (wrapped) is not retried by the elector
+	// (election.Callbacks.Claim): see "When Claim returns ErrStale".
+	ErrStale = fenceerr.ErrStale
 	// ErrUnclaimed: Write with a term the fence has not reached: the
 	// coordinator did not Claim the fence first (or its Claim failed).
 	ErrUnclaimed = errors.New("fencing: term not claimed: Claim the fence before writing")

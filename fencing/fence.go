@@ -79,7 +79,7 @@ func (f *SQL) Claim(ctx context.Context, term uint64) error {
 	update := "UPDATE " + table + " SET term = " + f.ph(1) + " WHERE id = 1 AND term < " + f.ph(2)
 	res, err := f.DB.ExecContext(ctx, update, arg, arg)
 	if err != nil {
-		return fmt.Errorf("fencing: claiming term %d: %w", term, err)
+		return fmt.Errorf("fencing: claiming term %s: %w", termText(term), err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
 		return err
@@ -87,14 +87,14 @@ func (f *SQL) Claim(ctx context.Context, term uint64) error {
 	held, err := f.Term(ctx)
 	switch {
 	case err != nil:
-		return fmt.Errorf("fencing: claiming term %d: %w", term, err)
+		return fmt.Errorf("fencing: claiming term %s: %w", termText(term), err)
 	case held == term:
 		return nil // this term claimed it already
 	case held > term:
-		return fmt.Errorf("%w: claiming term %d, the fence holds %d", ErrStale, term, held)
+		return fmt.Errorf("%w: claiming term %s, the fence holds %s", ErrStale, termText(term), termText(held))
 	}
 	// The fence is below term yet the UPDATE matched nothing: lost row?
-	return fmt.Errorf("fencing: claiming term %d: the fence holds %d but did not move", term, held)
+	return fmt.Errorf("fencing: claiming term %s: the fence holds %s but did not move", termText(term), termText(held))
 }
 
 // Write runs fn in a transaction that commits only if the fence still holds
@@ -111,7 +111,7 @@ func (f *SQL) Write(ctx context.Context, term uint64, fn func(tx *sql.Tx) error)
 	}
 	tx, err := f.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("fencing: write in term %d: %w", term, err)
+		return fmt.Errorf("fencing: write in term %s: %w", termText(term), err)
 	}
 	defer func() {
 		if err != nil {
@@ -123,10 +123,10 @@ func (f *SQL) Write(ctx context.Context, term uint64, fn func(tx *sql.Tx) error)
 	update := "UPDATE " + table + " SET writes = writes + 1 WHERE id = 1 AND term = " + f.ph(1)
 	res, err := tx.ExecContext(ctx, update, arg)
 	if err != nil {
-		return fmt.Errorf("fencing: write in term %d: %w", term, err)
+		return fmt.Errorf("fencing: write in term %s: %w", termText(term), err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("fencing: write in term %d: %w", term, err)
+		return fmt.Errorf("fencing: write in term %s: %w", termText(term), err)
 	} else if n != 1 {
 		return f.refusal(ctx, tx, term)
 	}
@@ -134,7 +134,7 @@ func (f *SQL) Write(ctx context.Context, term uint64, fn func(tx *sql.Tx) error)
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("fencing: commit in term %d: %w", term, err)
+		return fmt.Errorf("fencing: commit in term %s: %w", termText(term), err)
 	}
 	return nil
 }
@@ -144,11 +144,11 @@ func (f *SQL) refusal(ctx context.Context, tx *sql.Tx, term uint64) error {
 	held, err := f.readTerm(ctx, tx.QueryRowContext)
 	switch {
 	case err != nil:
-		return fmt.Errorf("fencing: write in term %d: %w", term, err)
+		return fmt.Errorf("fencing: write in term %s: %w", termText(term), err)
 	case held > term:
-		return fmt.Errorf("%w: write in term %d, the fence holds %d", ErrStale, term, held)
+		return fmt.Errorf("%w: write in term %s, the fence holds %s", ErrStale, termText(term), termText(held))
 	}
-	return fmt.Errorf("%w: write in term %d, the fence holds %d", ErrUnclaimed, term, held)
+	return fmt.Errorf("%w: write in term %s, the fence holds %s", ErrUnclaimed, termText(term), termText(held))
 }
 
 // readTerm reads the fence through query (the database's or a

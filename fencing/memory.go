@@ -25,7 +25,7 @@ func (m *Memory) Claim(ctx context.Context, term uint64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.term > term {
-		return fmt.Errorf("%w: claiming term %d, the fence holds %d", ErrStale, term, m.term)
+		return fmt.Errorf("%w: claiming term %s, the fence holds %s", ErrStale, termText(term), termText(m.term))
 	}
 	m.term = term
 	return nil
@@ -43,9 +43,9 @@ func (m *Memory) Write(ctx context.Context, term uint64, fn func() error) error 
 	defer m.mu.Unlock()
 	switch {
 	case m.term > term:
-		return fmt.Errorf("%w: write in term %d, the fence holds %d", ErrStale, term, m.term)
+		return fmt.Errorf("%w: write in term %s, the fence holds %s", ErrStale, termText(term), termText(m.term))
 	case m.term < term:
-		return fmt.Errorf("%w: write in term %d, the fence holds %d", ErrUnclaimed, term, m.term)
+		return fmt.Errorf("%w: write in term %s, the fence holds %s", ErrUnclaimed, termText(term), termText(m.term))
 	}
 	if err := fn(); err != nil {
 		return err

@@ -161,14 +161,15 @@ func TestKeyMismatchOnRejoin(t *testing.T) {
 }
 
 // Readiness tells "alone" (seeds unreachable), "waiting for expected
-// members" and "no quorum" apart from ready.
+// members" and "no quorum" apart from ready; JoinProblem is the "alone"
+// case only.
 func TestReadinessReasons(t *testing.T) {
 	checkLeaks(t)
 	cfg := testConfig("n2")
 	cfg.QuorumSize, cfg.Seeds = 3, []string{"127.0.0.1:1"}
 	n2 := start(t, cfg)
-	if why := n2.Readiness().Reason(0); !strings.HasPrefix(why, "alone: no seed reachable") {
-		t.Fatalf("seed unreachable: reason %q", why)
+	if why := n2.Readiness().Reason(0); !strings.HasPrefix(why, "alone: no seed reachable") || n2.JoinProblem() != why {
+		t.Fatalf("seed unreachable: reason %q, join problem %q", why, n2.JoinProblem())
 	}
 	c1 := testConfig("n1")
 	c1.QuorumSize = 3
@@ -178,8 +179,8 @@ func TestReadinessReasons(t *testing.T) {
 	}
 	n2.waitPeerEvents(t, "n1", "up:n1/0")
 	r := n2.Readiness()
-	if r.Voters != 2 || r.Reason(3) != "waiting for expected members: 2 of 3 voters visible" || r.Reason(0) != "" {
-		t.Fatalf("two of three: %+v: %q, %q", r, r.Reason(3), r.Reason(0))
+	if r.Voters != 2 || r.Reason(3) != "waiting for expected members: 2 of 3 voters visible" || r.Reason(0) != "" || n2.JoinProblem() != "" {
+		t.Fatalf("two of three: %+v: %q, %q, join problem %q", r, r.Reason(3), r.Reason(0), n2.JoinProblem())
 	}
 	n1.stop(t)
 	n2.waitPeerEvents(t, "n1", "down:n1")

@@ -73,14 +73,20 @@ type Config struct {
 
 // Options are the parts of a Config that do not describe the member nor
 // the election: addresses, seeds, memberlist profile, encryption, queues.
-// Start from DefaultOptions (coordelect.Config.Membership is one).
+//
+// A zero field means its default (WithDefaults; New applies them), so
+// Options{SecretKey: k} is the defaults with encryption. An explicit "off"
+// is a negative value or a named constant, never zero (RejoinInterval:
+// NoRejoin). The one exception is BindPort, where 0 picks a free port, as
+// everywhere ports are given: DefaultOptions' 7946 is the default of
+// DefaultOptions only, and coordelect.Config.BindAddr sets both.
 type Options struct {
 	// BindAddr is the IP address to listen on (UDP and TCP). Default
-	// "0.0.0.0", which advertises the first private IP; tests use
-	// "127.0.0.1". Ignored when Transport is set.
+	// "0.0.0.0" (also when ""), which advertises the first private IP;
+	// tests use "127.0.0.1". Ignored when Transport is set.
 	BindAddr string
 	// BindPort is the port to listen on; 0 picks a free one (see Addr).
-	// Default 7946. Ignored when Transport is set.
+	// DefaultOptions sets 7946. Ignored when Transport is set.
 	BindPort int
 	// AdvertiseAddr and AdvertisePort are the IP and port other members
 	// reach this node at, when not the bound ones (NAT, containers).
@@ -101,8 +107,8 @@ type Options struct {
 	// member at once rather than after gossip rounds. Default none (a new
 	// cluster).
 	Seeds []string
-	// Profile selects memberlist's timing defaults: ProfileLAN (default),
-	// ProfileLocal or ProfileWAN.
+	// Profile selects memberlist's timing defaults: ProfileLAN (default,
+	// also when ""), ProfileLocal or ProfileWAN.
 	Profile string
 	// SecretKey, when set, encrypts and authenticates all gossip and
 	// messages with AES-GCM: 16, 24 or 32 bytes (AES-128/192/256), the same
@@ -123,23 +129,24 @@ type Options struct {
 	// dead seeds and the departed members are joined by about four
 	// members of the cluster per interval, drawn at random, not by all
 	// (Stats.RejoinsSkipped counts the intervals a node left out). A node
-	// that holds no seed alive joins them all. 0
-	// disables re-joining and retries. Independently of it, a member whose
-	// answer to a probe shows a new boot ID that gossip has not brought yet
-	// (a restarted seed that knows nobody) is joined at once. Default 10 s.
+	// that holds no seed alive joins them all. NoRejoin (any negative
+	// value) disables re-joining and retries. Independently of it, a
+	// member whose answer to a probe shows a new boot ID that gossip has
+	// not brought yet (a restarted seed that knows nobody) is joined at
+	// once. Default (also when 0) 10 s.
 	RejoinInterval time.Duration
 	// ReorderTimeout is how long a reliable message that arrived ahead of
 	// an earlier one on the same link is held, waiting for the gap to fill,
 	// before the gap is skipped. About twice the worst round trip between
-	// members. Default 250 ms.
+	// members. Default (also when 0) 250 ms.
 	ReorderTimeout time.Duration
 	// QueueSize caps received messages waiting for the elector to read
 	// Events: at most QueueSize wait to be checked and QueueSize more to be
 	// read; beyond, messages are dropped and counted (membership events are
-	// never dropped). Default 4096.
+	// never dropped). Default (also when 0) 4096.
 	QueueSize int
 	// SendQueueSize caps frames queued for one peer; Send fails beyond it.
-	// Default 256.
+	// Default (also when 0) 256.
 	SendQueueSize int
 	// Transport, when set, replaces the UDP/TCP transport (see
 	// FaultNetwork for fault injection in tests). The Node owns it: it is
@@ -179,6 +186,36 @@ func DefaultOptions() Options {
 	}
 }
 
+// NoRejoin is the RejoinInterval that turns re-joining (and the retries of
+// the first join) off; any negative value does.
+const NoRejoin time.Duration = -1
+
+// WithDefaults returns o with each zero field set to its default
+// (DefaultOptions), but BindPort, where 0 picks a free port. New and
+// Validate apply it.
+func (o Options) WithDefaults() Options {
+	d := DefaultOptions()
+	if o.BindAddr == "" {
+		o.BindAddr = d.BindAddr
+	}
+	if o.Profile == "" {
+		o.Profile = d.Profile
+	}
+	if o.RejoinInterval == 0 {
+		o.RejoinInterval = d.RejoinInterval
+	}
+	if o.ReorderTimeout == 0 {
+		o.ReorderTimeout = d.ReorderTimeout
+	}
+	if o.QueueSize == 0 {
+		o.QueueSize = d.QueueSize
+	}
+	if o.SendQueueSize == 0 {
+		o.SendQueueSize = d.SendQueueSize
+	}
+	return o
+}
+
 // SetElection copies from ec, with its defaults filled in, the settings
 // every member must share (QuorumSize, HeartbeatInterval, HeartbeatMisses,
 // QuorumLease), so that members that run different ones refuse each other.
@@ -190,11 +227,14 @@ func (c *Config) SetElection(ec election.Config) {
 	c.HeartbeatMisses, c.QuorumLease = ec.HeartbeatMisses, ec.QuorumLease
 }
 
-// Validate checks the configuration. Errors name the field and the value.
+// Validate checks the configuration, its zero Options taking their
+// defaults (Options.WithDefaults). Errors name the field and the value.
 func (c *Config) Validate() error {
+	d := *c
+	d.Options = c.Options.WithDefaults()
 	checks := []func() error{
-		c.validateName, c.validateAddrs, c.validateSeeds,
-		c.validateCluster, c.validateSizes,
+		d.validateName, d.validateAddrs, d.validateSeeds,
+		d.validateCluster, d.validateSizes,
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -283,14 +323,12 @@ func (c *Config) validateSizes() error {
 		return fieldError("HeartbeatMisses", c.HeartbeatMisses, "must be >= 0")
 	case c.QuorumLease < 0:
 		return fieldError("QuorumLease", c.QuorumLease.String(), "must be >= 0")
-	case c.RejoinInterval < 0:
-		return fieldError("RejoinInterval", c.RejoinInterval.String(), "must be >= 0 (0 disables)")
 	case c.ReorderTimeout <= 0:
-		return fieldError("ReorderTimeout", c.ReorderTimeout.String(), "must be > 0")
+		return fieldError("ReorderTimeout", c.ReorderTimeout.String(), "must be > 0 (0: the default)")
 	case c.QueueSize < 1:
-		return fieldError("QueueSize", c.QueueSize, "must be >= 1")
+		return fieldError("QueueSize", c.QueueSize, "must be >= 1 (0: the default)")
 	case c.SendQueueSize < 1:
-		return fieldError("SendQueueSize", c.SendQueueSize, "must be >= 1")
+		return fieldError("SendQueueSize", c.SendQueueSize, "must be >= 1 (0: the default)")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -37,10 +38,9 @@ func TestConfigValidate(t *testing.T) {
 		{"key length", func(c *Config) { c.SecretKey = make([]byte, 15) }, "Config.SecretKey = <15 bytes>"},
 		{"label", func(c *Config) { c.Label = strings.Repeat("l", 256) }, "Config.Label"},
 		{"algorithm", func(c *Config) { c.Algorithm = 9 }, "Config.Algorithm = algorithm(9): want bully, ring or peterson"},
-		{"rejoin", func(c *Config) { c.RejoinInterval = -time.Second }, `Config.RejoinInterval = "-1s"`},
-		{"reorder", func(c *Config) { c.ReorderTimeout = 0 }, `Config.ReorderTimeout = "0s": must be > 0`},
-		{"queue", func(c *Config) { c.QueueSize = 0 }, "Config.QueueSize = 0"},
-		{"send queue", func(c *Config) { c.SendQueueSize = 0 }, "Config.SendQueueSize = 0"},
+		{"reorder", func(c *Config) { c.ReorderTimeout = -time.Second }, `Config.ReorderTimeout = "-1s": must be > 0`},
+		{"queue", func(c *Config) { c.QueueSize = -1 }, "Config.QueueSize = -1"},
+		{"send queue", func(c *Config) { c.SendQueueSize = -1 }, "Config.SendQueueSize = -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,5 +83,42 @@ func TestMemberlistConfigProfiles(t *testing.T) {
 		if mc.ProbeInterval != probe || mc.Name != "n" || mc.GossipNodes != 9 || mc.Logger == nil || mc.LogOutput != nil {
 			t.Fatalf("%s: %+v", profile, mc)
 		}
+	}
+}
+
+// A zero field of Options means its default, also in New, whatever the
+// other fields hold; an explicit off is a negative value (NoRejoin);
+// BindPort 0 still picks a free port.
+func TestOptionsZeroMeansDefault(t *testing.T) {
+	def := DefaultOptions()
+	want := def
+	want.BindPort = 0
+	if got := (Options{}).WithDefaults(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Options{}.WithDefaults() = %+v, want %+v", got, want)
+	}
+	custom := Options{Profile: ProfileWAN, RejoinInterval: time.Minute, ReorderTimeout: time.Second, QueueSize: 7, SendQueueSize: 8, BindAddr: "127.0.0.1"}
+	if got := custom.WithDefaults(); !reflect.DeepEqual(got, custom) {
+		t.Errorf("WithDefaults changed set fields: %+v, want %+v", got, custom)
+	}
+	if got := (Options{RejoinInterval: NoRejoin}).WithDefaults().RejoinInterval; got != NoRejoin {
+		t.Errorf("RejoinInterval NoRejoin became %v", got)
+	}
+
+	c := Config{Options: Options{BindAddr: "127.0.0.1", SecretKey: make([]byte, 16)}}
+	c.Name = "n1"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate of zero options: %v", err)
+	}
+	n, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if n.cfg.RejoinInterval != def.RejoinInterval || n.cfg.Profile != ProfileLAN || n.cfg.QueueSize != def.QueueSize ||
+		n.cfg.SendQueueSize != def.SendQueueSize || n.cfg.ReorderTimeout != def.ReorderTimeout {
+		t.Errorf("New with zero options runs with %+v, want the defaults", n.cfg.Options)
+	}
+	if !strings.HasPrefix(n.Addr(), "127.0.0.1:") || strings.HasSuffix(n.Addr(), ":7946") {
+		t.Errorf("BindPort 0 listens at %s, want a free port", n.Addr())
 	}
 }

@@ -41,7 +41,7 @@ func testConfig(name string) Config {
 	c.Name = name
 	c.BindAddr, c.BindPort = "127.0.0.1", 0
 	c.Profile = ProfileLocal
-	c.RejoinInterval = 0
+	c.RejoinInterval = NoRejoin
 	c.ReorderTimeout = time.Second
 	c.Memberlist = fastTimings
 	if lvl := os.Getenv("MEMBERSHIP_TEST_LOG"); lvl != "" {

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -72,7 +73,8 @@ type Node struct {
 
 var _ election.StartupTransport = (*Node)(nil)
 
-// New validates cfg, creates the memberlist, joins cfg.Seeds once and
+// New fills in the defaults of cfg's zero Options (Options.WithDefaults),
+// validates cfg, creates the memberlist, joins cfg.Seeds once and
 // starts the Node. Failing to reach any seed is logged, not returned: the
 // first members of a cluster start before their seeds, and the re-joiner
 // tries again every RejoinInterval (call Join to see the error instead).
@@ -80,6 +82,7 @@ var _ election.StartupTransport = (*Node)(nil)
 // when a live member already holds cfg.Name. The events for the
 // members already present are queued for Events when New returns.
 func New(cfg Config) (*Node, error) {
+	cfg.Options = cfg.Options.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -669,10 +672,23 @@ func (n *Node) Members() []Member { return n.table.members(time.Now()) }
 // Stats returns the node's cumulative counts.
 func (n *Node) Stats() Stats { return n.stats.snapshot() }
 
+// ErrLeaveUnconfirmed: Leave sent the news that this node leaves, but no
+// member confirmed it within the timeout: the others may see a failure
+// instead of a leave (after failure detection). It happens when every
+// member stops at once, since each leaves while the others do; a caller
+// stopping anyway may log it and go on (coordelect's Handle.Close does).
+var ErrLeaveUnconfirmed = errors.New("membership: the leave was not confirmed in time")
+
+// leaveTimeoutMsg is memberlist's (v0.7.0) error when Leave's broadcast
+// was not confirmed within the timeout; it has no sentinel error.
+const leaveTimeoutMsg = "timeout waiting for leave broadcast"
+
 // Leave tells the cluster this node is leaving and waits up to timeout for
 // the news to go out; peers then see EventPeerDown at once instead of
-// after failure detection. Close must still be called. Idempotent. After a
-// fatal error (Err) it returns an error wrapping ErrClosed and that error.
+// after failure detection. Close must still be called. Idempotent. It
+// returns an error wrapping ErrLeaveUnconfirmed when the news went out but
+// was not confirmed in time. After a fatal error (Err) it returns an error
+// wrapping ErrClosed and that error.
 func (n *Node) Leave(timeout time.Duration) error {
 	n.lifeMu.Lock()
 	defer n.lifeMu.Unlock()
@@ -683,7 +699,11 @@ func (n *Node) Leave(timeout time.Duration) error {
 		// memberlist is shut down (shutdownOnFailure): its Leave would panic.
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
-	return n.ml.Leave(timeout)
+	err := n.ml.Leave(timeout)
+	if err != nil && strings.Contains(err.Error(), leaveTimeoutMsg) {
+		return fmt.Errorf("%w (%v): %w", ErrLeaveUnconfirmed, timeout, err)
+	}
+	return err
 }
 
 // Close shuts memberlist down without leaving, so that for the others this

@@ -3,6 +3,8 @@ package membership
 import (
 	"fmt"
 	"time"
+
+	"github.com/coordelect/coordelect/election"
 )
 
 // Readiness is the membership side of a readiness check (a /readyz): why
@@ -48,16 +50,37 @@ func (n *Node) Readiness() Readiness {
 // or "no quorum" (fewer than a majority of QuorumSize voters visible).
 func (r Readiness) Reason(expect int) string {
 	switch {
-	case r.Seeds > 0 && !r.SeedsReached && r.Members <= 1:
-		why := r.JoinError
-		if r.KeyMismatch > 0 {
-			why = "key mismatch: " + why
-		}
-		return fmt.Sprintf("alone: no seed reachable (%s)", why)
+	case r.alone():
+		return r.aloneReason()
 	case expect > 0 && r.Voters < expect:
 		return fmt.Sprintf("waiting for expected members: %d of %d voters visible", r.Voters, expect)
 	case r.QuorumSize > 0 && r.Voters < r.QuorumSize/2+1:
 		return fmt.Sprintf("no quorum: %d of %d voters visible, %d needed", r.Voters, r.QuorumSize, r.QuorumSize/2+1)
+	}
+	return ""
+}
+
+// alone: seeds configured, none reached, no other member.
+func (r Readiness) alone() bool { return r.Seeds > 0 && !r.SeedsReached && r.Members <= 1 }
+
+func (r Readiness) aloneReason() string {
+	why := r.JoinError
+	if r.KeyMismatch > 0 {
+		why = "key mismatch: " + why
+	}
+	return fmt.Sprintf("alone: no seed reachable (%s)", why)
+}
+
+var _ election.ReadinessTransport = (*Node)(nil)
+
+// JoinProblem returns Reason's "alone" case: why this node has not reached
+// the cluster its Seeds name, "" once a join has reached a member or
+// another member has reached it, or when it has no seeds. The elector's
+// readiness (election.ReadinessTransport, the handler's /readyz) reports
+// it, even while this node leads alone.
+func (n *Node) JoinProblem() string {
+	if r := n.Readiness(); r.alone() {
+		return r.aloneReason()
 	}
 	return ""
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -30,27 +29,20 @@ func TestClusterCrashAndRestart(t *testing.T) {
 	v = tc.waitAgreed(t, "4")
 	t.Logf("crash of the coordinator: 4 agreed by the 4 survivors %v after the crash request", time.Since(start))
 	waitFor(t, waitTimeout, "a log line for the change to 4", func() bool {
-		return strings.Contains(tc.stderr.String(), "coordinator agreed: coordinator=4 term="+v.Term+" nodes=4/5")
+		return strings.Contains(tc.stderr.String(), "coordinator agreed: coordinator=4 term="+v.TermText+" nodes=4/5")
 	})
 	if code, _ := getJSON(tc.url+"/nodes/5/status", new(election.StatusDocument)); code != http.StatusServiceUnavailable {
 		t.Errorf("status of a crashed node: %d, want 503", code)
 	}
-	term4 := termOf(t, v.Term)
+	if v.TermText != core.Term(v.Term).String() {
+		t.Errorf("the page's term %d is %q as text, want %q", v.Term, v.TermText, core.Term(v.Term))
+	}
+	term4 := v.Term
 	tc.mustPost(t, "/api/nodes/5/restart", "")
 	v = tc.waitAgreed(t, "5")
-	if v.up() != 5 || termOf(t, v.Term) <= term4 {
-		t.Errorf("after the restart: %d up, term %s; want 5 up and a term above %s", v.up(), v.Term, core.Term(term4))
+	if v.up() != 5 || v.Term <= term4 {
+		t.Errorf("after the restart: %d up, term %s; want 5 up and a term above %s", v.up(), v.TermText, core.Term(term4))
 	}
-}
-
-// termOf parses an epoch.tag term.
-func termOf(t *testing.T, s string) core.Term {
-	t.Helper()
-	var epoch, tag uint32
-	if _, err := fmt.Sscanf(s, "%d.%d", &epoch, &tag); err != nil {
-		t.Fatalf("term %q: %v", s, err)
-	}
-	return core.MakeTerm(epoch, tag)
 }
 
 // /nodes/{name}/status has exactly the fields of `demo node`'s /status.
@@ -63,7 +55,7 @@ func TestClusterNodeEndpoints(t *testing.T) {
 		t.Fatalf("status: %d %v", code, err)
 	}
 	keys := slices.Sorted(maps.Keys(doc))
-	if want := []string{"algorithm", "coordinator", "members", "name", "rating", "startup", "state", "term"}; !slices.Equal(keys, want) {
+	if want := []string{"algorithm", "coordinator", "members", "name", "rating", "startup", "state", "term", "term_text"}; !slices.Equal(keys, want) {
 		t.Errorf("status keys %v, want %v", keys, want)
 	}
 	var st election.StatusDocument
@@ -83,7 +75,7 @@ func TestClusterNodeEndpoints(t *testing.T) {
 		"/nodes/3/metrics": `coordelect_is_coordinator{node="3"} 1`,
 		"/metrics":         `coordelect_is_coordinator{node="1"} 0`,
 		"/nodes/1/healthz": "ok",
-		"/nodes/1/readyz":  "ready: coordinator 3",
+		"/nodes/1/readyz":  `"coordinator": "3"`,
 		"/nodes/1/leader":  `"coordinator": "3"`,
 		"/healthz":         "ok",
 	} {
@@ -153,10 +145,12 @@ func TestClusterPartitionQuorum(t *testing.T) {
 	// /readyz tells the minority's "no quorum" from the majority's "ready"
 	// (memberlist declares the other side dead within about a second).
 	waitFor(t, waitTimeout, "4 not ready for want of a quorum, 1 ready", func() bool {
-		code4, body4 := getText(tc.url + "/nodes/4/readyz")
-		code1, body1 := getText(tc.url + "/nodes/1/readyz")
-		return code4 == http.StatusServiceUnavailable && strings.HasPrefix(body4, "no quorum: 2 members alive, a coordinator needs 3") &&
-			code1 == http.StatusOK && body1 == "ready: coordinator 3\n"
+		var r4, r1 election.Readiness
+		code4, err4 := getDoc(tc.url+"/nodes/4/readyz", &r4)
+		code1, err1 := getDoc(tc.url+"/nodes/1/readyz", &r1)
+		return err4 == nil && err1 == nil && code4 == http.StatusServiceUnavailable &&
+			slices.Equal(r4.Reasons, []string{"no quorum: 2 of 5 voters visible (QuorumSize), a coordinator needs 3"}) &&
+			code1 == http.StatusOK && r1.Ready && r1.Coordinator == "3"
 	})
 	tc.mustPost(t, "/api/heal", "")
 	tc.waitAgreed(t, "5")

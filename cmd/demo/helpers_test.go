@@ -130,6 +130,16 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // long.
 var httpClient = &http.Client{Timeout: 5 * time.Second}
 
+// getDoc is getJSON for a document served with any status (/readyz).
+func getDoc(url string, v any) (int, error) {
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(v)
+}
+
 // getJSON decodes the JSON document at url into v, or returns the status.
 func getJSON(url string, v any) (int, error) {
 	resp, err := httpClient.Get(url)

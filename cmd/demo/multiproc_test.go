@@ -204,3 +204,48 @@ func (p *proc) waitExit(t *testing.T) {
 		t.Fatalf("%s still running %v after SIGTERM", p.name, waitTimeout)
 	}
 }
+
+// Three `demo node` processes told to expect a cluster of 7 (-quorum 7)
+// never elect anyone; stopped together with SIGINT, each leaves while the
+// others do, so no leave is confirmed, and every one exits 0 all the same
+// (the unconfirmed leave is a warning, as in Handle.Close, which demo node
+// runs).
+func TestMultiProcessStopWithoutQuorum(t *testing.T) {
+	bin := buildDemo(t)
+	first := startNode(t, bin, "n1", "-quorum", "7")
+	procs := []*proc{first}
+	for i := 2; i <= 3; i++ {
+		procs = append(procs, startNode(t, bin, fmt.Sprint("n", i), "-quorum", "7", "-join", first.gossip))
+	}
+	waitFor(t, waitTimeout, "every node sees the 3 members, and no coordinator", func() bool {
+		for _, p := range procs {
+			st, err := p.status()
+			alive := 0
+			for _, m := range st.Members {
+				if m.Alive {
+					alive++
+				}
+			}
+			if err != nil || alive != 3 || st.Coordinator != "" {
+				return false
+			}
+		}
+		return true
+	})
+	var r election.Readiness
+	if code, err := getDoc(first.http+"/readyz", &r); err != nil || code != http.StatusServiceUnavailable ||
+		len(r.Reasons) != 1 || !strings.Contains(r.Reasons[0], "3 of 7 voters visible") {
+		t.Errorf("n1 /readyz: %d %+v (%v); want 503, waiting for the expected voters or no quorum, 3 of 7", code, r, err)
+	}
+	for _, p := range procs {
+		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range procs {
+		p.waitExit(t)
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", p.name, p.stderr.String())
+		}
+	}
+}

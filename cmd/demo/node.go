@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/coordelect/coordelect"
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/membership"
 	"github.com/coordelect/coordelect/metrics"
@@ -21,9 +24,9 @@ const nodeSynopsis = `usage: demo node -name NAME [flags]
 
 Runs one coordelect node in this process: a memberlist member and an elector,
 with /status and /leader (JSON), /metrics (Prometheus), /healthz (200 while it runs) and
-/readyz (200 once it knows a coordinator, else 503 and why) over HTTP. Start one
+/readyz (JSON: 200 once it knows a coordinator, else 503 and why) over HTTP. Start one
 per process or host and point them at each other with -join. SIGINT or
-SIGTERM resigns (a coordinator hands off) and leaves the cluster.`
+SIGTERM resigns (a coordinator hands off), leaves the cluster and exits 0.`
 
 // leaveTimeout bounds how long a stopping node waits for its leave message
 // to go out.
@@ -129,7 +132,10 @@ func (o *nodeOptions) check() error {
 	return nil
 }
 
-// runNode runs `demo node` until ctx ends, then stops gracefully.
+// runNode runs `demo node` until ctx ends, then stops gracefully. The node
+// is a service embedding coordelect as the README shows: coordelect.Start,
+// the Handle's Handler and its Close, so that what a service gets is what
+// this command runs.
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer, sink *metrics.MemberlistSink) error {
 	o, err := parseNodeFlags(args, stdout)
 	if err != nil {
@@ -140,21 +146,21 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer, sink 
 	if err != nil {
 		return fmt.Errorf("-http: %w", err)
 	}
-	o.mem.Logger, o.el.Logger = logger, logger
-	p, err := startPeer(peerConfig{mem: o.mem, el: o.el, sink: sink})
+	reg := prometheus.NewRegistry()
+	h, err := coordelect.Start(ctx, o.config(logger, reg, sink))
 	if err != nil {
 		_ = ln.Close()
 		return flagError(err)
 	}
-	srv := serveNode(p, ln, logger)
-	fmt.Fprintf(stdout, "node %s: gossip %s, http://%s/status\n", p.name, p.mem.Addr(), ln.Addr())
+	srv := serveNode(h, reg, ln, logger)
+	fmt.Fprintf(stdout, "node %s: gossip %s, http://%s/status\n", o.mem.Name, h.Addr(), ln.Addr())
 	select {
 	case <-ctx.Done():
 		logger.Info("stopping: resigning and leaving the cluster")
-	case <-p.done:
-		logger.Error("elector stopped", "error", p.runErr)
+	case <-h.Done():
+		logger.Error("elector stopped", "error", h.Err())
 	}
-	err = p.stop(leaveTimeout)
+	err = h.Close(context.Background()) // hand off, leave (an unconfirmed leave is a warning), shut down
 	shutdown(srv, logger)
 	return flagError(err)
 }
@@ -169,10 +175,22 @@ func flagError(err error) error {
 	return err
 }
 
-// serveNode serves the node's endpoints on ln.
-func serveNode(p *peer, ln net.Listener, logger hclog.Logger) *http.Server {
+// config is the coordelect configuration of the node.
+func (o *nodeOptions) config(logger hclog.Logger, reg *prometheus.Registry, sink *metrics.MemberlistSink) coordelect.Config {
+	mo, ec := o.mem.Options, o.el
+	return coordelect.Config{
+		Identity: o.mem.Identity, Logger: logger, LeaveTimeout: leaveTimeout,
+		Registerer: reg, MemberlistSink: sink, // nil sink: without memberlist's own metrics
+		Membership: &mo, Election: &ec,
+	}
+}
+
+// serveNode serves the node's endpoints on ln: the Handle's handler
+// (/status, /leader, /healthz, /readyz) and its metrics (/metrics).
+func serveNode(h *coordelect.Handle, reg *prometheus.Registry, ln net.Listener, logger hclog.Logger) *http.Server {
 	mux := http.NewServeMux()
-	handlePeer(mux, "", func(*http.Request) (*peer, error) { return p, nil })
+	mux.Handle("/", h.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := newServer(mux, logger)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

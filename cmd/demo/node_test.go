@@ -70,8 +70,10 @@ func nodeAlone(t *testing.T, bootstrap bool) {
 			t.Errorf("/status: %d %v %+v; want no coordinator", code, err, st)
 		}
 	}
-	if code, body := getText(base + "/readyz"); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "alone:") {
-		t.Errorf("/readyz of a node whose seed is unreachable: %d %q; want 503 alone", code, body)
+	var r election.Readiness
+	if code, err := getDoc(base+"/readyz", &r); err != nil || code != http.StatusServiceUnavailable ||
+		len(r.Reasons) == 0 || !strings.HasPrefix(r.Reasons[0], "alone: no seed reachable") {
+		t.Errorf("/readyz of a node whose seed is unreachable: %d %+v (%v); want 503 alone", code, r, err)
 	}
 	logs := errb.String()
 	if n := strings.Count(logs, "[WARN]"); !bootstrap && n != 1 {

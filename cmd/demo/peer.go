@@ -24,12 +24,10 @@ type peer struct {
 	el     *election.Elector
 	reg    *prometheus.Registry
 	rec    *metrics.Recorder
-	api    http.Handler       // election.NewHandler: /status and /leader
+	api    http.Handler       // election.NewHandler: /status, /leader, /healthz, /readyz
 	cancel context.CancelFunc // ends Run's context: the graceful hand-off
 	done   chan struct{}      // closed when Run has returned
 	runErr error              // Run's result, set before done is closed
-	seeds  int                // members it was told to join (membership.Config.Seeds)
-	quorum int                // election.Config.QuorumSize
 }
 
 // peerConfig is what startPeer needs.
@@ -59,8 +57,7 @@ func startPeer(pc peerConfig) (*peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &peer{name: name, mem: mem, reg: prometheus.NewRegistry(), done: make(chan struct{}),
-		seeds: len(pc.mem.Seeds), quorum: pc.el.QuorumSize}
+	p := &peer{name: name, mem: mem, reg: prometheus.NewRegistry(), done: make(chan struct{})}
 	opts := []metrics.Option{metrics.WithTransportStats(mem)}
 	if pc.sink != nil {
 		opts = append(opts, metrics.WithMemberlist(pc.sink, name))
@@ -103,7 +100,8 @@ func (p *peer) crash() error {
 
 // stop stops the member gracefully: a coordinator resigns and waits for its
 // successor (election.Config.HandoffTimeout), then the member tells the
-// cluster it leaves, waiting up to timeout for the news to go out.
+// cluster it leaves, waiting up to timeout for the news to go out (a leave
+// not confirmed in time, as when every node stops at once, is no error).
 func (p *peer) stop(timeout time.Duration) error {
 	p.cancel()
 	<-p.done
@@ -111,7 +109,7 @@ func (p *peer) stop(timeout time.Duration) error {
 	if p.runErr != nil {
 		errs = append(errs, fmt.Errorf("elector %s: %w", p.name, p.runErr))
 	}
-	if err := p.mem.Leave(timeout); err != nil {
+	if err := p.mem.Leave(timeout); err != nil && !errors.Is(err, membership.ErrLeaveUnconfirmed) {
 		errs = append(errs, fmt.Errorf("leaving the cluster: %w", err))
 	}
 	if err := p.mem.Close(); err != nil {
@@ -130,53 +128,4 @@ func chainMemberlist(f, g func(*memberlist.Config)) func(*memberlist.Config) {
 		f(c)
 		g(c)
 	}
-}
-
-// running reports whether the elector still runs.
-func (p *peer) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// readiness reports whether the node is ready, that is, follows or is a
-// coordinator it found with others, and otherwise why not: the elector
-// stopped; it is alone although it has seeds to join (they are unreachable,
-// or refuse it); it waits for the voters it expects (-expect) or for its
-// member list to settle; it is cut off from a majority of the quorum size;
-// or an election is still running.
-func (p *peer) readiness() (ready bool, why string) {
-	if !p.running() {
-		return false, "stopped: the elector stopped"
-	}
-	alive := 0
-	for _, m := range p.mem.Members() {
-		if m.Alive {
-			alive++
-		}
-	}
-	coord, _, _ := p.el.Leader()
-	su := p.el.Status().Startup
-	switch {
-	case p.seeds > 0 && alive <= 1:
-		return false, "alone: no other member reached yet (the -join seeds are unreachable or refuse this node); retrying"
-	case coord == "" && su.Holding && su.Voters < su.Expect:
-		return false, fmt.Sprintf("waiting for expected members: %d of %d voters visible (-expect); electing anyway once the -expect-window passes",
-			su.Voters, su.Expect)
-	case coord == "" && p.quorum > 0 && alive < p.quorum/2+1:
-		return false, fmt.Sprintf("no quorum: %d members alive, a coordinator needs %d of the quorum size %d",
-			alive, p.quorum/2+1, p.quorum)
-	case coord == "" && su.Holding:
-		return false, "starting: waiting for the member list to settle before electing"
-	case coord == "":
-		return false, "electing: no coordinator known yet"
-	}
-	if su.Short {
-		return true, fmt.Sprintf("ready: coordinator %s (elected after the -expect-window passed with %d of %d expected voters visible)",
-			coord, su.Voters, su.Expect)
-	}
-	return true, "ready: coordinator " + coord
 }

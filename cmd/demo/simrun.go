@@ -20,7 +20,7 @@ type simResult struct {
 	Initiators []int64     `json:"initiators"`
 	Coord      *int64      `json:"coordinator"`
 	Term       uint64      `json:"term"`
-	TermStr    string      `json:"term_epoch_tag"`
+	TermText   string      `json:"term_text"`
 	Agreed     bool        `json:"agreed"`
 	Messages   msgCounts   `json:"messages"`
 	Heartbeats uint64      `json:"heartbeats"`
@@ -91,7 +91,7 @@ func (s *simSetup) result(c *sim.Sim, f *simFlags) simResult {
 	if agreed.Coordinator != "" {
 		v, _ := strconv.ParseInt(agreed.Coordinator, 10, 64)
 		res.Coord = &v
-		res.Term, res.TermStr = uint64(agreed.Term), agreed.Term.String()
+		res.Term, res.TermText = uint64(agreed.Term), agreed.Term.String()
 	}
 	for _, id := range s.ids {
 		if n := c.Node(id); n != nil && c.Up(id) {
@@ -125,7 +125,7 @@ func printSummary(w io.Writer, r simResult) {
 		coord = strconv.FormatInt(*r.Coord, 10)
 	}
 	fmt.Fprintf(w, "\n%s (%s mode), %d nodes, crashed %v, initiators %v\n", r.Algorithm, r.Mode, len(r.IDs), r.Crashed, r.Initiators)
-	fmt.Fprintf(w, "coordinator %s, term %s, agreed %v, after %d virtual ms\n", coord, r.TermStr, r.Agreed, r.VirtualMs)
+	fmt.Fprintf(w, "coordinator %s, term %s, agreed %v, after %d virtual ms\n", coord, r.TermText, r.Agreed, r.VirtualMs)
 	m := r.Messages
 	fmt.Fprintf(w, "messages: election %d, answer %d, coordinator %d, ack %d, total %d (heartbeats %d, lost %d)\n",
 		m.Election, m.Answer, m.Coordinator, m.Ack, m.Total, r.Heartbeats, r.Lost)

@@ -21,14 +21,15 @@ type peerLookup func(r *http.Request) (*peer, error)
 //
 //	GET prefix/status   the node's election.StatusDocument as JSON
 //	GET prefix/leader   its election.LeaderDocument (503 while none is known)
-//	GET prefix/metrics  the node's Prometheus registry
 //	GET prefix/healthz  200 "ok" while the node's elector runs, else 503
-//	GET prefix/readyz   200 "ready: coordinator NAME" while the node knows a
+//	GET prefix/readyz   its election.Readiness: 200 while the node knows a
 //	                    coordinator found with others, else 503 and why
-//	                    (peer.readiness): wait for it before using the node
+//	GET prefix/metrics  the node's Prometheus registry
+//
+// The first four are election.NewHandler's, as a service embedding
+// coordelect serves them (Handle.Handler).
 func handlePeer(mux *http.ServeMux, prefix string, lookup peerLookup) {
-	for _, doc := range []string{"/status", "/leader"} {
-		// election.NewHandler, as a service embedding coordelect serves it.
+	for _, doc := range []string{"/status", "/leader", "/healthz", "/readyz"} {
 		mux.HandleFunc("GET "+prefix+doc, func(w http.ResponseWriter, r *http.Request) {
 			if p := findPeer(w, r, lookup); p != nil {
 				http.StripPrefix(strings.TrimSuffix(r.URL.Path, doc), p.api).ServeHTTP(w, r)
@@ -38,27 +39,6 @@ func handlePeer(mux *http.ServeMux, prefix string, lookup peerLookup) {
 	mux.HandleFunc("GET "+prefix+"/metrics", func(w http.ResponseWriter, r *http.Request) {
 		if p := findPeer(w, r, lookup); p != nil {
 			promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
-		}
-	})
-	mux.HandleFunc("GET "+prefix+"/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if p := findPeer(w, r, lookup); p != nil {
-			if !p.running() {
-				http.Error(w, "elector stopped", http.StatusServiceUnavailable)
-				return
-			}
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			_, _ = w.Write([]byte("ok\n"))
-		}
-	})
-	mux.HandleFunc("GET "+prefix+"/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if p := findPeer(w, r, lookup); p != nil {
-			ready, why := p.readiness()
-			if !ready {
-				http.Error(w, why, http.StatusServiceUnavailable)
-				return
-			}
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			_, _ = w.Write([]byte(why + "\n"))
 		}
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election"
 )
 
 // nodeView is one node as the page shows it.
@@ -19,9 +19,11 @@ type nodeView struct {
 	// State is the elector's state, or "down" while crashed.
 	State  string `json:"state"`
 	Rating int64  `json:"rating"`
-	// Term is the coordinator's term (else the highest seen) as epoch.tag;
-	// with the local cluster's numeric names the tag is the winner's name.
-	Term        string `json:"term"`
+	// Term is the coordinator's term (else the highest seen); TermText is
+	// it as epoch.tag (election.TermText), which the page shows: with the
+	// local cluster's numeric names the tag is the winner's name.
+	Term        uint64 `json:"term"`
+	TermText    string `json:"term_text"`
 	Coordinator string `json:"coordinator"` // who the node says leads, "" for none
 	Leading     bool   `json:"leading"`     // the node says it leads
 	Electing    bool   `json:"electing"`
@@ -49,7 +51,8 @@ type clusterView struct {
 	// that coordinator runs and leads.
 	Agreed      bool   `json:"agreed"`
 	Coordinator string `json:"coordinator"` // the agreed one, else ""
-	Term        string `json:"term"`
+	Term        uint64 `json:"term"`        // its term, 0 when none
+	TermText    string `json:"term_text"`   // the same as epoch.tag, "" when none
 	// Leaders lists the running nodes that say they lead: more than one
 	// is a split brain (a partition without the quorum guard).
 	Leaders   []string   `json:"leaders"`
@@ -115,7 +118,7 @@ func (s *slot) view(partition [][]string) nodeView {
 	n.Coordinator, n.leaderTerm, n.Leading = coord, term, coord == s.name
 	st := p.el.Status()
 	n.Up, n.State, n.Rating = true, st.State.String(), st.Rating
-	n.Term, n.Electing = core.Term(st.Term).String(), st.Electing
+	n.Term, n.TermText, n.Electing = st.Term, election.TermText(st.Term), st.Electing
 	n.Alive, n.Known = st.AliveMembers(), len(st.Members)
 	return n
 }
@@ -139,7 +142,8 @@ func (v *clusterView) agree() {
 	if first == nil || !slices.Equal(v.Leaders, []string{first.Coordinator}) {
 		return
 	}
-	v.Agreed, v.Coordinator, v.Term = true, first.Coordinator, core.Term(first.leaderTerm).String()
+	v.Agreed, v.Coordinator = true, first.Coordinator
+	v.Term, v.TermText = first.leaderTerm, election.TermText(first.leaderTerm)
 }
 
 // up counts the running nodes.
@@ -237,16 +241,16 @@ func (w *watcher) track(v clusterView) {
 	c := w.c
 	if !v.Agreed {
 		c.lostAt.CompareAndSwap(nil, &disruption{at: time.Now(), cause: "the agreement was lost"})
-	} else if cur := v.Coordinator + "@" + v.Term; cur != w.lastAgreed {
+	} else if cur := v.Coordinator + "@" + v.TermText; cur != w.lastAgreed {
 		w.lastAgreed = cur
 		after, since := time.Duration(0), "the last change"
 		if d := c.lostAt.Load(); d != nil {
 			after, since = time.Since(d.at).Round(time.Millisecond), d.cause
 		}
-		c.log.Info("coordinator agreed", "coordinator", v.Coordinator, "term", v.Term,
+		c.log.Info("coordinator agreed", "coordinator", v.Coordinator, "term", v.TermText,
 			"nodes", fmt.Sprintf("%d/%d", v.up(), len(v.Nodes)), "after", after, "since", since)
 		c.events.addLog(logEntry{Kind: "agreed", Node: v.Coordinator, Text: fmt.Sprintf(
-			"coordinator %s (term %s) agreed by all %d running nodes, %v after %s", v.Coordinator, v.Term, v.up(), after, since)})
+			"coordinator %s (term %s) agreed by all %d running nodes, %v after %s", v.Coordinator, v.TermText, v.up(), after, since)})
 		if s, _ := c.slot(v.Coordinator); s != nil && s.resigned.CompareAndSwap(true, false) {
 			text := takenBack(v.Coordinator)
 			c.log.Info(text)
@@ -310,9 +314,9 @@ func (c *localCluster) nodeEvent(name string, e nodeEvent) {
 	var text string
 	switch e.Kind {
 	case "won":
-		text = fmt.Sprintf("%s leads, term %s", name, core.Term(e.Leader.Term))
+		text = fmt.Sprintf("%s leads, term %s", name, election.TermText(e.Leader.Term))
 	case "follows":
-		text = fmt.Sprintf("%s follows %s (term %s)", name, e.Leader.Coordinator, core.Term(e.Leader.Term))
+		text = fmt.Sprintf("%s follows %s (term %s)", name, e.Leader.Coordinator, election.TermText(e.Leader.Term))
 	case "no coordinator":
 		if s, _ := c.slot(name); s != nil && s.peer.Load() == nil {
 			return // the node stopped: its crash is already in the log

@@ -22,7 +22,7 @@ func newViewCluster(t *testing.T, n, quorum int) (*localCluster, *syncBuffer) {
 
 // agreedView is every node of c up and following coordinator in term.
 func agreedView(c *localCluster, coordinator, term string) clusterView {
-	v := clusterView{Agreed: true, Coordinator: coordinator, Term: term, Leaders: []string{coordinator}}
+	v := clusterView{Agreed: true, Coordinator: coordinator, TermText: term, Leaders: []string{coordinator}}
 	for _, s := range c.slots {
 		v.Nodes = append(v.Nodes, nodeView{Name: s.name, Up: true, Coordinator: coordinator})
 	}

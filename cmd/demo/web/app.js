@@ -106,7 +106,7 @@ function renderRing(v) {
     s.g.setAttribute("transform", `translate(${p.x.toFixed(1)},${p.y.toFixed(1)})`);
     s.g.setAttribute("class", `node ${node.state}${node.electing ? " electing" : ""}${node.group ? " group" + node.group : ""}`);
     s.crown.textContent = node.state === "coordinator" ? "♛" : "";
-    placeLabel(s, p, !node.up ? ["down"] : node.no_quorum ? ["no quorum", `rating ${node.rating}`] : [`rating ${node.rating}`, `term ${node.term}`]);
+    placeLabel(s, p, !node.up ? ["down"] : node.no_quorum ? ["no quorum", `rating ${node.rating}`] : [`rating ${node.rating}`, `term ${node.term_text}`]);
     s.title.textContent = `node ${node.name} (${node.addr}): ${node.no_quorum ? "no quorum" : stateLabel(node.state)}`;
   });
   renderFollows(L.follow, v, pos);
@@ -224,7 +224,7 @@ function renderNodes(v) {
   for (const node of v.nodes) {
     const r = nodeRow(node.name);
     r.up = node.up;
-    Object.assign(r.tr.dataset, { state: node.state, coordinator: node.coordinator, up: node.up, term: node.term });
+    Object.assign(r.tr.dataset, { state: node.state, coordinator: node.coordinator, up: node.up, term: node.term_text });
     r.tr.className = node.up ? "" : "down";
     r.state.className = `badge ${node.no_quorum ? "noquorum" : node.state}`;
     r.state.textContent = node.no_quorum ? "no quorum"
@@ -235,7 +235,7 @@ function renderNodes(v) {
     r.rating.textContent = node.rating;
     r.minus.disabled = r.plus.disabled = !node.up;
     r.crash.disabled = false;
-    r.term.textContent = node.up ? node.term : "–";
+    r.term.textContent = node.up ? node.term_text : "–";
     r.follows.textContent = node.up ? (node.coordinator === node.name ? "itself" : node.coordinator || "none") : "–";
     r.members.textContent = node.up ? `${node.alive}/${node.known}` : "–";
     r.crash.textContent = node.up ? "Crash" : "Restart";
@@ -255,7 +255,7 @@ function renderBanner(v) {
   document.body.dataset.agreed = v.agreed ? v.coordinator : "";
   if (v.agreed) {
     b.className = "banner ok";
-    b.textContent = `Coordinator ${v.coordinator} · term ${v.term} · agreed by all ${up} running nodes`;
+    b.textContent = `Coordinator ${v.coordinator} · term ${v.term_text} · agreed by all ${up} running nodes`;
   } else if (v.leaders.length > 1) {
     b.className = "banner bad";
     const guard = v.quorum ? `quorum guard ${v.quorum}` : "quorum guard off";
@@ -289,7 +289,7 @@ function renderNoQuorum(b, v, running, noQuorum) {
     b.textContent = `No quorum: no coordinator anywhere, every running node has ${why} (quorum guard)`;
   } else if (leader && rest.every((n) => n.coordinator === leader.name)) {
     b.className = "banner ok";
-    b.textContent = `Coordinator ${leader.name} · term ${leader.term} · agreed by ${andList(rest.map((n) => n.name))}; ` +
+    b.textContent = `Coordinator ${leader.name} · term ${leader.term_text} · agreed by ${andList(rest.map((n) => n.name))}; ` +
       `${who} no quorum (${why}): no coordinator, as the quorum guard intends`;
   } else {
     b.className = "banner wait";
