@@ -19,7 +19,7 @@ import (
 )
 
 // TestHandlerStatusShape: /status has exactly the keys `demo node` serves
-// (README.md, "Running a cluster across processes/hosts"), with the
+// (StatusDocument), with the
 // members from the members function when one is given, else the elector's.
 func TestHandlerStatusShape(t *testing.T) {
 	tr := electiontest.NewNetwork().MustJoin(election.Identity{Name: "a", Rating: 3, Algorithm: core.Ring})
