@@ -80,7 +80,10 @@ func (e *IncompatibleError) Unwrap() error { return ErrIncompatible }
 // always does (it has not started electing); a running node yields only to
 // a member that started before it (a smaller boot ID, the start time; ties
 // by address), so both sides of a clash found after join agree on which
-// one goes. The live members and their addresses are mirrored from
+// one goes. A claim with a smaller boot ID (for this node's name) or a
+// greater one (for another member's) is first checked with a ping to the
+// old address: silence there makes it a restart at a new address, not a
+// clash (restart.go). The live members and their addresses are mirrored from
 // memberlist's own events (joined, left) into the table's entries
 // (table.hold, held.go), so the check needs no call back into memberlist.
 type guard struct {
@@ -92,11 +95,22 @@ type guard struct {
 	stats *counters
 	fail  func(error)
 
+	// ping checks whether a process answers under a name at an address
+	// and calls back with the answer, never blocking (Node.pingName);
+	// rejoin asks for a join of an address (Node.askJoin). With ping nil,
+	// every name at a second address is a clash (restart.go).
+	ping   func(name, addr string, done func(answered bool))
+	rejoin func(addr string)
+
 	mu       sync.Mutex
 	self     string             // this node's address, from its own NotifyJoin
 	starting bool               // New has not returned
 	voters   map[string]int64   // live voters' ratings, by name, while starting (for topVoter); then nil
 	reported map[[2]string]bool // clashes already logged: name, address; nil until the first
+	checks   map[checkKey]*check
+	running  int               // checks with pings in flight
+	idle     chan struct{}     // closed when running drops to 0 (awaitChecks)
+	restarts map[string]string // name: the new address of a member found restarted (restart.go)
 }
 
 // addrKey is a member's IP and port, packed: the guard compares them
@@ -187,6 +201,9 @@ func (g *guard) joined(n *memberlist.Node) {
 	if n.Name == g.name {
 		return
 	}
+	if g.restarts[n.Name] == nodeAddr(n) {
+		delete(g.restarts, n.Name) // memberlist took the new address
+	}
 	g.table.hold(n.Name, keyOf(n))
 	if g.voters == nil {
 		return
@@ -202,6 +219,7 @@ func (g *guard) left(n *memberlist.Node) {
 	g.mu.Lock()
 	g.table.release(n.Name)
 	delete(g.voters, n.Name)
+	g.joinRestart(n.Name)
 	g.mu.Unlock()
 }
 
@@ -319,8 +337,15 @@ func (g *guard) checkName(p *memberlist.Node) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	name, raw := p.Name, p.Meta
+	var boot uint64
+	if m, err := decodeMeta(raw); err == nil {
+		boot = m.Boot
+	}
 	if name != g.name {
 		if a, ok := g.table.heldAddr(name); ok && a != keyOf(p) {
+			if handled, err := g.claimsRestart(name, a, nodeAddr(p), boot); handled {
+				return err
+			}
 			return g.refuse(name, a.String(), nodeAddr(p))
 		}
 		return nil
@@ -328,6 +353,12 @@ func (g *guard) checkName(p *memberlist.Node) error {
 	addr := nodeAddr(p)
 	if g.self == "" || addr == g.self {
 		return nil
+	}
+	if handled, err := g.claimsSelf(addr, boot); handled {
+		if taken := (*NameTakenError)(nil); errors.As(err, &taken) {
+			g.fail(err)
+		}
+		return err
 	}
 	if g.yields(raw, addr) {
 		err := &NameTakenError{Name: name, Incumbent: addr, Newcomer: g.self, Self: true}

@@ -1,0 +1,260 @@
+package membership
+
+import (
+	"errors"
+	"net"
+	"time"
+)
+
+// A member that comes back under its name at a new address (a Kubernetes
+// pod recreated with a new IP) meets two records of its earlier life:
+//
+//   - memberlist keeps a name at one address while it holds the member
+//     alive or suspect, and ignores an alive message for the same name at
+//     another address ("conflicting address"). A member that left (Leave)
+//     may take a new address at once; one declared dead may once
+//     DeadNodeReclaimTime has passed (deadNodeReclaimTime below).
+//   - the guard refuses a name held at another address (a clash).
+//
+// When the news of the departure has not reached a member yet, or the
+// earlier life crashed, the two cannot be told apart from the claim alone:
+// a restart and a second process under the same name both show the name
+// at a new address with a greater boot ID. A ping to the old address
+// under the name tells them apart: memberlist answers a ping only for its
+// own name, so an answer means a live process still holds the name there
+// (a clash, handled as before), and silence means an earlier life.
+//
+// The restarted member (the claim is its own name, with a smaller boot ID,
+// at an address not its own) checks the old address itself: while New
+// runs, New waits for the check and fails with a *NameTakenError if the
+// old address answers; later, a live holder makes it yield (Err). An
+// earlier life does not stop it.
+//
+// Any other member that holds the name alive at the old address and hears
+// the claim (a greater boot ID than the one it knows) checks the old
+// address too, and refuses the claim as a clash if it answers. If it does
+// not, the member notes the new address and joins it as soon as memberlist
+// lets the earlier life go (NotifyLeave, after failure detection): the
+// join brings the restarted member's alive message, which memberlist now
+// takes (the old record is dead), and the elector sees the member down,
+// then up with its new boot ID.
+
+// deadNodeReclaimTime is the memberlist DeadNodeReclaimTime that the Node
+// sets unless Config.Memberlist changes it: any positive value lets a
+// member declared dead come back at another address; memberlist's default,
+// 0, keeps its name at the old address until it forgets the dead member
+// (GossipToTheDeadTime, 30 s with the LAN profile). The boot IDs and the
+// check above tell a restart from a clash, so no further delay is needed.
+const deadNodeReclaimTime = time.Nanosecond
+
+// checkPings is how many pings (each waiting memberlist's ProbeTimeout) an
+// old address gets before it counts as an earlier life: one lost datagram
+// must not turn a live process into an earlier life.
+const checkPings = 3
+
+// maxChecks bounds the claims the guard remembers (each claim's sender is
+// only a claim); beyond it, settled ones are forgotten, and with none to
+// forget a new claim is refused as a clash without a check.
+const maxChecks = 64
+
+// errChecking cancels a merge that carries a claim under check: the join
+// is tried again (re-joins, push-pulls) once the check has settled.
+var errChecking = errors.New("membership: a member claims a name held at another address; checking whether the old address still answers")
+
+// checkState is where the check of an old address stands.
+type checkState uint8
+
+const (
+	checkRunning checkState = iota // pings in flight
+	checkLive                      // the old address answered: a clash
+	checkGone                      // no answer: an earlier life
+)
+
+// check is the guard's record of one claim: name held at old, claimed at
+// claim (this node's own address when name is this node's).
+type check struct {
+	state checkState
+	claim string
+}
+
+// checkKey is the name and the old address pinged.
+type checkKey = [2]string
+
+// startCheck returns the state of the check of name's old address, and
+// starts one if there is none (with the claim at claim). ok is false when
+// no check can run (no pinger, or too many claims): the caller treats the
+// claim as a clash. Called with g.mu held.
+func (g *guard) startCheck(name, old, claim string) (st checkState, ok bool) {
+	if g.ping == nil {
+		return 0, false
+	}
+	key := checkKey{name, old}
+	if c, found := g.checks[key]; found {
+		return c.state, true
+	}
+	if len(g.checks) >= maxChecks {
+		for k, c := range g.checks {
+			if c.state != checkRunning {
+				delete(g.checks, k)
+			}
+		}
+		if len(g.checks) >= maxChecks {
+			return 0, false
+		}
+	}
+	if g.checks == nil {
+		g.checks = make(map[checkKey]*check)
+	}
+	g.checks[key] = &check{state: checkRunning, claim: claim}
+	g.running++
+	g.ping(name, old, func(answered bool) { g.settle(key, answered) })
+	return checkRunning, true
+}
+
+// settle records the result of the check key: answered says the old
+// address answered a ping under the name.
+func (g *guard) settle(key checkKey, answered bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.checks[key]
+	if c == nil || c.state != checkRunning {
+		return
+	}
+	g.running--
+	if g.running == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+	name, old := key[0], key[1]
+	switch {
+	case answered && name == g.name:
+		c.state = checkLive
+		g.fail(&NameTakenError{Name: name, Incumbent: old, Newcomer: c.claim, Self: true})
+	case answered:
+		c.state = checkLive
+		_ = g.refuse(name, old, c.claim)
+	case name == g.name:
+		c.state = checkGone
+		g.log.Info("restarted at a new address: members still list this member's earlier life, and take this one once they see that one gone",
+			"earlier", old, "now", c.claim)
+	default:
+		c.state = checkGone
+		g.log.Info("member restarted at a new address: taking it once its earlier life is declared gone",
+			"member", name, "earlier", old, "now", c.claim)
+		if g.restarts == nil {
+			g.restarts = make(map[string]string)
+		}
+		g.restarts[name] = c.claim
+		if a, held := g.table.heldAddr(name); !held || a.String() != old {
+			g.joinRestart(name) // the earlier life went during the check
+		}
+	}
+}
+
+// joinRestart asks for a join of the new address of name, if a check
+// found that it restarted there. Called with g.mu held.
+func (g *guard) joinRestart(name string) {
+	addr, ok := g.restarts[name]
+	if !ok {
+		return
+	}
+	delete(g.restarts, name)
+	if g.rejoin != nil {
+		g.rejoin(addr)
+	}
+}
+
+// awaitChecks waits until no check runs (New waits for those its joins
+// started) or stop is closed.
+func (g *guard) awaitChecks(stop <-chan struct{}) {
+	g.mu.Lock()
+	if g.running == 0 {
+		g.mu.Unlock()
+		return
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	idle := g.idle
+	g.mu.Unlock()
+	select {
+	case <-idle:
+	case <-stop:
+	}
+}
+
+// claimsSelf handles a live member under this node's name at addr, another
+// address, whose metadata gives boot: an earlier life of this member when
+// boot is smaller and the old address does not answer. It returns handled
+// false when the claim is not that (the caller applies the clash rules).
+// Called with g.mu held.
+func (g *guard) claimsSelf(addr string, boot uint64) (handled bool, err error) {
+	if boot == 0 || boot >= g.boot {
+		return false, nil
+	}
+	st, ok := g.startCheck(g.name, addr, g.self)
+	switch {
+	case !ok:
+		return false, nil
+	case st == checkGone:
+		return true, nil // memberlist ignores it: this node holds the name
+	case st == checkLive:
+		return true, &NameTakenError{Name: g.name, Incumbent: addr, Newcomer: g.self, Self: true}
+	case g.starting:
+		return true, nil // New waits for the check
+	}
+	return true, errChecking
+}
+
+// claimsRestart handles a live member name at claim while memberlist holds
+// it alive at held: a restart when its boot ID is greater than the one the
+// table knows and held does not answer. handled false: apply the clash
+// rules. Called with g.mu held.
+func (g *guard) claimsRestart(name string, held addrKey, claim string, boot uint64) (handled bool, err error) {
+	known := g.table.boot(name)
+	if known == 0 || boot <= known {
+		return false, nil
+	}
+	st, ok := g.startCheck(name, held.String(), claim)
+	switch {
+	case !ok:
+		return false, nil
+	case st == checkGone:
+		if g.restarts == nil {
+			g.restarts = make(map[string]string)
+		}
+		g.restarts[name] = claim
+		return true, nil
+	case st == checkLive:
+		return true, &NameTakenError{Name: name, Incumbent: held.String(), Newcomer: claim}
+	}
+	return true, errChecking
+}
+
+// pingName pings name at addr up to checkPings times, through memberlist,
+// and calls done with whether it answered, on a goroutine of its own (the
+// guard calls it under memberlist's lock). After Close, done is not called.
+func (n *Node) pingName(name, addr string, done func(answered bool)) {
+	n.bg.goFunc(func() {
+		select {
+		case <-n.created:
+		case <-n.stop:
+			return
+		}
+		udp, err := net.ResolveUDPAddr("udp", addr)
+		if err != nil {
+			done(false)
+			return
+		}
+		for range checkPings {
+			if n.stopping() {
+				return
+			}
+			if _, err := n.ml.Ping(name, udp); err == nil {
+				done(true)
+				return
+			}
+		}
+		done(false)
+	})
+}
