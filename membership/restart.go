@@ -70,21 +70,31 @@ const (
 	checkGone                      // no answer: an earlier life
 )
 
-// check is the guard's record of one claim: name held at old, claimed at
-// claim (this node's own address when name is this node's).
+// checkKind says which address of two claims to one name a check pings.
+type checkKind uint8
+
+const (
+	checkSelf    checkKind = iota // this node's name at an older address; other: this node's
+	checkRestart                  // a peer held at the pinged address, claimed newer at other
+	checkEarlier                  // a peer held at other, claimed older at the pinged address
+)
+
+// check is the guard's record of one claim: the pinged address is in its
+// key, the other address here.
 type check struct {
 	state checkState
-	claim string
+	kind  checkKind
+	other string
 }
 
-// checkKey is the name and the old address pinged.
+// checkKey is the name and the address pinged.
 type checkKey = [2]string
 
-// startCheck returns the state of the check of name's old address, and
-// starts one if there is none (with the claim at claim). ok is false when
-// no check can run (no pinger, or too many claims): the caller treats the
-// claim as a clash. Called with g.mu held.
-func (g *guard) startCheck(name, old, claim string) (st checkState, ok bool) {
+// startCheck returns the state of the check that pings name at old, and
+// starts one if there is none. ok is false when no check can run (no
+// pinger, or too many claims): the caller treats the claim as a clash.
+// Called with g.mu held.
+func (g *guard) startCheck(kind checkKind, name, old, other string) (st checkState, ok bool) {
 	if g.ping == nil {
 		return 0, false
 	}
@@ -105,7 +115,7 @@ func (g *guard) startCheck(name, old, claim string) (st checkState, ok bool) {
 	if g.checks == nil {
 		g.checks = make(map[checkKey]*check)
 	}
-	g.checks[key] = &check{state: checkRunning, claim: claim}
+	g.checks[key] = &check{state: checkRunning, kind: kind, other: other}
 	g.running++
 	g.ping(name, old, func(answered bool) { g.settle(key, answered) })
 	return checkRunning, true
@@ -125,29 +135,33 @@ func (g *guard) settle(key checkKey, answered bool) {
 		close(g.idle)
 		g.idle = nil
 	}
-	name, old := key[0], key[1]
+	name, pinged := key[0], key[1]
+	c.state = checkGone
+	if answered {
+		c.state = checkLive
+	}
 	switch {
-	case answered && name == g.name:
-		c.state = checkLive
-		g.fail(&NameTakenError{Name: name, Incumbent: old, Newcomer: c.claim, Self: true})
+	case answered && c.kind == checkSelf:
+		g.fail(&NameTakenError{Name: name, Incumbent: pinged, Newcomer: c.other, Self: true})
+	case answered && c.kind == checkRestart:
+		_ = g.refuse(name, pinged, c.other)
 	case answered:
-		c.state = checkLive
-		_ = g.refuse(name, old, c.claim)
-	case name == g.name:
-		c.state = checkGone
+		_ = g.refuse(name, c.other, pinged)
+	case c.kind == checkSelf:
 		g.log.Info("restarted at a new address: members still list this member's earlier life, and take this one once they see that one gone",
-			"earlier", old, "now", c.claim)
-	default:
-		c.state = checkGone
+			"earlier", pinged, "now", c.other)
+	case c.kind == checkRestart:
 		g.log.Info("member restarted at a new address: taking it once its earlier life is declared gone",
-			"member", name, "earlier", old, "now", c.claim)
+			"member", name, "earlier", pinged, "now", c.other)
 		if g.restarts == nil {
 			g.restarts = make(map[string]string)
 		}
-		g.restarts[name] = c.claim
-		if a, held := g.table.heldAddr(name); !held || a.String() != old {
+		g.restarts[name] = c.other
+		if a, held := g.table.heldAddr(name); !held || a.String() != pinged {
 			g.joinRestart(name) // the earlier life went during the check
 		}
+	default:
+		g.log.Debug("news of a member's earlier life ignored", "member", name, "earlier", pinged, "now", c.other)
 	}
 }
 
@@ -192,7 +206,7 @@ func (g *guard) claimsSelf(addr string, boot uint64) (handled bool, err error) {
 	if boot == 0 || boot >= g.boot {
 		return false, nil
 	}
-	st, ok := g.startCheck(g.name, addr, g.self)
+	st, ok := g.startCheck(checkSelf, g.name, addr, g.self)
 	switch {
 	case !ok:
 		return false, nil
@@ -207,15 +221,27 @@ func (g *guard) claimsSelf(addr string, boot uint64) (handled bool, err error) {
 }
 
 // claimsRestart handles a live member name at claim while memberlist holds
-// it alive at held: a restart when its boot ID is greater than the one the
-// table knows and held does not answer. handled false: apply the clash
-// rules. Called with g.mu held.
+// it alive at held. A boot ID greater than the one the table knows is a
+// restart when held does not answer a ping; a smaller one is news of an
+// earlier life, ignored when claim does not answer (memberlist ignores it
+// too: the name is held). handled false: apply the clash rules. Called
+// with g.mu held.
 func (g *guard) claimsRestart(name string, held addrKey, claim string, boot uint64) (handled bool, err error) {
 	known := g.table.boot(name)
-	if known == 0 || boot <= known {
+	if known == 0 || boot == 0 || boot == known {
 		return false, nil
 	}
-	st, ok := g.startCheck(name, held.String(), claim)
+	if boot < known {
+		st, ok := g.startCheck(checkEarlier, name, claim, held.String())
+		if !ok {
+			return false, nil
+		}
+		if st == checkLive {
+			return true, &NameTakenError{Name: name, Incumbent: held.String(), Newcomer: claim}
+		}
+		return true, nil
+	}
+	st, ok := g.startCheck(checkRestart, name, held.String(), claim)
 	switch {
 	case !ok:
 		return false, nil
