@@ -239,6 +239,11 @@ func TestManifests(t *testing.T) {
 	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 10 {
 		t.Errorf("terminationGracePeriodSeconds %v: want at least 10 s for the hand-off and the leave", g)
 	}
+	// With the guard, a restarted member acknowledges no lease for
+	// QuorumLeaseMax (1.2 s with the defaults) after its start.
+	if sts.Spec.MinReadySeconds < 2 {
+		t.Errorf("minReadySeconds %d: want at least 2 s, so that a replaced member acknowledges the coordinator's lease before the next goes", sts.Spec.MinReadySeconds)
+	}
 	if q, err := atoiFlag(args, "quorum"); err != nil || sts.Spec.Replicas == nil || int(*sts.Spec.Replicas) != q {
 		t.Errorf("-quorum %q with %v replicas: want the replica count (%v)", args["quorum"], sts.Spec.Replicas, err)
 	}
