@@ -1,0 +1,89 @@
+package membership
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+)
+
+// pinger is a guard's ping that the test answers.
+type pinger struct {
+	asked []string // "name@addr"
+	done  map[string]func(bool)
+}
+
+func (p *pinger) ping(name, addr string, done func(bool)) {
+	p.asked = append(p.asked, name+"@"+addr)
+	p.done[name+"@"+addr] = done
+}
+
+// The guard's rules for one name at two addresses, with the pings
+// answered by the test: a peer's newer boot ID at a new address is checked
+// at the old address (a restart when silent, a clash when answered), and
+// its new address joined once memberlist lets the old one go; a peer's
+// older boot ID is checked at its own address and ignored when silent;
+// this node's name at another address with an older boot ID is checked
+// there, and makes this node yield only when answered.
+func TestGuardRestartClaims(t *testing.T) {
+	stats := &counters{}
+	tb := newTable("self", meta{Boot: 10}, time.Minute, hclog.NewNullLogger(), stats)
+	var failed error
+	g := newGuard("self", meta{Boot: 10}, tb, hclog.NewNullLogger(), stats, func(err error) { failed = err })
+	p := &pinger{done: map[string]func(bool){}}
+	var joins []string
+	g.ping, g.rejoin = p.ping, func(addr string) { joins = append(joins, addr) }
+	node := func(name string, port uint16, boot uint64) *memberlist.Node {
+		return &memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: port, Meta: meta{Boot: boot}.encode()}
+	}
+	g.joined(node("self", 9, 10))
+	g.joined(node("a", 1, 5))
+	tb.alive(nodeInfo{Name: "a", Addr: net.IPv4(127, 0, 0, 1).To4(), Port: 1, Meta: meta{Boot: 5}.encode()}, time.Now())
+
+	// a restarted at :2 (boot 7): checked at :1, silent: a restart.
+	if err := g.checkName(node("a", 2, 7)); !errors.Is(err, errChecking) {
+		t.Fatalf("a newer a at :2 while :1 is checked: %v, want errChecking", err)
+	}
+	if err := g.checkName(node("a", 2, 7)); !errors.Is(err, errChecking) || len(p.asked) != 1 || p.asked[0] != "a@127.0.0.1:1" {
+		t.Fatalf("the claim again: %v, pings %v; want one ping of a at :1", err, p.asked)
+	}
+	p.done["a@127.0.0.1:1"](false)
+	if err := g.checkName(node("a", 2, 7)); err != nil || len(joins) != 0 {
+		t.Fatalf("a at :2 after :1 was silent: %v, joins %v; want taken, no join while :1 is held", err, joins)
+	}
+	g.left(node("a", 1, 5))
+	if len(joins) != 1 || joins[0] != "127.0.0.1:2" {
+		t.Fatalf("joins after a's earlier life left: %v, want a's new address", joins)
+	}
+
+	// News of b's earlier life (boot 3 at :4, b held at :3 with boot 6):
+	// checked at :4; silent: ignored, answered: a clash.
+	g.joined(node("b", 3, 6))
+	tb.alive(nodeInfo{Name: "b", Addr: net.IPv4(127, 0, 0, 1).To4(), Port: 3, Meta: meta{Boot: 6}.encode()}, time.Now())
+	if err := g.checkName(node("b", 4, 3)); err != nil {
+		t.Fatalf("b's earlier life at :4: %v, want ignored while checked", err)
+	}
+	p.done["b@127.0.0.1:4"](false)
+	if err := g.checkName(node("b", 4, 3)); err != nil || stats.refusedName.Load() != 0 {
+		t.Fatalf("b's earlier life, silent: %v, refused %d", err, stats.refusedName.Load())
+	}
+	_ = g.checkName(node("b", 5, 2))
+	p.done["b@127.0.0.1:5"](true)
+	var taken *NameTakenError
+	if err := g.checkName(node("b", 5, 2)); !errors.As(err, &taken) || stats.refusedName.Load() != 1 {
+		t.Fatalf("an older b at :5 that answers: %v, refused %d; want a clash, counted", err, stats.refusedName.Load())
+	}
+
+	// This node's name at :8 with an older boot ID, while New runs:
+	// accepted while checked, a clash when :8 answers.
+	if err := g.checkName(node("self", 8, 4)); err != nil || failed != nil {
+		t.Fatalf("this node's name at :8 while starting: %v, failed %v; want it checked", err, failed)
+	}
+	p.done["self@127.0.0.1:8"](true)
+	if !errors.As(failed, &taken) || !taken.Self || taken.Incumbent != "127.0.0.1:8" || taken.Newcomer != "127.0.0.1:9" {
+		t.Fatalf("after :8 answered: failed %v, want a *NameTakenError with Self", failed)
+	}
+}
