@@ -108,7 +108,7 @@ type guard struct {
 	voters   map[string]int64   // live voters' ratings, by name, while starting (for topVoter); then nil
 	reported map[[2]string]bool // clashes already logged: name, address; nil until the first
 	checks   map[checkKey]*check
-	running  int               // checks with pings in flight
+	running  int               // checks of this node's own name with pings in flight
 	idle     chan struct{}     // closed when running drops to 0 (awaitChecks)
 	restarts map[string]string // name: the new address of a member found restarted (restart.go)
 }
@@ -219,7 +219,7 @@ func (g *guard) left(n *memberlist.Node) {
 	g.mu.Lock()
 	g.table.release(n.Name)
 	delete(g.voters, n.Name)
-	g.joinRestart(n.Name)
+	g.departed(n.Name, nodeAddr(n))
 	g.mu.Unlock()
 }
 

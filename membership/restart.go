@@ -116,7 +116,9 @@ func (g *guard) startCheck(kind checkKind, name, old, other string) (st checkSta
 		g.checks = make(map[checkKey]*check)
 	}
 	g.checks[key] = &check{state: checkRunning, kind: kind, other: other}
-	g.running++
+	if kind == checkSelf {
+		g.running++
+	}
 	g.ping(name, old, func(answered bool) { g.settle(key, answered) })
 	return checkRunning, true
 }
@@ -126,14 +128,21 @@ func (g *guard) startCheck(kind checkKind, name, old, other string) (st checkSta
 func (g *guard) settle(key checkKey, answered bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.settleLocked(key, answered)
+}
+
+// settleLocked is settle, with g.mu held.
+func (g *guard) settleLocked(key checkKey, answered bool) {
 	c := g.checks[key]
 	if c == nil || c.state != checkRunning {
 		return
 	}
-	g.running--
-	if g.running == 0 && g.idle != nil {
-		close(g.idle)
-		g.idle = nil
+	if c.kind == checkSelf {
+		g.running--
+		if g.running == 0 && g.idle != nil {
+			close(g.idle)
+			g.idle = nil
+		}
 	}
 	name, pinged := key[0], key[1]
 	c.state = checkGone
@@ -165,6 +174,18 @@ func (g *guard) settle(key checkKey, answered bool) {
 	}
 }
 
+// departed settles a restart check at addr, the address memberlist has
+// just let name go from (NotifyLeave): the earlier life left or was
+// declared dead, which the pings would only confirm later, and the new
+// address is joined at once. Called with g.mu held.
+func (g *guard) departed(name, addr string) {
+	key := checkKey{name, addr}
+	if c := g.checks[key]; c != nil && c.state == checkRunning && c.kind == checkRestart {
+		g.settleLocked(key, false)
+	}
+	g.joinRestart(name)
+}
+
 // joinRestart asks for a join of the new address of name, if a check
 // found that it restarted there. Called with g.mu held.
 func (g *guard) joinRestart(name string) {
@@ -178,8 +199,8 @@ func (g *guard) joinRestart(name string) {
 	}
 }
 
-// awaitChecks waits until no check runs (New waits for those its joins
-// started) or stop is closed.
+// awaitChecks waits until no check of this node's own name runs (New
+// waits for those its joins started) or stop is closed.
 func (g *guard) awaitChecks(stop <-chan struct{}) {
 	g.mu.Lock()
 	if g.running == 0 {

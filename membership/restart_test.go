@@ -24,7 +24,8 @@ func (p *pinger) ping(name, addr string, done func(bool)) {
 // The guard's rules for one name at two addresses, with the pings
 // answered by the test: a peer's newer boot ID at a new address is checked
 // at the old address (a restart when silent, a clash when answered), and
-// its new address joined once memberlist lets the old one go; a peer's
+// its new address joined once memberlist lets the old one go (at once if
+// that happens during the check); a peer's
 // older boot ID is checked at its own address and ignored when silent;
 // this node's name at another address with an older boot ID is checked
 // there, and makes this node yield only when answered.
@@ -58,6 +59,19 @@ func TestGuardRestartClaims(t *testing.T) {
 	if len(joins) != 1 || joins[0] != "127.0.0.1:2" {
 		t.Fatalf("joins after a's earlier life left: %v, want a's new address", joins)
 	}
+
+	// c restarted at :7 and its earlier life at :6 leaves while the check
+	// runs: the leave settles it, and :7 is joined at once.
+	g.joined(node("c", 6, 5))
+	tb.alive(nodeInfo{Name: "c", Addr: net.IPv4(127, 0, 0, 1).To4(), Port: 6, Meta: meta{Boot: 5}.encode()}, time.Now())
+	if err := g.checkName(node("c", 7, 8)); !errors.Is(err, errChecking) {
+		t.Fatalf("a newer c at :7: %v, want errChecking", err)
+	}
+	g.left(node("c", 6, 5))
+	if len(joins) != 2 || joins[1] != "127.0.0.1:7" {
+		t.Fatalf("joins after c's earlier life left during the check: %v, want c's new address", joins)
+	}
+	p.done["c@127.0.0.1:6"](false) // the pings end later: nothing more
 
 	// News of b's earlier life (boot 3 at :4, b held at :3 with boot 6):
 	// checked at :4; silent: ignored, answered: a clash.
