@@ -343,3 +343,21 @@ func (p *pod) leadership() ([]logEvent, error) {
 	}
 	return out, sc.Err()
 }
+
+// grep returns the lines of the pod's log that contain any of subs.
+func (p *pod) grep(subs ...string) []string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		for _, s := range subs {
+			if strings.Contains(line, s) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -412,6 +412,12 @@ func (r *rolling) check(end time.Time) {
 			t.Errorf("%s (%s) exited with %d; log %s", p.name, p.ip, p.exitCode, p.logPath)
 		}
 	}
+	for _, p := range r.all {
+		// A replaced pod is a restart of its member, never a clash.
+		if lines := p.grep("name is taken", "panic:"); len(lines) > 0 {
+			t.Errorf("%s (%s) logged %d clash or panic line(s), the first: %s", p.name, p.ip, len(lines), lines[0])
+		}
+	}
 	var events []logEvent
 	for _, p := range r.all {
 		evs, err := p.leadership()
@@ -489,8 +495,14 @@ func (r *rolling) check(end time.Time) {
 	r.mu.Lock()
 	gap, gapAt, someGap, someGapAt := r.gap, r.gapAt, r.someGap, r.someGapAt
 	r.mu.Unlock()
-	t.Logf("longest interval with no ready member knowing a coordinator: %v (from %s); with some ready member not knowing one: %v (from %s)",
-		gap.Round(time.Millisecond), gapAt.Format("15:04:05.000"), someGap.Round(time.Millisecond), someGapAt.Format("15:04:05.000"))
+	at := func(d time.Duration, from time.Time) string {
+		if d == 0 {
+			return "none seen (polled every " + pollEvery.String() + ")"
+		}
+		return d.Round(time.Millisecond).String() + " from " + from.Format("15:04:05.000")
+	}
+	t.Logf("longest interval with no ready member knowing a coordinator: %s; with some ready member not knowing one: %s",
+		at(gap, gapAt), at(someGap, someGapAt))
 	if gap > maxGap {
 		t.Errorf("%v with no ready member knowing a coordinator (from %s), want at most %v", gap, gapAt.Format("15:04:05.000"), maxGap)
 	}
