@@ -108,9 +108,14 @@ type guard struct {
 	voters   map[string]int64   // live voters' ratings, by name, while starting (for topVoter); then nil
 	reported map[[2]string]bool // clashes already logged: name, address; nil until the first
 	checks   map[checkKey]*check
-	running  int               // checks of this node's own name with pings in flight
-	idle     chan struct{}     // closed when running drops to 0 (awaitChecks)
-	restarts map[string]string // name: the new address of a member found restarted (restart.go)
+	running  int                // checks of this node's own name with pings in flight
+	idle     chan struct{}      // closed when running drops to 0 (awaitChecks)
+	restarts map[string]string  // name: the new address of a member found restarted (restart.go)
+	moved    map[string]addrKey // name: the earlier life memberlist still holds, the table follows the new one
+	awaiting map[string]string  // name: the new address joined once memberlist let the earlier life go
+	// update queues a membership item for the table (the inbox's push);
+	// nil: a restart waits for memberlist (restart.go, moveRestart).
+	update func(inboxItem)
 }
 
 // addrKey is a member's IP and port, packed: the guard compares them
@@ -192,35 +197,49 @@ func nodeAddr(n *memberlist.Node) string {
 // calls them with its node lock held, so n's fields are read safely here
 // and nowhere else: the *memberlist.Node that Members returns is memberlist's
 // own, changed later under that lock.
-func (g *guard) joined(n *memberlist.Node) {
+//
+// Each reports whether the event is to reach the table: not when it is
+// about the earlier life of a member the table already follows at its new
+// address (restart.go, moveRestart).
+func (g *guard) joined(n *memberlist.Node) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if n.Name == g.name && g.self == "" {
 		g.self = nodeAddr(n)
 	}
 	if n.Name == g.name {
-		return
+		return true
+	}
+	if old, ok := g.moved[n.Name]; ok && old == keyOf(n) {
+		return false // stale news of the earlier life
 	}
 	if g.restarts[n.Name] == nodeAddr(n) {
 		delete(g.restarts, n.Name) // memberlist took the new address
 	}
+	delete(g.moved, n.Name)
+	delete(g.awaiting, n.Name)
 	g.table.hold(n.Name, keyOf(n))
 	if g.voters == nil {
-		return
+		return true
 	}
 	if md, err := decodeMeta(n.Meta); err == nil && !md.NonVoter {
 		g.voters[n.Name] = md.Rating
 	} else {
 		delete(g.voters, n.Name)
 	}
+	return true
 }
 
-func (g *guard) left(n *memberlist.Node) {
+func (g *guard) left(n *memberlist.Node) bool {
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.earlierLifeGone(n) {
+		return false
+	}
 	g.table.release(n.Name)
 	delete(g.voters, n.Name)
 	g.departed(n.Name, nodeAddr(n))
-	g.mu.Unlock()
+	return true
 }
 
 // topVoter returns the address of the highest-ranked live voter (by
@@ -343,7 +362,7 @@ func (g *guard) checkName(p *memberlist.Node) error {
 	}
 	if name != g.name {
 		if a, ok := g.table.heldAddr(name); ok && a != keyOf(p) {
-			if handled, err := g.claimsRestart(name, a, nodeAddr(p), boot); handled {
+			if handled, err := g.claimsRestart(name, a, nodeAddr(p), boot, p); handled {
 				return err
 			}
 			return g.refuse(name, a.String(), nodeAddr(p))

@@ -276,7 +276,7 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 	n.table = newTable(cfg.Name, n.meta, 0, logger, &n.stats) // forget: below, from memberlist's config
 	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.Name, n.meta, n.table, logger, &n.stats, n.fail),
 		ack: binary.BigEndian.AppendUint64(nil, boot), rejoin: n.askJoin, keyMismatch: n.keyMismatch}
-	n.del.guard.ping, n.del.guard.rejoin = n.pingName, n.askJoin
+	n.del.guard.ping, n.del.guard.rejoin, n.del.guard.update = n.pingName, n.askJoin, n.inbox.push
 	b := n.meta.encode()
 	n.del.meta.Store(&b)
 	mc := cfg.memberlistConfig(n.del, logger)
@@ -601,6 +601,7 @@ func (n *Node) joinRestarted(addr string) {
 	if _, err := n.ml.Join([]string{addr}); err != nil {
 		n.log.Debug("joining a restarted member failed", "addr", addr, "error", err)
 	}
+	n.del.guard.joinDone(addr)
 }
 
 // maxRejoinDeparted caps the departed members re-joined with the seeds:

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // A member that comes back under its name at a new address (a Kubernetes
@@ -85,6 +87,7 @@ type check struct {
 	state checkState
 	kind  checkKind
 	other string
+	claim nodeInfo // checkRestart: the member as the claim gives it
 }
 
 // checkKey is the name and the address pinged.
@@ -94,7 +97,7 @@ type checkKey = [2]string
 // starts one if there is none. ok is false when no check can run (no
 // pinger, or too many claims): the caller treats the claim as a clash.
 // Called with g.mu held.
-func (g *guard) startCheck(kind checkKind, name, old, other string) (st checkState, ok bool) {
+func (g *guard) startCheck(kind checkKind, name, old, other string, claim *memberlist.Node) (st checkState, ok bool) {
 	if g.ping == nil {
 		return 0, false
 	}
@@ -115,7 +118,11 @@ func (g *guard) startCheck(kind checkKind, name, old, other string) (st checkSta
 	if g.checks == nil {
 		g.checks = make(map[checkKey]*check)
 	}
-	g.checks[key] = &check{state: checkRunning, kind: kind, other: other}
+	c := &check{state: checkRunning, kind: kind, other: other}
+	if claim != nil {
+		c.claim = nodeItem(itemUpdate, claim).node
+	}
+	g.checks[key] = c
 	if kind == checkSelf {
 		g.running++
 	}
@@ -168,6 +175,8 @@ func (g *guard) settleLocked(key checkKey, answered bool) {
 		g.restarts[name] = c.other
 		if a, held := g.table.heldAddr(name); !held || a.String() != pinged {
 			g.joinRestart(name) // the earlier life went during the check
+		} else {
+			g.moveRestart(name, a, c.claim)
 		}
 	default:
 		g.log.Debug("news of a member's earlier life ignored", "member", name, "earlier", pinged, "now", c.other)
@@ -184,6 +193,71 @@ func (g *guard) departed(name, addr string) {
 		g.settleLocked(key, false)
 	}
 	g.joinRestart(name)
+}
+
+// moveRestart has the table follow a restarted member at its new address
+// while memberlist still holds its earlier life alive at old. memberlist
+// lets that one go only when its failure detector declares it dead: about
+// 5 s with the LAN profile when every member suspects it, but up to
+// SuspicionMaxTimeoutMult times that (24 s) when only a few do, as when
+// the earlier life's leave reached all the others but this member (the
+// restart's alive message replaces the leave in the others' gossip). Until
+// then the table's address and metadata are the new life's: the elector
+// sees a restart and sends to the new address. memberlist's later news of
+// the earlier life (its death, stale alive messages) does not reach the
+// table; its death joins the new address, so that memberlist takes it,
+// and a failed join makes it a departure (joinDone). Called with g.mu
+// held.
+func (g *guard) moveRestart(name string, old addrKey, claim nodeInfo) {
+	if g.update == nil || claim.Name != name {
+		return
+	}
+	if g.moved == nil {
+		g.moved = make(map[string]addrKey)
+	}
+	g.moved[name] = old
+	g.table.hold(name, packAddr(claim.Addr, claim.Port))
+	g.update(inboxItem{kind: itemUpdate, node: claim})
+}
+
+// earlierLifeGone handles memberlist's NotifyLeave for a member the table
+// follows at a new address (moveRestart): it joins the new address and
+// reports true, and the table hears nothing. Called with g.mu held.
+func (g *guard) earlierLifeGone(n *memberlist.Node) bool {
+	old, ok := g.moved[n.Name]
+	if !ok || old != keyOf(n) {
+		return false
+	}
+	delete(g.moved, n.Name)
+	delete(g.restarts, n.Name)
+	a, _ := g.table.heldAddr(n.Name) // the new address (moveRestart)
+	if g.awaiting == nil {
+		g.awaiting = make(map[string]string)
+	}
+	g.awaiting[n.Name] = a.String()
+	g.rejoin(a.String())
+	return true
+}
+
+// joinDone is told that a join of addr, asked for by askJoin, has
+// returned. A member awaiting memberlist at that address (earlierLifeGone)
+// that memberlist has still not taken (joined) has gone too: the table
+// hears of its departure.
+func (g *guard) joinDone(addr string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name, a := range g.awaiting {
+		if a != addr {
+			continue
+		}
+		delete(g.awaiting, name)
+		held, ok := g.table.heldAddr(name)
+		if !ok || held.String() != addr {
+			continue
+		}
+		g.table.release(name)
+		g.update(inboxItem{kind: itemLeave, node: nodeInfo{Name: name, Addr: held.IP(), Port: held.port}})
+	}
 }
 
 // joinRestart asks for a join of the new address of name, if a check
@@ -227,7 +301,7 @@ func (g *guard) claimsSelf(addr string, boot uint64) (handled bool, err error) {
 	if boot == 0 || boot >= g.boot {
 		return false, nil
 	}
-	st, ok := g.startCheck(checkSelf, g.name, addr, g.self)
+	st, ok := g.startCheck(checkSelf, g.name, addr, g.self, nil)
 	switch {
 	case !ok:
 		return false, nil
@@ -247,13 +321,16 @@ func (g *guard) claimsSelf(addr string, boot uint64) (handled bool, err error) {
 // earlier life, ignored when claim does not answer (memberlist ignores it
 // too: the name is held). handled false: apply the clash rules. Called
 // with g.mu held.
-func (g *guard) claimsRestart(name string, held addrKey, claim string, boot uint64) (handled bool, err error) {
+func (g *guard) claimsRestart(name string, held addrKey, claim string, boot uint64, p *memberlist.Node) (handled bool, err error) {
+	if old, ok := g.moved[name]; ok && old.String() == claim {
+		return true, nil // the earlier life, which memberlist still holds
+	}
 	known := g.table.boot(name)
 	if known == 0 || boot == 0 || boot == known {
 		return false, nil
 	}
 	if boot < known {
-		st, ok := g.startCheck(checkEarlier, name, claim, held.String())
+		st, ok := g.startCheck(checkEarlier, name, claim, held.String(), nil)
 		if !ok {
 			return false, nil
 		}
@@ -262,7 +339,7 @@ func (g *guard) claimsRestart(name string, held addrKey, claim string, boot uint
 		}
 		return true, nil
 	}
-	st, ok := g.startCheck(checkRestart, name, held.String(), claim)
+	st, ok := g.startCheck(checkRestart, name, held.String(), claim, p)
 	switch {
 	case !ok:
 		return false, nil

@@ -73,6 +73,35 @@ func TestGuardRestartClaims(t *testing.T) {
 	}
 	p.done["c@127.0.0.1:6"](false) // the pings end later: nothing more
 
+	// d restarted at :11 while memberlist keeps its earlier life at :10
+	// alive (it has not detected the death yet): with an inbox, the table
+	// follows :11 at once; memberlist's later news of :10 stays out of it;
+	// its death joins :11, and a join that brings nothing back makes d a
+	// departure.
+	var items []inboxItem
+	g.update = func(it inboxItem) { items = append(items, it) }
+	g.joined(node("d", 10, 5))
+	tb.alive(nodeInfo{Name: "d", Addr: net.IPv4(127, 0, 0, 1).To4(), Port: 10, Meta: meta{Boot: 5}.encode()}, time.Now())
+	_ = g.checkName(node("d", 11, 9))
+	p.done["d@127.0.0.1:10"](false)
+	if a, ok := tb.heldAddr("d"); !ok || a.String() != "127.0.0.1:11" || len(items) != 1 || items[0].kind != itemUpdate || items[0].node.address() != "127.0.0.1:11" {
+		t.Fatalf("after :10 was silent: d held at %v, items %+v; want the table moved to :11", a, items)
+	}
+	if err := g.checkName(node("d", 10, 5)); err != nil || stats.refusedName.Load() != 0 {
+		t.Fatalf("memberlist's news of d at :10: %v, want ignored", err)
+	}
+	if g.joined(node("d", 10, 5)) {
+		t.Fatal("an update of d's earlier life reached the table")
+	}
+	if g.left(node("d", 10, 5)) || len(joins) != 3 || joins[2] != "127.0.0.1:11" {
+		t.Fatalf("memberlist let d's earlier life go: joins %v; want :11 joined and the table not told", joins)
+	}
+	g.joinDone("127.0.0.1:11") // memberlist did not take :11
+	if _, ok := tb.heldAddr("d"); ok || len(items) != 2 || items[1].kind != itemLeave || items[1].node.Name != "d" {
+		t.Fatalf("after the join of :11 failed: items %+v; want d's departure", items)
+	}
+	g.update = nil
+
 	// News of b's earlier life (boot 3 at :4, b held at :3 with boot 6):
 	// checked at :4; silent: ignored, answered: a clash.
 	g.joined(node("b", 3, 6))

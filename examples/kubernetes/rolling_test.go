@@ -450,7 +450,8 @@ func (r *rolling) check(end time.Time) {
 		}
 		t.Logf("round %d, %s (coordinator: %v): %d leader change(s) %v", s.round, s.name, s.wasCoord, len(who), who)
 		if len(who) > limit {
-			t.Errorf("round %d, replacing %s (coordinator: %v): %d leader changes %v, want at most %d", s.round, s.name, s.wasCoord, len(who), who, limit)
+			t.Errorf("round %d, replacing %s (coordinator: %v): %d leader changes %v, want at most %d; stalls logged meanwhile: %v",
+				s.round, s.name, s.wasCoord, len(who), who, limit, r.stalls(s.signaled, until))
 		}
 	}
 	t.Logf("leader changes: %d over %d replacements of the coordinator, %d replacements in all", total, coordSteps, len(r.steps))
@@ -506,4 +507,25 @@ func (r *rolling) check(end time.Time) {
 	if gap > maxGap {
 		t.Errorf("%v with no ready member knowing a coordinator (from %s), want at most %v", gap, gapAt.Format("15:04:05.000"), maxGap)
 	}
+}
+
+// stalls returns the "loop ran late" lines the pods logged between from
+// and to: an elector that ran late (the process starved of CPU) misses
+// heartbeats, and its followers elect on silence.
+func (r *rolling) stalls(from, to time.Time) []string {
+	var out []string
+	for _, p := range r.all {
+		for _, line := range p.grep("the loop ran late") {
+			ts, _, _ := strings.Cut(line, " ")
+			at, err := time.Parse("2006-01-02T15:04:05.000Z0700", ts)
+			if err == nil && !at.Before(from.Truncate(time.Millisecond)) && at.Before(to) {
+				late := ""
+				if _, rest, ok := strings.Cut(line, "late="); ok {
+					late = rest
+				}
+				out = append(out, p.name+"@"+at.Format("15:04:05.000")+" late="+late)
+			}
+		}
+	}
+	return out
 }
