@@ -24,7 +24,7 @@ import (
 // at a new address with a greater boot ID. A ping to the old address
 // under the name tells them apart: memberlist answers a ping only for its
 // own name, so an answer means a live process still holds the name there
-// (a clash, handled as before), and silence means an earlier life.
+// (a clash), and silence means an earlier life.
 //
 // The restarted member (the claim is its own name, with a smaller boot ID,
 // at an address not its own) checks the old address itself: while New
@@ -35,11 +35,13 @@ import (
 // Any other member that holds the name alive at the old address and hears
 // the claim (a greater boot ID than the one it knows) checks the old
 // address too, and refuses the claim as a clash if it answers. If it does
-// not, the member notes the new address and joins it as soon as memberlist
-// lets the earlier life go (NotifyLeave, after failure detection): the
-// join brings the restarted member's alive message, which memberlist now
-// takes (the old record is dead), and the elector sees the member down,
-// then up with its new boot ID.
+// not, the table follows the member at its new address at once (the
+// elector sees a restart), while memberlist keeps the old record until
+// its failure detector lets it go (moveRestart); then the new address is
+// joined, and memberlist takes it (the old record is dead). A leave of the
+// earlier life that arrives during the check settles it the same way. News
+// of an earlier life (a smaller boot ID than the table's, at an address
+// that does not answer) is ignored.
 
 // deadNodeReclaimTime is the memberlist DeadNodeReclaimTime that the Node
 // sets unless Config.Memberlist changes it: any positive value lets a
