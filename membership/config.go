@@ -2,6 +2,7 @@ package membership
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -95,8 +96,10 @@ type Options struct {
 	AdvertiseAddr string
 	AdvertisePort int
 	// Seeds are "host:port" addresses of members to join; a host may be a
-	// DNS name, and every address it resolves to is joined (a Kubernetes
-	// headless service). New joins them once; if none answers, they are
+	// DNS name, resolved afresh at every join (see Resolver), and every
+	// address it resolves to is joined (a Kubernetes headless Service), but
+	// this node's own. New joins them once; if none answers (or a name has
+	// no address yet), they are
 	// tried again after 20 ms, 40 ms, ... doubling up to RejoinInterval,
 	// until one does; after that, every RejoinInterval, the seed
 	// addresses that are not live members of this node's view are joined
@@ -107,6 +110,12 @@ type Options struct {
 	// member at once rather than after gossip rounds. Default none (a new
 	// cluster).
 	Seeds []string
+	// Resolver resolves the seeds' DNS names: at New's first join, at every
+	// re-join and at each Join, so that a name whose addresses change (a
+	// headless Service as pods come and go) is followed, and a name that
+	// has no address yet is joined once it has one. Addresses that are this
+	// node's own (Addr) are skipped. Default nil: net.DefaultResolver.
+	Resolver Resolver
 	// Profile selects memberlist's timing defaults: ProfileLAN (default,
 	// also when ""), ProfileLocal or ProfileWAN.
 	Profile string
@@ -157,13 +166,20 @@ type Options struct {
 	Transport memberlist.NodeAwareTransport
 	// Memberlist, when set, is called with the memberlist configuration
 	// after this Config has been applied, to tune what Config does not
-	// expose: probe timings, CIDRsAllowed, DeadNodeReclaimTime (without
-	// it, a member restarted at another address under the same name is
-	// refused until memberlist forgets the dead one, GossipToTheDeadTime:
-	// 30 s with the LAN profile), ...
+	// expose: probe timings, CIDRsAllowed, ... DeadNodeReclaimTime is set
+	// to 1 ns before it is called, so that a member declared dead may come
+	// back under its name at another address at once (a pod recreated
+	// with a new IP); memberlist's own default, 0, refuses it until the
+	// dead one is forgotten (GossipToTheDeadTime: 30 s with the LAN
+	// profile).
 	// Delegate, Events, Merge, Conflict, Ping, Alive, Logger and LogOutput
 	// are set after it returns.
 	Memberlist func(*memberlist.Config)
+}
+
+// Resolver looks up a host name's IP addresses; *net.Resolver is one.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
 // DefaultConfig returns a configuration with every default filled in;
@@ -348,6 +364,7 @@ func (c *Config) memberlistConfig(d *delegate, logger hclog.Logger) *memberlist.
 	if c.Transport != nil {
 		mc.Transport = c.Transport
 	}
+	mc.DeadNodeReclaimTime = deadNodeReclaimTime // a restart at a new address (restart.go)
 	if c.Memberlist != nil {
 		c.Memberlist(mc)
 	}

@@ -63,20 +63,23 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool) {}
 
 // NotifyJoin queues a member that became alive.
 func (d *delegate) NotifyJoin(n *memberlist.Node) {
-	d.guard.joined(n)
-	d.inbox.push(nodeItem(itemJoin, n))
+	if d.guard.joined(n) {
+		d.inbox.push(nodeItem(itemJoin, n))
+	}
 }
 
 // NotifyLeave queues a member that left or was declared dead.
 func (d *delegate) NotifyLeave(n *memberlist.Node) {
-	d.guard.left(n)
-	d.inbox.push(nodeItem(itemLeave, n))
+	if d.guard.left(n) {
+		d.inbox.push(nodeItem(itemLeave, n))
+	}
 }
 
 // NotifyUpdate queues a member whose metadata or address changed.
 func (d *delegate) NotifyUpdate(n *memberlist.Node) {
-	d.guard.joined(n)
-	d.inbox.push(nodeItem(itemUpdate, n))
+	if d.guard.joined(n) {
+		d.inbox.push(nodeItem(itemUpdate, n))
+	}
 }
 
 // NotifyMerge vets the members of a join's push-pull (either side of it)

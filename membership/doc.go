@@ -17,7 +17,9 @@
 //   - A restart under the same name is a new boot ID in the metadata. It
 //     resets the node's links to the member and is reported as an
 //     EventPeerUp alone (a PeerDown would make the followers of a restarted
-//     coordinator, which has usually taken over again by then, elect).
+//     coordinator, which has usually taken over again by then, elect). A
+//     restart at a new address (a pod recreated with a new IP) is one too,
+//     once a ping shows the old address silent (restart.go).
 //   - A member whose core.Tag equals another live member's (terms embed the
 //     tag) is refused: among colliding members the lowest ID is admitted,
 //     the others are logged as errors, counted and kept from the elector.
@@ -51,7 +53,8 @@
 //
 // Every Config.RejoinInterval the node joins its seeds again, so that the
 // two sides of a healed partition find each other after memberlist has
-// forgotten its dead. Leave announces a graceful exit; Close alone looks
+// forgotten its dead. A seed's DNS name is resolved again at each join
+// (Config.Resolver), to every address it has. Leave announces a graceful exit; Close alone looks
 // like a crash to the others.
 //
 // # Tests

@@ -80,7 +80,10 @@ func (e *IncompatibleError) Unwrap() error { return ErrIncompatible }
 // always does (it has not started electing); a running node yields only to
 // a member that started before it (a smaller boot ID, the start time; ties
 // by address), so both sides of a clash found after join agree on which
-// one goes. The live members and their addresses are mirrored from
+// one goes. A claim with a smaller boot ID (for this node's name) or a
+// greater one (for another member's) is first checked with a ping to the
+// old address: silence there makes it a restart at a new address, not a
+// clash (restart.go). The live members and their addresses are mirrored from
 // memberlist's own events (joined, left) into the table's entries
 // (table.hold, held.go), so the check needs no call back into memberlist.
 type guard struct {
@@ -92,11 +95,27 @@ type guard struct {
 	stats *counters
 	fail  func(error)
 
+	// ping checks whether a process answers under a name at an address
+	// and calls back with the answer, never blocking (Node.pingName);
+	// rejoin asks for a join of an address (Node.askJoin). With ping nil,
+	// every name at a second address is a clash (restart.go).
+	ping   func(name, addr string, done func(answered bool))
+	rejoin func(addr string)
+
 	mu       sync.Mutex
 	self     string             // this node's address, from its own NotifyJoin
 	starting bool               // New has not returned
 	voters   map[string]int64   // live voters' ratings, by name, while starting (for topVoter); then nil
 	reported map[[2]string]bool // clashes already logged: name, address; nil until the first
+	checks   map[checkKey]*check
+	running  int                // checks of this node's own name with pings in flight
+	idle     chan struct{}      // closed when running drops to 0 (awaitChecks)
+	restarts map[string]string  // name: the new address of a member found restarted (restart.go)
+	moved    map[string]addrKey // name: the earlier life memberlist still holds, the table follows the new one
+	awaiting map[string]string  // name: the new address joined once memberlist let the earlier life go
+	// update queues a membership item for the table (the inbox's push);
+	// nil: a restart waits for memberlist (restart.go, moveRestart).
+	update func(inboxItem)
 }
 
 // addrKey is a member's IP and port, packed: the guard compares them
@@ -178,31 +197,49 @@ func nodeAddr(n *memberlist.Node) string {
 // calls them with its node lock held, so n's fields are read safely here
 // and nowhere else: the *memberlist.Node that Members returns is memberlist's
 // own, changed later under that lock.
-func (g *guard) joined(n *memberlist.Node) {
+//
+// Each reports whether the event is to reach the table: not when it is
+// about the earlier life of a member the table already follows at its new
+// address (restart.go, moveRestart).
+func (g *guard) joined(n *memberlist.Node) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if n.Name == g.name && g.self == "" {
 		g.self = nodeAddr(n)
 	}
 	if n.Name == g.name {
-		return
+		return true
 	}
+	if old, ok := g.moved[n.Name]; ok && old == keyOf(n) {
+		return false // stale news of the earlier life
+	}
+	if g.restarts[n.Name] == nodeAddr(n) {
+		delete(g.restarts, n.Name) // memberlist took the new address
+	}
+	delete(g.moved, n.Name)
+	delete(g.awaiting, n.Name)
 	g.table.hold(n.Name, keyOf(n))
 	if g.voters == nil {
-		return
+		return true
 	}
 	if md, err := decodeMeta(n.Meta); err == nil && !md.NonVoter {
 		g.voters[n.Name] = md.Rating
 	} else {
 		delete(g.voters, n.Name)
 	}
+	return true
 }
 
-func (g *guard) left(n *memberlist.Node) {
+func (g *guard) left(n *memberlist.Node) bool {
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.earlierLifeGone(n) {
+		return false
+	}
 	g.table.release(n.Name)
 	delete(g.voters, n.Name)
-	g.mu.Unlock()
+	g.departed(n.Name, nodeAddr(n))
+	return true
 }
 
 // topVoter returns the address of the highest-ranked live voter (by
@@ -319,8 +356,15 @@ func (g *guard) checkName(p *memberlist.Node) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	name, raw := p.Name, p.Meta
+	var boot uint64
+	if m, err := decodeMeta(raw); err == nil {
+		boot = m.Boot
+	}
 	if name != g.name {
 		if a, ok := g.table.heldAddr(name); ok && a != keyOf(p) {
+			if handled, err := g.claimsRestart(name, a, nodeAddr(p), boot, p); handled {
+				return err
+			}
 			return g.refuse(name, a.String(), nodeAddr(p))
 		}
 		return nil
@@ -328,6 +372,12 @@ func (g *guard) checkName(p *memberlist.Node) error {
 	addr := nodeAddr(p)
 	if g.self == "" || addr == g.self {
 		return nil
+	}
+	if handled, err := g.claimsSelf(addr, boot); handled {
+		if taken := (*NameTakenError)(nil); errors.As(err, &taken) {
+			g.fail(err)
+		}
+		return err
 	}
 	if g.yields(raw, addr) {
 		err := &NameTakenError{Name: name, Incumbent: addr, Newcomer: g.self, Self: true}

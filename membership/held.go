@@ -55,3 +55,13 @@ func (t *table) heldAddr(name string) (addrKey, bool) {
 	}
 	return addrKey{}, false
 }
+
+// boot returns the boot ID the table knows for the member name, 0 if none.
+func (t *table) boot(name string) uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if e := t.get(name); e != nil {
+		return e.boot
+	}
+	return 0
+}

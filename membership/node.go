@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -113,7 +114,7 @@ func New(cfg Config) (*Node, error) {
 	n.addr = n.ml.LocalNode().FullAddress().Addr
 	close(n.created)
 	if len(cfg.Seeds) > 0 {
-		if _, err := n.Join(cfg.Seeds...); err != nil && n.Err() == nil {
+		if _, err := n.Join(cfg.Seeds...); err != nil && !errors.Is(err, errOnlySelf) && n.Err() == nil {
 			if kerr := keyRefused(err); kerr != nil {
 				n.fail(kerr)
 			} else {
@@ -123,6 +124,9 @@ func New(cfg Config) (*Node, error) {
 			n.introduce(top)
 		}
 	}
+	// A join that found this node's name at another address checks it
+	// (restart.go): a live process there fails New, an earlier life does not.
+	n.del.guard.awaitChecks(n.failed)
 	n.del.guard.started()
 	if err := n.Err(); err != nil {
 		_ = n.Close()
@@ -274,6 +278,7 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 	n.table = newTable(cfg.Name, n.meta, 0, logger, &n.stats) // forget: below, from memberlist's config
 	n.del = &delegate{inbox: n.inbox, guard: newGuard(cfg.Name, n.meta, n.table, logger, &n.stats, n.fail),
 		ack: binary.BigEndian.AppendUint64(nil, boot), rejoin: n.askJoin, keyMismatch: n.keyMismatch}
+	n.del.guard.ping, n.del.guard.rejoin, n.del.guard.update = n.pingName, n.askJoin, n.inbox.push
 	b := n.meta.encode()
 	n.del.meta.Store(&b)
 	mc := cfg.memberlistConfig(n.del, logger)
@@ -409,13 +414,32 @@ func (n *Node) stopping() bool {
 	}
 }
 
-// Join contacts the given "host:port" members and merges state with them.
-// It returns how many it reached; the error is non-nil only if none.
+// errOnlySelf: every address the seeds resolved to is this node's own
+// (the first member behind a DNS name); there was nobody to join.
+var errOnlySelf = errors.New("membership: the seeds resolve to this node's own address only")
+
+// Join contacts the given "host:port" members and merges state with them;
+// a host may be a DNS name, resolved with Config.Resolver to every address
+// it has, and this node's own address is skipped. It returns how many it
+// reached; the error is non-nil only if none.
 func (n *Node) Join(addrs ...string) (int, error) {
 	if n.closed.Load() {
 		return 0, ErrClosed
 	}
-	k, err := n.ml.Join(addrs)
+	targets, rerr := n.resolveSeeds(addrs)
+	var k int
+	var err error
+	switch {
+	case len(targets) > 0:
+		k, err = n.ml.Join(targets)
+		if err != nil && rerr != nil {
+			err = fmt.Errorf("%w\n%w", err, rerr)
+		}
+	case rerr != nil:
+		err = rerr
+	default:
+		return 0, errOnlySelf
+	}
 	if err == nil {
 		n.joined.Store(true)
 		empty := ""
@@ -579,6 +603,7 @@ func (n *Node) joinRestarted(addr string) {
 	if _, err := n.ml.Join([]string{addr}); err != nil {
 		n.log.Debug("joining a restarted member failed", "addr", addr, "error", err)
 	}
+	n.del.guard.joinDone(addr)
 }
 
 // maxRejoinDeparted caps the departed members re-joined with the seeds:
@@ -609,9 +634,9 @@ func (n *Node) rejoin() {
 			targets = append(targets, a)
 		}
 	}
-	var seeds []string
-	for _, s := range n.cfg.Seeds {
-		seeds = append(seeds, n.resolveSeed(s)...)
+	seeds, rerr := n.resolveSeeds(n.cfg.Seeds)
+	if rerr != nil {
+		n.log.Debug("a seed's name does not resolve (yet)", "error", rerr)
 	}
 	live := n.table.liveAddrs(seeds)
 	if len(live) == 0 || n.takesTurn() {
@@ -639,29 +664,66 @@ func (n *Node) rejoin() {
 	}
 }
 
-// seedLookupTimeout bounds the resolution of a seed's DNS name in rejoin.
+// seedLookupTimeout bounds the resolution of a seed's DNS name.
 const seedLookupTimeout = 2 * time.Second
 
+// resolveSeeds returns the "ip:port" addresses that seeds name, each once,
+// without this node's own (Addr), and an error naming the seeds whose
+// name did not resolve, worded as memberlist words it ("failed to
+// resolve"), for unreachable.
+func (n *Node) resolveSeeds(seeds []string) ([]string, error) {
+	var out []string
+	var errs []error
+	for _, s := range seeds {
+		addrs, err := n.resolveSeed(s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, a := range addrs {
+			if !n.isSelf(a) && !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
 // resolveSeed returns the "ip:port" addresses seed names: itself when its
-// host is an IP address, else the addresses its name resolves to now.
-// When the name does not resolve it returns seed as it is, for
-// memberlist's Join to try (and report) as before.
-func (n *Node) resolveSeed(seed string) []string {
+// host is an IP address (or it has no port, for memberlist to report),
+// else the addresses its name resolves to now with Config.Resolver.
+func (n *Node) resolveSeed(seed string) ([]string, error) {
 	host, port, err := net.SplitHostPort(seed)
 	if err != nil || net.ParseIP(host) != nil {
-		return []string{seed}
+		return []string{seed}, nil
+	}
+	var r Resolver = net.DefaultResolver
+	if n.cfg.Resolver != nil {
+		r = n.cfg.Resolver
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), seedLookupTimeout)
 	defer cancel()
-	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-	if err != nil || len(ips) == 0 {
-		return []string{seed}
+	ips, err := r.LookupIPAddr(ctx, host)
+	if err == nil && len(ips) == 0 {
+		err = errors.New("no address")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to resolve %s: %w", seed, err)
 	}
 	out := make([]string, 0, len(ips))
 	for _, ip := range ips {
 		out = append(out, net.JoinHostPort(ip.IP.String(), port))
 	}
-	return out
+	return out, nil
+}
+
+// isSelf reports whether the "ip:port" addr is this node's own address.
+func (n *Node) isSelf(addr string) bool {
+	if addr == n.addr {
+		return true
+	}
+	a, err1 := netip.ParseAddrPort(addr)
+	b, err2 := netip.ParseAddrPort(n.addr)
+	return err1 == nil && err2 == nil && a.Addr().Unmap() == b.Addr().Unmap() && a.Port() == b.Port()
 }
 
 // Members lists this node and the other members it knows, sorted by name,

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -159,9 +160,22 @@ func (t *netTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time
 func (t *netTransport) PacketCh() <-chan *memberlist.Packet { return t.packetCh }
 
 // DialTimeout opens a TCP connection to addr.
+// Shutdown ends a dial in flight: a join of an address where no host
+// answers (a pod's IP after it was deleted) would otherwise hold Close for
+// the dial's whole timeout (memberlist's TCPTimeout, 10 s with the LAN
+// profile), once per address.
 func (t *netTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout}
-	return d.Dial("tcp", addr)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-t.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 // DialAddressTimeout opens a TCP connection to a.Addr.
