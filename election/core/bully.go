@@ -316,6 +316,10 @@ func (b *bully) preVoted() {
 func (b *bully) win() {
 	n := b.n
 	t := n.nextTerm()
+	if !n.mayRaiseTo(t) {
+		n.refuseTerm() // past MaxEpoch, or beyond the epoch allowance (term.go)
+		return
+	}
 	n.becomeCoordinator(t)
 	r := n.view.r
 	// With the guard in a fanned-out view, the non-voters hear the

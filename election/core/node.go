@@ -114,6 +114,7 @@ type Node struct {
 	confirmedAt int  // coordinator: tick its lease was confirmed at
 	failedLeads int  // leaderships in a row that lapsed or were never confirmed
 	soloUntil   int  // alone in its view before this tick: raise no term (prevote.go)
+	epochClock  int  // the epoch allowance (term.go)
 
 	exp           expectation // the start-up hold (expect.go)
 	handoffTo     string      // the member the role goes to ("": the next by rating)
@@ -205,6 +206,7 @@ const stateLines = 3
 func (n *Node) Bootstrap(coordinator string, term Term) {
 	n.forget()
 	n.setTerm(term)
+	n.epochClock = 0 // a set-up, not a raise: the allowance stays whole
 	if coordinator == n.self.ID {
 		n.becomeCoordinator(term)
 		if n.cfg.QuorumSize > 0 { // settled: as if the majority had just acked
@@ -285,7 +287,7 @@ func (n *Node) Step(m Message) {
 		return
 	}
 	n.count().Received[m.Type]++
-	if !m.Term.Plausible(n.term) {
+	if m.Term.Epoch() > MaxEpoch {
 		n.drop(DropBadTerm)
 		return
 	}
@@ -303,6 +305,10 @@ func (n *Node) Step(m Message) {
 		}
 		n.drop(DropStaleTerm)
 		n.tellTerm(m)
+		return
+	}
+	if m.Term > n.term && !n.admits(m.Term) {
+		n.drop(DropBadTerm) // faster than the epoch allowance (term.go)
 		return
 	}
 	if m.Term > n.term && n.leads() && claimsLeadership(m, n.self.ID) {
@@ -604,7 +610,7 @@ const (
 	DropMisaddressed                   // To is not this node, or From is empty or this node
 	DropUnexpected                     // nothing is waiting for it (a late Answer or Ack, ...)
 	DropOrder                          // the sender does not rank where the message implies
-	DropBadTerm                        // the term is one no honest member produces (Term.Plausible)
+	DropBadTerm                        // the term's epoch is above MaxEpoch, or above what the epoch allowance covers (term.go)
 	DropForeignTag                     // a claim to lead whose term names another member
 	NumDropReasons
 )
@@ -723,6 +729,9 @@ func (n *Node) setState(s State) {
 
 func (n *Node) setTerm(t Term) {
 	if t != n.term {
+		if e, k := t.Epoch(), n.term.Epoch(); e > k {
+			n.chargeEpochs(int(e - k))
+		}
 		n.term, n.statusDirty, n.algQuiet = t, true, false
 	}
 }

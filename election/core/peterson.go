@@ -176,6 +176,10 @@ func (p *peterson) preVoted() {
 // every active ends a relay and nobody wins, election after election
 // (issue 13). As a relay it forwards whatever still reaches it.
 func (p *peterson) begin(t Term) {
+	if !p.n.mayRaiseTo(t) {
+		p.abandon() // past MaxEpoch, or beyond the epoch allowance (term.go)
+		return
+	}
 	if !p.n.sitsOut() && !p.unheard {
 		p.join(t, true)
 		return
@@ -371,6 +375,10 @@ func (p *peterson) finish() {
 	n := p.n
 	leader := p.d.ID
 	t := MakeTerm(n.term.Epoch()+1, Tag(leader))
+	if !n.mayRaiseTo(t) {
+		p.abandon() // past MaxEpoch, or beyond the epoch allowance (term.go)
+		return
+	}
 	m := Message{Type: MsgCoordinator, Term: t, Coordinator: leader, Value: p.d,
 		Phase: p.phase, Initiator: n.self.ID}
 	at := n.view.r.Index(n.self.ID)
@@ -447,9 +455,14 @@ func (p *peterson) tick() {
 // first message; the wake-up spreads as usual, so the next voter by rating
 // wins. It costs one message more than an election all start.
 func (p *peterson) resign() {
+	t := electionTerm(p.n.term)
+	if !p.n.mayRaiseTo(t) {
+		p.abandon() // past MaxEpoch, or beyond the epoch allowance (term.go)
+		return
+	}
 	p.n.countStart(CauseHandoff)
 	p.handingOff = true
-	p.join(electionTerm(p.n.term), false)
+	p.join(t, false)
 	p.woken = true
 	p.pass(Message{Type: MsgElection, Term: p.term, Phase: wakeUp, Initiator: p.n.self.ID})
 }

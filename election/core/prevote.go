@@ -28,11 +28,12 @@ type preVoteRound struct {
 	wide   bool   // no guard: every live voter was asked, not only the nearest
 	timer  int    // ticks left before the next step (re-ask, widen, give up)
 	round  uint64 // sent in Seq; answers carry it back
-	// asked is the tick the round was last asked at: an answer's round
-	// trip is measured from it (Node.rtts), which is too short for the
-	// answer to an earlier ask; from the first ask it was too long, since
-	// with the guard a voter bound by a promise grants only when asked
-	// after it ends.
+	// asked is the tick the round was last asked at. Node.rtts, which
+	// the ring timers read, takes every answer's round trip as measured
+	// from it (too short for the answer to an earlier question); a
+	// quorum round also measures each answer from the last question to
+	// its voter (asks, late), since a voter bound by a promise grants
+	// only when asked after it ends.
 	asked    int
 	deadline int // guard: tick at which the round is given up
 	hint     string
@@ -41,6 +42,23 @@ type preVoteRound struct {
 	// answer all the same: a round that fails with a majority answering
 	// failed for promises, not for slowness).
 	refused map[string]bool
+	// asks: in a quorum round (askQuorum), each voter asked: the tick it
+	// was last asked at, from which its answer's round trip is measured,
+	// and, while it refuses for a promise, the tick that promise ends.
+	// lastAsks is asks of the round before, whose late answers measure
+	// their round trips too.
+	asks, lastAsks map[string]quorumAsk
+	// late is the longest round trip a quorum round's answers took
+	// lately, plus one (0: none), and lateAt the tick it was measured:
+	// the pre-vote's own estimate, beside Node.rtts, which holds what
+	// the ring timers read. Each answer is measured from the question
+	// it answers, late answers to the round before included.
+	late, lateAt int
+	// gap is how long a quorum round waits before it asks again the
+	// voters that have not answered, and reaskAt the tick it does: gap
+	// starts at the round's wait for answers (guardWait) and doubles with
+	// each such wave.
+	gap, reaskAt int
 	// others is sampleWide's buffer: the rank positions of the eligible
 	// voters that are not watchers.
 	others []int32
@@ -80,25 +98,56 @@ func (n *Node) slowWait() int { return n.cfg.AnswerTimeout << n.pv.slow }
 // holds alive, and one it cannot reach leaves the view.
 func (n *Node) cutOff() bool { return n.cfg.QuorumSize > 0 && n.cfg.Mode == Textbook && n.pv.slow > 0 }
 
-// guardWait is the same for a round with the guard, which asks again
-// every guardWait until its deadline: two round trips, doubled as
-// slowWait is. The guard's rounds need a majority's answers, so a host
-// whose round trips exceed the round's span (a loaded 2-core machine
-// under the race detector, one-way delays of 100-300 ms in the
-// simulator) elected nobody for minutes before the span grew.
-// A preemption check counts its own slowness (pslow): an election's says
-// nothing of the coordinator it would displace (a member of a partition's
-// minority, whose election rounds failed, checks at once after the heal),
-// and checks asked every 2 * RoundTrip over links slower than that were
-// never answered in time and never stopped (46-180 pre-votes a second in
-// the simulator at one-way delays of 100 ms and more, the highest voter
-// never taking over).
+// guardWait is how long a quorum round (quorumRound) waits for the
+// answers to a wave of its questions: twice RoundTrip, doubled for each
+// round in a row that fewer than a majority answered (slow; pslow for
+// preemption checks, whose slowness says nothing of an election's), or
+// one tick more than the longest round trip this node measured lately
+// (longestRoundTrip) if that is longer; at most 2 * RoundTrip << maxSlow.
+// The round's span is this wait past the promises it may have to outlast
+// (beginPreVote): a round whose voters answer within the round trips
+// measured lately ends with their answers, and on a network slower than
+// RoundTrip, before anything is measured, the spans grow with the failed
+// rounds.
 func (n *Node) guardWait() int {
+	slow := n.pv.slow
 	if n.pv.kind == preVotePreempt {
-		return 2 * n.cfg.RoundTrip << n.pv.pslow
+		slow = n.pv.pslow
 	}
-	return 2 * n.cfg.RoundTrip << n.pv.slow
+	wait := 2 * n.cfg.RoundTrip << slow
+	if longest, ok := n.longestRoundTrip(); ok && longest >= wait {
+		wait = min(longest+1, 2*n.cfg.RoundTrip<<maxSlow)
+	}
+	return wait
 }
+
+// longestRoundTrip returns the longest round trip this node measured
+// lately (within rttMemory): its ring hops' and pre-votes' (Node.rtts),
+// and its quorum rounds' answers (preVoteRound.late); ok is false if it
+// measured none.
+func (n *Node) longestRoundTrip() (longest int, ok bool) {
+	memory := n.rttMemory()
+	_, longest = n.rtts.stats(n.now, memory)
+	ok = n.rtts.measured(n.now, memory)
+	if pv := &n.pv; pv.late > 0 && n.now-pv.lateAt <= memory {
+		longest, ok = max(longest, pv.late-1), true
+	}
+	return longest, ok
+}
+
+// measuredAnswer records the round trip of an answer to a quorum round's
+// question asked at tick at (preVoteRound.late).
+func (n *Node) measuredAnswer(at int) {
+	pv := &n.pv
+	r := max(n.now-at, 0)
+	if r+1 >= pv.late || n.now-pv.lateAt > n.rttMemory() {
+		pv.late, pv.lateAt = r+1, n.now
+	}
+}
+
+// quorumRound reports whether the round in progress needs a majority's
+// answers: an election's pre-vote with the guard, or a preemption check.
+func (n *Node) quorumRound() bool { return n.cfg.QuorumSize > 0 || n.pv.kind == preVotePreempt }
 
 // preVoteNeeded reports whether raising the term needs a pre-vote: with
 // the guard, a majority of more than one (or a promise of this node's own)
@@ -161,10 +210,13 @@ func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 	clear(pv.refused)
 	if pv.granted == nil {
 		pv.granted, pv.refused = make(map[string]bool), make(map[string]bool)
+		pv.asks, pv.lastAsks = make(map[string]quorumAsk), make(map[string]quorumAsk)
 	}
-	if n.cfg.QuorumSize > 0 || kind == preVotePreempt {
+	pv.asks, pv.lastAsks = pv.lastAsks, pv.asks
+	clear(pv.asks)
+	if n.quorumRound() {
 		pv.deadline = n.now + n.cfg.LeaseTicks + n.cfg.LeaseMargin + n.guardWait()
-		n.askPreVote(true)
+		n.askQuorum(true)
 		n.preVoteDecide()
 		return
 	}
@@ -174,13 +226,12 @@ func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 	}
 }
 
-// askPreVote sends the round's question. Without the guard a first round
-// goes to the two live voters nearest below this node by rank (above when
-// there are none below), skipping the suspect and the hint; a wide one to
-// every live voter, or to wideAsk of them (sampleWide) in a larger
-// cluster, the watchers first when the coordinator's rounds fan out; with
-// the guard, and for a preemption check, every round goes to every live
-// voter that has not granted yet. It returns how many were asked.
+// askPreVote sends the question of a round without the guard. A first
+// round goes to the two live voters nearest below this node by rank (above
+// when there are none below), skipping the suspect and the hint; a wide
+// one to every live voter, or to wideAsk of them (sampleWide) in a larger
+// cluster, the watchers first when the coordinator's rounds fan out. It
+// returns how many were asked.
 func (n *Node) askPreVote(wide bool) int {
 	pv := &n.pv
 	r := n.view.r
@@ -198,7 +249,7 @@ func (n *Node) askPreVote(wide bool) int {
 		asked++
 		return wide || asked < 2
 	}
-	if !wide || n.cfg.QuorumSize > 0 || pv.kind != preVoteElection || !n.sampleWide(self, eligible, ask) {
+	if !wide || !n.sampleWide(self, eligible, ask) {
 		for k := self - 1; k >= 0 && ask(r.ByRank(k)); k-- {
 		}
 		if wide || asked == 0 {
@@ -207,10 +258,101 @@ func (n *Node) askPreVote(wide bool) int {
 		}
 	}
 	pv.timer, pv.asked = n.slowWait(), n.now
-	if n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt {
-		pv.timer = n.guardWait()
-	}
 	return asked
+}
+
+// quorumAsk is what a quorum round keeps of one voter it asked: the tick
+// of its last question, and the tick the promise it refused for ends (0:
+// none known).
+type quorumAsk struct{ at, free int }
+
+// askQuorum sends a wave of a quorum round's questions (quorumRound). A
+// majority must answer, so the first wave goes to every live voter; after
+// it, a voter that has not granted is asked again only when its answer is
+// due to change:
+//
+//   - one that refused for a promise, once that promise ends (its refusal
+//     said when): one question per answer it gave, so at most one per
+//     round trip to it;
+//   - one that has not answered (or refused because it leads), in the
+//     next wave to the silent voters, and only if this node has measured
+//     a round trip lately (longestRoundTrip): the first such wave comes
+//     guardWait after the round's start, each later one twice as long
+//     after the one before it, so a silent voter is asked again at most
+//     once per measured round trip (guardWait is at least the longest).
+//
+// A round trip measured lately says the network delivers: a voter still
+// silent after it is probably lost, and asking it again is worth a
+// message. Silence with nothing measured says the round trips may exceed
+// the wait (a cold start on a slow network, where every question is
+// still on its way), and a wave every wait would have n members put
+// n(n-1) questions on the network per wait. So a round asks a silent
+// voter once while nothing is measured, and at most 1 + log2(1 + span /
+// guardWait) times in all (3 at the defaults), where the span is
+// LeaseTicks + LeaseMargin + guardWait; plus once for each refusal the
+// voter sends it.
+func (n *Node) askQuorum(first bool) {
+	pv := &n.pv
+	r := n.view.r
+	self := r.RankOf(r.Index(n.self.ID))
+	silent := first
+	if !first && n.now >= pv.reaskAt {
+		// The next wave to the silent voters is due: send it, or skip
+		// it while nothing says the questions are answered at all.
+		_, silent = n.longestRoundTrip()
+		pv.gap *= 2
+		pv.reaskAt = n.now + pv.gap
+	}
+	ask := func(p Peer) {
+		if p.ID == n.self.ID || p.NonVoter || !n.view.alive(p.ID) || pv.granted[p.ID] {
+			return
+		}
+		if a := pv.asks[p.ID]; a.free > n.now || a.free == 0 && !silent {
+			return // bound by its promise still, or not due
+		}
+		pv.asks[p.ID] = quorumAsk{at: n.now}
+		n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Phase: uint32(pv.kind)})
+	}
+	for k := self - 1; k >= 0; k-- {
+		ask(r.ByRank(k))
+	}
+	for k := self + 1; k < r.Len(); k++ {
+		ask(r.ByRank(k))
+	}
+	if first {
+		pv.gap = n.guardWait()
+		pv.reaskAt = n.now + pv.gap
+	}
+	pv.asked = n.now
+	n.quorumTimer()
+}
+
+// measured reports whether a round trip was measured within the last
+// memory ticks.
+func (r *roundTrips) measured(now, memory int) bool {
+	for j, x := range r.s {
+		if x != 0 && now-int(r.at[j]) <= memory {
+			return true
+		}
+	}
+	return false
+}
+
+// quorumTimer sets a quorum round's timer to its next step: the next wave
+// to its silent voters, the end of a promise that holds a voter (or this
+// node) back, or its deadline.
+func (n *Node) quorumTimer() {
+	pv := &n.pv
+	next := min(pv.reaskAt, pv.deadline)
+	for _, a := range pv.asks {
+		if a.free > n.now {
+			next = min(next, a.free)
+		}
+	}
+	if n.now < n.grantEnd {
+		next = min(next, n.grantEnd)
+	}
+	pv.timer = max(next-n.now, 1)
 }
 
 // wideAsk bounds a wide pre-vote round without the guard. One grant is
@@ -319,22 +461,31 @@ func (n *Node) onPreVoteAck(m Message) {
 	pv := &n.pv
 	p, ok := n.view.r.Get(m.From)
 	if !pv.active || m.Seq != pv.round || !ok || p.NonVoter {
+		if ok && !p.NonVoter {
+			n.measureLate(m)
+		}
 		n.drop(DropUnexpected)
 		return
 	}
 	n.rtts.add(n.now, n.now-pv.asked)
+	asked := pv.asked
+	if a, ok := pv.asks[m.From]; ok {
+		asked = a.at
+		n.measuredAnswer(asked)
+	}
 	if pv.kind == preVotePreempt || m.Confirmed {
 		pv.granted[m.From] = true
 		n.preVoteDecide()
 		return
 	}
 	pv.refused[m.From] = true
-	if n.cfg.QuorumSize > 0 && m.Phase > 0 && int(m.Phase) < pv.timer {
-		// Refused for a promise that runs out in Phase ticks: ask again
-		// then rather than a round later (the promises of the old
+	if n.cfg.QuorumSize > 0 && m.Phase > 0 {
+		// Refused for a promise that runs out in Phase ticks: ask it
+		// again then rather than a wave later (the promises of the old
 		// coordinator's followers run out together, a little after their
-		// detectors give up on it; issue 13).
-		pv.timer = int(m.Phase)
+		// detectors give up on it).
+		pv.asks[m.From] = quorumAsk{at: asked, free: n.now + int(m.Phase)}
+		pv.timer = min(pv.timer, int(m.Phase))
 	}
 	c := m.Coordinator
 	if n.cfg.QuorumSize == 0 && c != "" && c != n.self.ID && m.Term.Tag() == Tag(c) && m.Term >= n.term {
@@ -346,6 +497,23 @@ func (n *Node) onPreVoteAck(m Message) {
 	}
 }
 
+// measureLate measures the round trip of an answer that came after its
+// quorum round ended (the last round, or the one before it): the next
+// waves and rounds wait that long (guardWait).
+func (n *Node) measureLate(m Message) {
+	pv := &n.pv
+	var asks map[string]quorumAsk
+	switch m.Seq {
+	case pv.round:
+		asks = pv.asks
+	case pv.round - 1:
+		asks = pv.lastAsks
+	}
+	if a, ok := asks[m.From]; ok {
+		n.measuredAnswer(a.at)
+	}
+}
+
 // preVoteDecide ends the round when it has what it needs: a majority of
 // QuorumSize (this node included when it is free) with the guard or for a
 // preemption check, one grant without it.
@@ -353,7 +521,7 @@ func (n *Node) preVoteDecide() {
 	pv := &n.pv
 	votes := len(pv.granted)
 	need := 1
-	if n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt {
+	if n.quorumRound() {
 		need = n.majority() - 1 // this node counts itself...
 		if pv.kind == preVoteElection && n.now < n.grantEnd {
 			need++ // ...unless a promise of its own still holds
@@ -407,9 +575,9 @@ func (n *Node) tickPreVote() {
 		return
 	}
 	switch {
-	case n.cfg.QuorumSize > 0 || pv.kind == preVotePreempt:
+	case n.quorumRound():
 		if n.now < pv.deadline {
-			n.askPreVote(true)
+			n.askQuorum(false)
 			return
 		}
 	case !pv.wide:

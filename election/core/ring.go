@@ -110,9 +110,14 @@ func (r *ring) preVoted() {
 	}
 }
 
-// open starts a lap in term t, a new term.
+// open starts a lap in term t, a new term, if this node may make it
+// (Node.mayRaiseTo); else it gives the election up.
 func (r *ring) open(t Term) {
 	n := r.n
+	if !n.mayRaiseTo(t) {
+		r.abandon()
+		return
+	}
 	n.observeTerm(t)
 	r.reset()
 	r.join()
@@ -232,6 +237,10 @@ func (r *ring) complete(m Message) {
 		return
 	}
 	t := MakeTerm(n.term.Epoch()+1, Tag(c.ID))
+	if !n.mayRaiseTo(t) {
+		r.abandon() // past MaxEpoch, or beyond the epoch allowance (term.go)
+		return
+	}
 	at := listIndex(m.List, n.self.ID, 0)
 	r.record(c.ID, t, lapHops(at, at, listIndex(m.List, c.ID, 0), len(m.List)))
 	cm := Message{Type: MsgCoordinator, Term: t, Initiator: n.self.ID, Coordinator: c.ID,

@@ -46,7 +46,9 @@ func TestTermPlausible(t *testing.T) {
 		want     bool
 	}{
 		{0, MakeTerm(1, 7), true},
-		{0, MakeTerm(MaxEpoch, 7), true},       // a fresh member accepts any epoch in range
+		{0, MakeTerm(MaxEpochStep, 7), true},    // a fresh member learns a cluster's epoch at once...
+		{0, MakeTerm(MaxEpochStep+1, 7), false}, // ...up to MaxEpochStep (the epoch allowance)
+		{0, MakeTerm(MaxEpoch, 7), false},
 		{0, MakeTerm(MaxEpoch+1, 7), false},    // out of range
 		{0, MakeTerm(1<<32-1, 7), false},       // the wrap
 		{MakeTerm(5, 1), MakeTerm(3, 2), true}, // stale is not implausible (the caller drops it as stale)

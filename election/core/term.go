@@ -13,8 +13,8 @@ func (n *Node) startElection(cause ElectionCause) {
 		}
 		return
 	}
-	if n.term.Epoch() >= MaxEpoch {
-		n.setState(StateLost) // the term space is used up: never wrap
+	if !n.mayRaiseTo(n.nextTerm()) {
+		n.refuseTerm() // the term space is used up, or the allowance is
 		return
 	}
 	if n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.backingOff() && n.coordinator != n.self.ID {
@@ -44,6 +44,88 @@ func (n *Node) startElection(cause ElectionCause) {
 	}
 	if n.enter().start() {
 		n.countStart(cause)
+	}
+}
+
+// The epoch allowance bounds how fast a member's epoch rises, whatever
+// the frames it receives: forged ones, or a buggy member's. The allowance
+// holds at most MaxEpochStep epochs and gains EpochRate a tick; every
+// raise of the epoch (setTerm) is charged to it, whether the member
+// adopts a term a message carries or makes one for an election of its
+// own, and no raise is made that it does not cover:
+//
+//   - a message whose term is further above the member's epoch than the
+//     allowance reaches is dropped (DropBadTerm), and the member raises its
+//     epoch by the whole allowance instead, to a term of no winner (tag 0):
+//     a member far behind a cluster still catches up with it, at
+//     EpochRate a tick (admits);
+//   - an election starts only if its term is covered (startElection), and
+//     every term an election or a hand-off makes (bully.win, the rings'
+//     laps and their coordinators' terms) is made only if it is covered
+//     and its epoch is at most MaxEpoch, else the election is given up
+//     (mayRaiseTo).
+//
+// Invariant: in any D ticks a member's epoch rises by at most MaxEpochStep
+// + EpochRate*D. Frames at line rate for 10 minutes, 60,000 ticks at the
+// runtime's default 10-ms tick (600,000 at a 1-ms tick), raise it by at
+// most 2^20 + 16 * 60,000 = 2,008,576 epochs (10,648,576), 0.09 % (0.5 %)
+// of the 2^31 - 1 the term space holds; reaching MaxEpoch from 0 takes
+// (2^31 - 1 - 2^20) / 16, about 134 million ticks of such frames, 15.5 days
+// (1.55 days). Honest members raise the epoch by one or two per election,
+// far below EpochRate, and a member that has just started, its allowance
+// whole, follows a cluster up to 2^20 (1,048,576) epochs ahead at the
+// first heartbeat; one further ahead (a cluster that has held that many
+// elections, or been walked up by forged frames) after (gap - 2^20) /
+// EpochRate ticks more.
+//
+// epochClock keeps the allowance in epochs of a clock that runs at
+// EpochRate a tick: the allowance is MaxEpochStep - (epochClock -
+// now*EpochRate) while epochClock is ahead of now*EpochRate, and whole
+// otherwise; a raise of k epochs moves epochClock k ahead.
+
+// epochRoom returns how many epochs this node may raise its term by now.
+func (n *Node) epochRoom() int {
+	return int(MaxEpochStep) - max(n.epochClock-n.now*EpochRate, 0)
+}
+
+// chargeEpochs charges a raise of k epochs to the allowance.
+func (n *Node) chargeEpochs(k int) {
+	n.epochClock = max(n.epochClock, n.now*EpochRate) + k
+}
+
+// mayRaiseTo reports whether this node may raise its term to t, a term of
+// its own making: t's epoch is at most MaxEpoch and the allowance covers
+// the raise.
+func (n *Node) mayRaiseTo(t Term) bool {
+	e, k := t.Epoch(), n.term.Epoch()
+	return e <= MaxEpoch && (e <= k || int(e-k) <= n.epochRoom())
+}
+
+// admits reports whether the allowance covers raising the term to t, a
+// term a message carries (its epoch at most MaxEpoch: Step drops the
+// others first). When it does not, the node raises its epoch by what the
+// allowance holds, to a term of no winner, and the message is dropped.
+func (n *Node) admits(t Term) bool {
+	e, k := t.Epoch(), n.term.Epoch()
+	room := n.epochRoom()
+	if e <= k || int(e-k) <= room {
+		return true
+	}
+	if room > 0 {
+		n.observeTerm(MakeTerm(k+uint32(room), 0))
+	}
+	return false
+}
+
+// refuseTerm gives up an election whose term this node may not make
+// (mayRaiseTo): it takes no part in an election until its idle timer
+// starts the next one, K heartbeat intervals without a coordinator. A
+// coordinator (a Textbook bully member challenged to win anew) stays one.
+func (n *Node) refuseTerm() {
+	n.enter().reset()
+	n.electing, n.idle = false, 0
+	if n.coordinator != n.self.ID {
+		n.setState(StateLost)
 	}
 }
 
@@ -122,7 +204,8 @@ func (n *Node) tellTerm(m Message) {
 }
 
 // nextTerm is the term this node would win with: one epoch past the highest
-// it has seen, tagged with its own tag.
+// it has seen, tagged with its own tag. Its epoch is at most MaxEpoch + 1
+// (the node's never passes MaxEpoch), which mayRaiseTo refuses.
 func (n *Node) nextTerm() Term { return MakeTerm(n.term.Epoch()+1, n.tag) }
 
 // becomeCoordinator makes this node coordinator in term t (t's tag is this

@@ -106,30 +106,35 @@ func (m Mode) String() string {
 // greater than every term its electorate has seen.
 type Term uint64
 
-// The term arithmetic (docs/design.md, "Terms"). An honest member raises
-// the epoch by one per election, so epochs are small: a cluster holding one
-// election a second for 68 years stays below MaxEpoch. A member refuses a
-// term whose epoch is above MaxEpoch, or, once it knows a term, more than
-// MaxEpochStep above the epoch it knows: such a term cannot come from an
-// honest member, and accepting it would let one forged frame use up the
-// term space (the next election would wrap the epoch to 0 and every honest
-// announcement would then look stale). Epochs therefore never wrap: the
-// highest epoch a member can win is MaxEpoch + 1 < 2^32, and a member whose
-// epoch has reached MaxEpoch does not stand.
+// The term arithmetic (docs/design.md, "Terms: the arithmetic"). An honest
+// member raises the epoch by one per election, so epochs are small: a
+// cluster holding one election a second for 68 years stays below MaxEpoch.
+// No member makes, adopts or announces a term whose epoch is above
+// MaxEpoch, so epochs never wrap (a wrapped epoch would make every honest
+// announcement look stale); a member whose epoch has reached MaxEpoch does
+// not stand. How fast a member's epoch may rise at all is bounded by its
+// epoch allowance (Node, term.go): at most MaxEpochStep epochs at once,
+// and EpochRate more per tick, so that forged or buggy frames cannot walk
+// a member to MaxEpoch in any time that matters.
 const (
 	MaxEpoch     uint32 = 1<<31 - 1
 	MaxEpochStep uint32 = 1 << 20
+	// EpochRate is how many epochs a tick adds to a member's epoch
+	// allowance, up to MaxEpochStep.
+	EpochRate = 16
 )
 
-// Plausible reports whether a member that knows term known may accept t:
-// t's epoch is at most MaxEpoch and, when known's epoch is not 0, at most
-// MaxEpochStep above it.
+// Plausible reports whether a member that knows term known, its epoch
+// allowance whole, adopts t at once: t's epoch is at most MaxEpoch and at
+// most MaxEpochStep above known's. A member that has just started (epoch
+// 0) is no exception: one forged frame would otherwise take it to
+// MaxEpoch.
 func (t Term) Plausible(known Term) bool {
 	e, k := t.Epoch(), known.Epoch()
 	if e > MaxEpoch {
 		return false
 	}
-	return k == 0 || e <= k || e-k <= MaxEpochStep
+	return e <= k || e-k <= MaxEpochStep
 }
 
 // MakeTerm builds a term from an epoch and a node tag.

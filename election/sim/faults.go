@@ -271,13 +271,18 @@ func (s *Sim) block(from, to string, inView bool) error {
 // what the frame claims. It arrives after the usual delay whatever the
 // partitions (the forger has its own path), is never lost, duplicated or
 // counted as sent, and is not a protocol member's act for the checker.
-func (s *Sim) Forge(m core.Message) error {
+func (s *Sim) Forge(m core.Message) error { return s.forge(m, true) }
+
+// forge is Forge, tracing the frame only if trace is set.
+func (s *Sim) forge(m core.Message, trace bool) error {
 	to, ok := s.find(m.To)
 	if !ok {
 		return fmt.Errorf("sim: forge: unknown target %q", m.To)
 	}
 	s.Forged++
-	s.tracef("forged %s -> %s %s term=%s coordinator=%s", orNone(m.From), m.To, m.Type, m.Term, orNone(m.Coordinator))
+	if trace {
+		s.tracef("forged %s -> %s %s term=%s coordinator=%s", orNone(m.From), m.To, m.Type, m.Term, orNone(m.Coordinator))
+	}
 	d := s.cfg.DelayMin
 	if span := s.cfg.DelayMax - s.cfg.DelayMin; span > 0 {
 		d += s.rng.Int64N(span + 1)

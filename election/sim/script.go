@@ -527,11 +527,16 @@ func (sc *Script) views(a args) error {
 	return nil
 }
 
-// forge from=ID to=ID|all|(..) [type=heartbeat] [term=max|foreign|E.T]
-// [confirmed]: frames that no member sent, in from's name. term=max is the
-// highest epoch with from's tag; foreign is one epoch above the highest
-// term any node holds, with the tag of the member after from in ring
-// order (a term that does not name its sender).
+// forge from=ID to=ID|all|(..) [type=heartbeat] [term=max|foreign|step|E.T]
+// [confirmed] [every=MS ms=MS]: frames that no member sent, in from's name.
+// term=max is the highest epoch with from's tag; foreign is one epoch above
+// the highest term any node holds, with the tag of the member after from in
+// ring order (a term that does not name its sender); step is
+// core.MaxEpochStep epochs above the term the target holds, with from's tag
+// (the largest raise a member makes at once). With every and ms it forges
+// a frame to each target every MS virtual ms for ms virtual ms, working the
+// term out anew each time, while the cluster runs: a forger at line rate,
+// traced as one line at the end.
 func (sc *Script) forge(a args) error {
 	from := sc.resolve(a.str("from", ""))
 	sn, ok := sc.sim.find(from)
@@ -546,10 +551,19 @@ func (sc *Script) forge(a args) error {
 	if err != nil {
 		return err
 	}
-	var term core.Term
-	switch ts := a.str("term", "max"); ts {
+	every, err := a.int("every", 0)
+	if err != nil {
+		return err
+	}
+	span, err := a.int("ms", 0)
+	if err != nil {
+		return err
+	}
+	ts := a.str("term", "max")
+	var fixed core.Term
+	switch ts {
 	case "max":
-		term = core.MakeTerm(math.MaxUint32, core.Tag(from))
+		fixed = core.MakeTerm(math.MaxUint32, core.Tag(from))
 	case "foreign":
 		var hi core.Term
 		for _, o := range sc.sim.nodes {
@@ -558,27 +572,57 @@ func (sc *Script) forge(a args) error {
 			}
 		}
 		other := sc.sim.nodes[(int(sn.idx)+1)%len(sc.sim.nodes)].id
-		term = core.MakeTerm(hi.Epoch()+1, core.Tag(other))
+		fixed = core.MakeTerm(hi.Epoch()+1, core.Tag(other))
+	case "step":
 	default:
 		e, g, ok := strings.Cut(ts, ".")
 		ev, err1 := strconv.ParseUint(e, 10, 32)
 		gv, err2 := strconv.ParseUint(g, 10, 32)
 		if !ok || err1 != nil || err2 != nil {
-			return fmt.Errorf("term=%s: want max, foreign or EPOCH.TAG", ts)
+			return fmt.Errorf("term=%s: want max, foreign, step or EPOCH.TAG", ts)
 		}
-		term = core.MakeTerm(uint32(ev), uint32(gv))
+		fixed = core.MakeTerm(uint32(ev), uint32(gv))
 	}
-	p := sc.sim.current(from)
 	_, confirmed := a.kv["confirmed"]
 	confirmed = confirmed || slices.Contains(a.positional, "confirmed")
-	for _, id := range to {
-		m := core.Message{Type: t, From: from, To: id, Term: term, Rating: p.Rating, Value: p.Rank(), Confirmed: confirmed}
-		if t == core.MsgHeartbeat || t == core.MsgCoordinator {
-			m.Coordinator = from
+	round := func(trace bool) (core.Term, error) {
+		p := sc.sim.current(from)
+		var term core.Term
+		for _, id := range to {
+			term = fixed
+			if ts == "step" {
+				o, _ := sc.sim.find(id)
+				term = core.MakeTerm(o.node.Status().Term.Epoch()+core.MaxEpochStep, core.Tag(from))
+			}
+			m := core.Message{Type: t, From: from, To: id, Term: term, Rating: p.Rating, Value: p.Rank(), Confirmed: confirmed}
+			if t == core.MsgHeartbeat || t == core.MsgCoordinator {
+				m.Coordinator = from
+			}
+			if err := sc.sim.forge(m, trace); err != nil {
+				return term, err
+			}
 		}
-		if err := sc.sim.Forge(m); err != nil {
+		return term, nil
+	}
+	if every == 0 && span == 0 {
+		_, err := round(true)
+		return err
+	}
+	if every < 1 || span < every || span/every*len(to) > maxForged {
+		return fmt.Errorf("every=%d ms=%d: want 1 <= every <= ms, at most %d frames in all", every, span, maxForged)
+	}
+	frames, last := 0, core.Term(0)
+	for at := 0; at < span; at += every {
+		if last, err = round(false); err != nil {
 			return err
 		}
+		frames += len(to)
+		sc.sim.RunFor(int64(every))
 	}
+	sc.trace(fmt.Sprintf("%6dms  forged %d frames %s -> %s every %d ms for %d ms, the last term=%s",
+		sc.sim.Now(), frames, from, strings.Join(to, ","), every, span, last))
 	return nil
 }
+
+// maxForged bounds the frames one forge command puts on the network.
+const maxForged = 10_000_000
