@@ -51,6 +51,7 @@ func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 		fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson")
 		fs.StringVar(&o.mode, "mode", "crash", "crash: crash the coordinator; resign: it hands off")
 		fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object")
+		resultsFlag(fs, &o.results)
 		fs.StringVar(&o.samples, "samples", "", "file to write every failover time to, in ms, one per line")
 		fs.DurationVar(&o.quiet, "quiet", time.Second, "settled window before each round in which elections are spurious")
 		fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of each wait for agreement")
@@ -79,8 +80,12 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	log := newBenchLogger(stderr, o.verbose)
+	rec := startRecording(o.results, "failover", args)
 	res, err := measureFailover(ctx, o, log)
 	if err != nil {
+		return err
+	}
+	if err := rec.write(resultsName("failover", o, res.Algorithm, res.Mode), res); err != nil {
 		return err
 	}
 	if o.samples != "" {

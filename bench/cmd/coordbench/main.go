@@ -109,6 +109,9 @@ type benchOptions struct {
 	// health: log the scheduler's latency and memberlist's failure
 	// detection every health (health.go); 0 off.
 	health time.Duration
+	// results is the directory of the run's results file (results.go);
+	// "" none.
+	results string
 }
 
 // startPause is the pause after the start of the k-th member (k started):
