@@ -251,9 +251,13 @@ func runConditions(r namedResults, common string) string {
 	if e.Commit != common || common == "" {
 		commit = ", commit " + orUnknown(e.Commit)
 	}
-	return fmt.Sprintf("`%s`: %s UTC, %s, %d cores, %d GiB, %s, load %s%s, %s s: `%s`",
+	took := ""
+	if e.Seconds > 0 {
+		took = ", " + strconv.FormatFloat(e.Seconds, 'f', -1, 64) + " s"
+	}
+	return fmt.Sprintf("`%s`: %s UTC, %s, %d cores, %d GiB, %s, load %s%s%s: `%s`",
 		r.name, minuteOf(e.Date), e.CPU, e.Cores, e.MemGiB,
-		e.GoVersion, loadRange(e.LoadStart, e.LoadEnd), commit, strconv.FormatFloat(e.Seconds, 'f', -1, 64), r.Command)
+		e.GoVersion, loadRange(e.LoadStart, e.LoadEnd), commit, took, r.Command)
 }
 
 // minuteOf prints an RFC 3339 date to the minute: "2026-11-28 18:35".
@@ -273,9 +277,12 @@ func orUnknown(s string) string {
 func loadRange(a, b []float64) string {
 	f := func(l []float64) string {
 		if len(l) == 0 {
-			return "unknown"
+			return "not recorded"
 		}
 		return strconv.FormatFloat(l[0], 'f', 2, 64)
+	}
+	if len(a) == 0 && len(b) == 0 {
+		return "not recorded"
 	}
 	return f(a) + " → " + f(b)
 }
@@ -649,10 +656,17 @@ func recordedFigures(r namedResults) string {
 		if json.Unmarshal(r.Result, &i) != nil {
 			return "unreadable"
 		}
-		s := fmt.Sprintf("n = %d over %d processes; start %s s; idle: coordinator %s sends/s, CPU %s %% of a core", i.N, i.Procs,
-			fmt1(i.StartSeconds), fmt1(i.CoordinatorSendsPerSec), fmt1(i.ProcessCPUPercent))
+		setup := "no guard"
+		if i.Quorum > 0 {
+			setup = fmt.Sprintf("quorum guard, %d voters", i.Voters)
+		}
+		if i.Netns {
+			setup += ", a network namespace per process"
+		}
+		s := fmt.Sprintf("n = %s over %d processes, %s; start %s s; idle: coordinator %s sends/s, CPU %s %% of a core", commas(strconv.Itoa(i.N)), i.Procs,
+			setup, commas(strconv.FormatFloat(i.StartSeconds, 'f', -1, 64)), fmt1(i.CoordinatorSendsPerSec), fmt1(i.ProcessCPUPercent))
 		if f := i.Failover; f != nil {
-			s += fmt.Sprintf("; %d crash failovers: p50 %s ms, p90 %s ms, max %s ms, %s messages, %d spurious elections",
+			s += fmt.Sprintf("; %d crash failovers: p50 %s ms, p90 %s ms, max %s ms, messages p50 / max %s, spurious elections %d",
 				f.Rounds, fmtMS(f.Failover.P50), fmtMS(f.Failover.P90), fmtMS(f.Failover.Max), messages(f.Messages), f.Spurious)
 		}
 		return s
@@ -661,8 +675,8 @@ func recordedFigures(r namedResults) string {
 		if json.Unmarshal(r.Result, &m) != nil {
 			return "unreadable"
 		}
-		return fmt.Sprintf("n = %d: bare memberlist %s KiB of heap per member; adapter and elector above it %s KiB of heap",
-			m.N, kib(m.MemberlistPerNode), kib(m.AboveMemberlistPerNode))
+		return fmt.Sprintf("n = %s: bare memberlist %s KiB of heap per member; adapter and elector above it %s KiB of heap",
+			commas(strconv.Itoa(m.N)), kib(m.MemberlistPerNode), kib(m.AboveMemberlistPerNode))
 	}
 	return r.Bench
 }
