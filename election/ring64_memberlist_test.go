@@ -15,7 +15,7 @@ import (
 )
 
 // A real 64-member ring (and active/relay ring, and bully) in one process
-// over real memberlist on loopback (issue 13's target), at the default
+// over real memberlist on loopback, at the default
 // election timings: a cold start agrees on the highest-rated member; after
 // that member crashes (memberlist shut down under the others, no leave, no
 // hand-off) the 63 survivors agree on the next, n63; after n63's ring
