@@ -11,7 +11,9 @@
 set -u
 cd "$(dirname "$0")"
 cb="${TMPDIR:-/tmp}/coordbench-run-all"
-go build -o "$cb" ./cmd/coordbench || exit 1
+commit=$(git rev-parse --short=12 HEAD) || exit 1
+[ -z "$(git status --porcelain --untracked-files=no)" ] || commit="$commit-dirty"
+go build -ldflags "-X main.buildCommit=$commit" -o "$cb" ./cmd/coordbench || exit 1
 r=results
 failed=""
 bench() {

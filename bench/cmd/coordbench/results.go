@@ -72,6 +72,7 @@ type recorder struct {
 	args       []string
 	start      time.Time
 	load       []float64
+	commit     string
 }
 
 // startRecording starts a recorder for the run of args (the subcommand's
@@ -80,7 +81,7 @@ func startRecording(dir, bench string, args []string) *recorder {
 	if dir == "" {
 		return nil
 	}
-	return &recorder{dir: dir, bench: bench, args: args, start: time.Now(), load: loadAvg()}
+	return &recorder{dir: dir, bench: bench, args: args, start: time.Now(), load: loadAvg(), commit: gitCommit()}
 }
 
 // write writes result to DIR/NAME.json.
@@ -95,7 +96,7 @@ func (r *recorder) write(name string, result any) error {
 	f := resultsFile{Bench: r.bench, Command: commandLine(r.bench, r.args), Result: raw, Env: runEnv{
 		Date: r.start.UTC().Format(time.RFC3339), Seconds: roundTo(time.Since(r.start).Seconds(), 1),
 		CPU: cpuModel(), Cores: runtime.NumCPU(), MemGiB: memGiB(), OS: runtime.GOOS + "/" + runtime.GOARCH,
-		GoVersion: runtime.Version(), Commit: gitCommit(), LoadStart: r.load, LoadEnd: loadAvg(),
+		GoVersion: runtime.Version(), Commit: r.commit, LoadStart: r.load, LoadEnd: loadAvg(),
 	}}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -187,10 +188,18 @@ func memGiB() int {
 	return 0
 }
 
-// gitCommit is the commit of the source this binary was built from: the
-// build's VCS stamp, else 'git' in the working directory (go run does not
-// stamp); "-dirty" when the tree had changes.
+// buildCommit is the commit the binary was built from, when the build
+// says so (run-all.sh: -ldflags "-X main.buildCommit=...").
+var buildCommit string
+
+// gitCommit is the commit of the source this binary was built from:
+// buildCommit, else the build's VCS stamp, else 'git' in the working
+// directory (go run and -buildvcs=false do not stamp); "-dirty" when the
+// tree had changes to tracked files.
 func gitCommit() string {
+	if buildCommit != "" {
+		return buildCommit
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		var rev, modified string
 		for _, s := range bi.Settings {
