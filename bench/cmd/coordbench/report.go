@@ -255,9 +255,25 @@ func runConditions(r namedResults, common string) string {
 	if e.Seconds > 0 {
 		took = ", " + strconv.FormatFloat(e.Seconds, 'f', -1, 64) + " s"
 	}
-	return fmt.Sprintf("`%s`: %s UTC, %s, %d cores, %d GiB, %s, load %s%s%s: `%s`",
+	failed := ""
+	if r.Error != "" {
+		failed = "; did not finish: " + shortError(r.Error)
+	}
+	return fmt.Sprintf("`%s`: %s UTC, %s, %d cores, %d GiB, %s, load %s%s%s: `%s`%s",
 		r.name, minuteOf(e.Date), e.CPU, e.Cores, e.MemGiB,
-		e.GoVersion, loadRange(e.LoadStart, e.LoadEnd), commit, took, r.Command)
+		e.GoVersion, loadRange(e.LoadStart, e.LoadEnd), commit, took, r.Command, failed)
+}
+
+// shortError is an error up to its first parenthesis (the bench's
+// errors then list every member's view), at most 160 bytes.
+func shortError(e string) string {
+	if i := strings.Index(e, " ("); i > 0 {
+		e = e[:i]
+	}
+	if len(e) > 160 {
+		e = e[:160] + "…"
+	}
+	return e
 }
 
 // minuteOf prints an RFC 3339 date to the minute: "2026-11-28 18:35".
@@ -321,7 +337,7 @@ func (w *mdWriter) summary(d reportData) {
 	}
 	var msgs []string
 	for _, f := range d.failovers {
-		if f.r.Mode == "crash" && f.r.Algorithm == "bully" && f.r.Quorum == 0 && f.r.BusyProcs == 0 && f.r.Messages != nil {
+		if f.r.Mode == "crash" && f.r.Algorithm == "bully" && f.r.Quorum == 0 && f.r.BusyProcs == 0 && f.r.Messages != nil && f.run.Error == "" {
 			msgs = append(msgs, fmt.Sprintf("%d at n = %d", f.r.Messages.P50, f.r.N))
 		}
 	}
@@ -329,7 +345,7 @@ func (w *mdWriter) summary(d reportData) {
 		lines = append(lines, "Election messages per crash failover (bully, p50): "+strings.Join(msgs, ", ")+".")
 	}
 	for _, f := range d.failovers {
-		if f.r.Mode == "resign" {
+		if f.r.Mode == "resign" && f.run.Error == "" {
 			lines = append(lines, fmt.Sprintf("Hand-off by `Resign`, n = %d: p50 %s ms, max %s ms (`%s`).", f.r.N, fmtMS(f.r.Failover.P50), fmtMS(f.r.Failover.Max), f.run.name))
 		}
 	}
@@ -442,10 +458,9 @@ func (w *mdWriter) failoverVsN(d reportData) {
 			continue
 		}
 		runs = append(runs, f.run)
-		rows = append(rows, []string{r.Algorithm, strconv.Itoa(r.N), guardLabel(r.Quorum, r.Voters, r.BusyProcs), strconv.Itoa(r.Rounds),
-			fmtMS(r.Failover.P50), fmtMS(r.Failover.P90), fmtMS(r.Failover.P99), fmtMS(r.Failover.Max),
-			messages(r.Messages), strconv.FormatUint(r.Spurious, 10), "`" + f.run.name + "`"})
-		if r.Quorum != 0 || r.BusyProcs != 0 || r.Voters != 0 {
+		rows = append(rows, append([]string{r.Algorithm, strconv.Itoa(r.N), guardLabel(r.Quorum, r.Voters, r.BusyProcs)},
+			append(roundCells(f.run, r.Result), "`"+f.run.name+"`")...))
+		if r.Quorum != 0 || r.BusyProcs != 0 || r.Voters != 0 || f.run.Error != "" {
 			continue
 		}
 		s, ok := byAlg[r.Algorithm]
@@ -493,6 +508,21 @@ func (w *mdWriter) failoverVsN(d reportData) {
 	w.conditions(d, runs...)
 }
 
+// roundCells are a failover run's rounds, p50, p90, p99, max, messages
+// and spurious elections; a run that did not finish shows the rounds it
+// completed of those asked.
+func roundCells(run namedResults, r failover.Result) []string {
+	rounds := strconv.Itoa(r.Rounds)
+	if run.Error != "" {
+		rounds = fmt.Sprintf("%d of %d, did not finish", len(r.TimesMS), r.Rounds)
+	}
+	if len(r.TimesMS) == 0 {
+		return []string{rounds, "–", "–", "–", "–", "–", "–"}
+	}
+	return []string{rounds, fmtMS(r.Failover.P50), fmtMS(r.Failover.P90), fmtMS(r.Failover.P99), fmtMS(r.Failover.Max),
+		messages(r.Messages), strconv.FormatUint(r.Spurious, 10)}
+}
+
 func maxLen(ss []series) int {
 	n := 0
 	for _, s := range ss {
@@ -528,8 +558,7 @@ func (w *mdWriter) resign(d reportData) {
 			continue
 		}
 		runs = append(runs, f.run)
-		rows = append(rows, []string{r.Algorithm, strconv.Itoa(r.N), strconv.Itoa(r.Rounds), fmtMS(r.Failover.P50), fmtMS(r.Failover.P90),
-			fmtMS(r.Failover.P99), fmtMS(r.Failover.Max), messages(r.Messages), strconv.FormatUint(r.Spurious, 10)})
+		rows = append(rows, append([]string{r.Algorithm, strconv.Itoa(r.N)}, roundCells(f.run, r.Result)...))
 	}
 	if len(rows) == 0 {
 		return

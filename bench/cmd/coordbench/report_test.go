@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/coordelect/coordelect/bench/internal/benchstat"
+	"github.com/coordelect/coordelect/bench/internal/failover"
 )
 
 // The committed page and plots are what the report makes of the committed
@@ -129,5 +132,29 @@ func TestLogAxisTicks(t *testing.T) {
 	}
 	if a.at(50) != 300 || a.at(5000) != 40 {
 		t.Errorf("ends at %v and %v, want 300 and 40", a.at(50), a.at(5000))
+	}
+}
+
+// A failover run that stopped shows the rounds it completed and why it
+// stopped, and stays out of the plots.
+func TestReportFailedRun(t *testing.T) {
+	res, err := json.Marshal(failoverResult{N: 100, Algorithm: "ring", Mode: "crash",
+		Result: failover.Result{Rounds: 10, TimesMS: []float64{150, 160, 170}, Failover: benchstat.Percentiles{P50: 160, P90: 170, P99: 170, Max: 170}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := namedResults{name: "failover-ring-crash-n100", resultsFile: resultsFile{Bench: "failover", Command: "coordbench failover -algorithm ring -n 100",
+		Env: runEnv{Date: "2026-01-02T03:04:05Z", Cores: 2}, Result: res, Error: `round 4: after 100 came back: no agreement (want "100"; 79: 6 nodes)`}}
+	page, imgs, err := buildReport([]namedResults{run}, "img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| 3 of 10, did not finish | 160.0 |", "did not finish: round 4: after 100 came back: no agreement\n"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
+	}
+	if len(imgs) != 0 {
+		t.Errorf("plots %v from a run that did not finish", imgs)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -34,6 +35,9 @@ type resultsFile struct {
 	// Note, when set, says where the figures come from if not from a run
 	// of this command by this code (a result transcribed from a run's log).
 	Note string `json:"note,omitempty"`
+	// Error, when set, says why the run did not finish; Result then holds
+	// what it measured before that (the rounds done).
+	Error string `json:"error,omitempty"`
 	// Result is what the subcommand's -json prints (compare: one object
 	// per cluster, in a list).
 	Result json.RawMessage `json:"result"`
@@ -85,7 +89,18 @@ func startRecording(dir, bench string, args []string) *recorder {
 }
 
 // write writes result to DIR/NAME.json.
-func (r *recorder) write(name string, result any) error {
+func (r *recorder) write(name string, result any) error { return r.writeFile(name, result, nil) }
+
+// writeFailed writes what a run that failed with runErr measured, and
+// why it stopped; nothing for a run interrupted by a signal.
+func (r *recorder) writeFailed(name string, partial any, runErr error) error {
+	if errors.Is(runErr, context.Canceled) {
+		return nil
+	}
+	return r.writeFile(name, partial, runErr)
+}
+
+func (r *recorder) writeFile(name string, result any, runErr error) error {
 	if r == nil {
 		return nil
 	}
@@ -98,6 +113,9 @@ func (r *recorder) write(name string, result any) error {
 		CPU: cpuModel(), Cores: runtime.NumCPU(), MemGiB: memGiB(), OS: runtime.GOOS + "/" + runtime.GOARCH,
 		GoVersion: runtime.Version(), Commit: r.commit, LoadStart: r.load, LoadEnd: loadAvg(),
 	}}
+	if runErr != nil {
+		f.Error = runErr.Error()
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
