@@ -108,20 +108,20 @@ type reportData struct {
 	// recorded are the files with a Note: figures from an earlier run's
 	// log, shown apart from the current ones.
 	recorded []namedResults
-	// commit is the commit every current run shares; "" if they differ.
+	// commit is the commit most current runs share.
 	commit string
 }
 
 // decode sorts the runs into their benches.
 func decode(runs []namedResults) (reportData, error) {
 	var d reportData
-	commits := map[string]bool{}
+	commits := map[string]int{}
 	for _, r := range runs {
 		if r.Note != "" {
 			d.recorded = append(d.recorded, r)
 			continue
 		}
-		commits[r.Env.Commit] = true
+		commits[r.Env.Commit]++
 		var err error
 		switch r.Bench {
 		case "compare":
@@ -151,9 +151,12 @@ func decode(runs []namedResults) (reportData, error) {
 			return d, fmt.Errorf("%s: %w", r.name, err)
 		}
 	}
-	if len(commits) == 1 {
-		for c := range commits {
-			d.commit = c
+	// The commit most current runs share (the first in order on a tie);
+	// the runs of another one name theirs.
+	best := 0
+	for _, r := range runs {
+		if r.Note == "" && (commits[r.Env.Commit] > best || commits[r.Env.Commit] == best && r.Env.Commit < d.commit) {
+			d.commit, best = r.Env.Commit, commits[r.Env.Commit]
 		}
 	}
 	algOrder := func(a string) int { return slices.Index([]string{"bully", "ring", "peterson"}, a) }
@@ -320,7 +323,7 @@ func (w *mdWriter) header(d reportData) {
 	w.p("command. On a 2-core machine a load above 2 means that runnable work waited for a core:")
 	w.p("tails (p99, max) measured then are the machine's as much as the library's.")
 	if d.commit != "" {
-		w.p("Every current run measured the code at commit `%s`.", d.commit)
+		w.p("Every current run measured the code at commit `%s`, unless its conditions name another.", d.commit)
 	}
 	w.p("")
 }
@@ -357,8 +360,9 @@ func (w *mdWriter) summary(d reportData) {
 	}
 	for _, m := range d.memories {
 		if m.r.MemberlistPerNode > 0 {
-			lines = append(lines, fmt.Sprintf("Memory, n = %d: adapter and elector add %s KiB of heap per member to bare memberlist's %s KiB (`%s`).",
-				m.r.N, kib(m.r.AboveMemberlistPerNode), kib(m.r.MemberlistPerNode), m.run.name))
+			lines = append(lines, fmt.Sprintf("Memory, n = %d: a member with its elector holds %s KiB of live heap and %s KiB of goroutine stacks; a bare memberlist node %s and %s KiB (`%s`).",
+				m.r.N, kib(m.r.MembershipPerNode+m.r.ElectorPerNode), kib(m.r.MembershipStackPerNode+m.r.ElectorStackPerNode),
+				kib(m.r.MemberlistPerNode), kib(m.r.MemberlistStackPerNode), m.run.name))
 		}
 	}
 	if len(lines) == 0 {
@@ -398,7 +402,7 @@ func (w *mdWriter) benches() {
 		{"`memory`", "the live heap (after GC), stacks and goroutines per member in three steps: bare memberlist, `membership.Node`, and with an elector", "`coordbench memory -n 100`"},
 		{"`soak`, `nodesoak`", "an idle cluster under CPU load (goroutines spinning in the bench's process; or `demo node` processes beside busy processes or under a cgroup quota), counting spurious elections", "`coordbench soak -d 10m`; `coordbench nodesoak -d 10m -demo /tmp/demo`"},
 		{"`raftfailover`", "hashicorp/raft's failover alone, with the same driver", "`go run ./cmd/raftfailover -n 5 -rounds 20 -json`"},
-		{"`exclusivity`", "leases and fencing on real `fencedledger` processes under crashes, pauses and partitions (docs/reliability.md)", "`go run ./cmd/exclusivity -h`"},
+		{"`exclusivity`", "leases and fencing on real `fencedledger` processes killed, paused, restarted and re-rated (docs/reliability.md)", "`go run ./cmd/exclusivity -h`"},
 	})
 	w.p("The state machine's own costs are Go benchmarks, not recorded here:")
 	w.p("`go test -run '^$' -bench . -benchmem ./election/core` (0 allocations per event).")
@@ -578,7 +582,7 @@ func (w *mdWriter) idle(d reportData) {
 	w.p("## An idle cluster")
 	w.p("")
 	w.p("Sends are the electors' messages per second (memberlist's own gossip, the same with or")
-	w.p("without electors, is not counted); CPU is the whole process's, in % of one core; heap is the")
+	w.p("without electors, is not counted); CPU is the whole process's, in %% of one core; heap is the")
 	w.p("live heap after GC per member, memberlist included.")
 	w.p("")
 	var rows [][]string
@@ -616,7 +620,10 @@ func (w *mdWriter) memory(d reportData) {
 	w.p("")
 	w.p("Live heap after two GCs (median of 7 readings), per member, in KiB; stacks are the goroutine")
 	w.p("stacks, which the heap leaves out. \"Above memberlist\" is what the adapter and the elector add")
-	w.p("to a bare memberlist node.")
+	w.p("to a bare memberlist node. The bare nodes run memberlist's own transport, which allocates a")
+	w.p("64-KiB buffer per datagram and holds it while the packet is queued; the members run")
+	w.p("membership's, which does not: so a member can hold less than a bare node, and the")
+	w.p("differences between steps move by tens of KiB from run to run under load.")
 	w.p("")
 	var rows [][]string
 	var runs []namedResults
