@@ -108,8 +108,11 @@ type reportData struct {
 	// recorded are the files with a Note: figures from an earlier run's
 	// log, shown apart from the current ones.
 	recorded []namedResults
-	// commit is the commit most current runs share.
-	commit string
+	// commit is the commit most current runs share; commits lists every
+	// commit of the runs, that one first, then in file order: the page
+	// names each once and the runs refer to it by number.
+	commit  string
+	commits []string
 }
 
 // decode sorts the runs into their benches.
@@ -157,6 +160,12 @@ func decode(runs []namedResults) (reportData, error) {
 	for _, r := range runs {
 		if r.Note == "" && (commits[r.Env.Commit] > best || commits[r.Env.Commit] == best && r.Env.Commit < d.commit) {
 			d.commit, best = r.Env.Commit, commits[r.Env.Commit]
+		}
+	}
+	d.commits = []string{d.commit}
+	for _, r := range runs {
+		if !slices.Contains(d.commits, r.Env.Commit) {
+			d.commits = append(d.commits, r.Env.Commit)
 		}
 	}
 	algOrder := func(a string) int { return slices.Index([]string{"bully", "ring", "peterson"}, a) }
@@ -241,18 +250,19 @@ func (w *mdWriter) conditions(d reportData, runs ...namedResults) {
 	w.p("Conditions:")
 	w.p("")
 	for _, r := range runs {
-		w.p("- %s", runConditions(r, d.commit))
+		w.p("- %s", runConditions(r, d))
 	}
 	w.p("")
 }
 
 // runConditions is one run's line: its file, date, machine, load, Go,
-// commit (unless every run shares it) and command.
-func runConditions(r namedResults, common string) string {
+// the code it measured (unless it is the commit most runs share) and
+// command.
+func runConditions(r namedResults, d reportData) string {
 	e := r.Env
 	commit := ""
-	if e.Commit != common || common == "" {
-		commit = ", commit " + orUnknown(e.Commit)
+	if i := slices.Index(d.commits, e.Commit); i > 0 {
+		commit = fmt.Sprintf(", code (%d)", i+1)
 	}
 	took := ""
 	if e.Seconds > 0 {
@@ -322,9 +332,11 @@ func (w *mdWriter) header(d reportData) {
 	w.p("average (1 minute, at the start → at the end of the run), the Go version and the exact")
 	w.p("command. On a 2-core machine a load above 2 means that runnable work waited for a core:")
 	w.p("tails (p99, max) measured then are the machine's as much as the library's.")
-	if d.commit != "" {
-		w.p("Every current run measured the code at commit `%s`, unless its conditions name another.", d.commit)
+	var codes []string
+	for i, c := range d.commits {
+		codes = append(codes, fmt.Sprintf("(%d) commit `%s`", i+1, orUnknown(c)))
 	}
+	w.p("The code measured: %s; a run measured (1) unless its conditions say otherwise.", strings.Join(codes, ", "))
 	w.p("")
 }
 
@@ -678,7 +690,7 @@ func (w *mdWriter) recorded(d reportData) {
 	w.p("Conditions:")
 	w.p("")
 	for _, r := range d.recorded {
-		w.p("- %s. %s", runConditions(r, ""), r.Note)
+		w.p("- %s. %s", runConditions(r, d), r.Note)
 	}
 	w.p("")
 }
