@@ -160,11 +160,20 @@ func (c *benchCluster) start(ctx context.Context) error {
 		c.health, c.stopHealth = sink, logHealth(c.log, sink, c.opts.health)
 	}
 	defer c.started.Store(true)
+	// Starting the members may take its pauses and -timeout more: a
+	// member's start joins its seeds, up to memberlist's TCP timeout each,
+	// which in a storm of elections adds up without end otherwise.
+	t0, budget := time.Now(), c.opts.timeout+c.startPauses()
 	for i, b := range slices.Backward(c.nodes) {
 		i = len(c.nodes) - 1 - i
 		if err := c.startNode(b, !c.opts.bare); err != nil {
 			c.stop()
 			return err
+		}
+		if took := time.Since(t0); took > budget && i+1 < len(c.nodes) {
+			c.stop()
+			return fmt.Errorf("%d of %d members started in %v, more than their pauses and -timeout (%v)",
+				i+1, len(c.nodes), took.Round(time.Second), budget)
 		}
 		if err := failover.Pause(ctx, c.opts.startPause(i+1)); err != nil {
 			c.stop()
@@ -188,6 +197,15 @@ func (c *benchCluster) start(ctx context.Context) error {
 	c.log.Info("started", "nodes", len(c.nodes), "elections", c.electionsStarted(),
 		"messages", sent.election(), "by_type", sent.String())
 	return nil
+}
+
+// startPauses is the sum of the pauses between member starts.
+func (c *benchCluster) startPauses() time.Duration {
+	var d time.Duration
+	for k := 1; k <= len(c.nodes); k++ {
+		d += c.opts.startPause(k)
+	}
+	return d
 }
 
 // top is the node with the highest rating: the coordinator of a settled
