@@ -11,12 +11,11 @@ import (
 // A coordinator that still reaches one follower but not the other three
 // (real memberlist, memberlist itself cut the same way, so its view keeps
 // everyone alive through the indirect probes) must be replaced by a
-// coordinator of the connected majority, for every algorithm (issue 13
-// item 7: the follower that still heard it used to defend it, and nobody
-// was ever elected). The target is twice the lease; the simulator asserts
+// coordinator of the connected majority, for every algorithm (the
+// follower that still hears it must not defend it for ever). The target is twice the lease; the simulator asserts
 // it in virtual time (election/sim, TestGuardCutCoordinatorReplacedWithinTwoLeases).
 // Here the time is only reported: the machine is shared and wall-clock
-// figures are for the docs (docs/reliability.md), not for a test verdict.
+// figures are for reading, not for a test verdict.
 func TestMemberlistGuardOldCoordinatorReachesOne(t *testing.T) {
 	for _, alg := range []core.Algorithm{core.Bully, core.Ring, core.Peterson} {
 		t.Run(alg.String(), func(t *testing.T) {
@@ -39,8 +38,7 @@ func TestMemberlistGuardOldCoordinatorReachesOne(t *testing.T) {
 }
 
 // QuorumSize 1: a one-member cluster configured as the docs say leads at
-// once (issue 13 item 7: it never did, the lease being renewed by acks
-// only).
+// once (its lease needs no ack but its own).
 func TestMemberlistQuorumOfOne(t *testing.T) {
 	c := newRealCluster(t, func(cfg *election.Config) { cfg.QuorumSize = 1 })
 	n := c.start("solo", 1, false)

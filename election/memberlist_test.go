@@ -52,7 +52,7 @@ type realCluster struct {
 // testLog is the members' parent logger: nil (nothing logged), or, when
 // COORDELECT_TEST_LOG names a file, a debug logger that appends to it,
 // each line stamped with the test's name and the time to the microsecond
-// (docs/reliability.md reads Ack round trips off such a log).
+// (Ack round trips can be read off such a log).
 func testLog(t *testing.T) hclog.Logger {
 	path := os.Getenv("COORDELECT_TEST_LOG")
 	if path == "" {

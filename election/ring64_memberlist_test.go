@@ -15,7 +15,7 @@ import (
 )
 
 // A real 64-member ring (and active/relay ring, and bully) in one process
-// over real memberlist on loopback (issue 13's target), at the default
+// over real memberlist on loopback, at the default
 // election timings: a cold start agrees on the highest-rated member; after
 // that member crashes (memberlist shut down under the others, no leave, no
 // hand-off) the 63 survivors agree on the next, n63; after n63's ring
@@ -30,8 +30,8 @@ import (
 // All 64 members share one process: 64 memberlists, 64 election loops.
 // On the project's shared 2-core machine its threads can wait on the run
 // queue several times longer than they run, and memberlist's own probes
-// then time out and its views fall apart (docs/reliability.md, "64
-// members on real memberlist"). So it runs only when asked:
+// then time out and its views fall apart (docs/reliability.md). So it
+// runs only when asked:
 // COORDELECT_RING64=1 (default timings) or COORDELECT_RING64=slow (5 times
 // the default timings, slowTimings).
 func TestMemberlistRing64(t *testing.T) {

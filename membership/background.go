@@ -9,9 +9,8 @@ import (
 // shutdown after a fatal error) waits most of the time: for a SetRating,
 // for a timer, for an error that never comes. It keeps no goroutine while
 // it waits: a timer (time.AfterFunc) or the event itself starts one, which
-// returns when the work is done. A goroutine per waiting task was three
-// goroutines, and their stacks, per member (docs/performance.md, "Memory
-// per member").
+// returns when the work is done, so a waiting task costs no goroutine
+// stack per member.
 
 // spawner starts the Node's on-demand goroutines, counted in wg, and its
 // timers. After close it starts neither, and re-arms no timer, so that

@@ -3,6 +3,12 @@
 // node metadata carries each member's rating, and memberlist's user
 // messages carry the core.Messages of the election.
 //
+// Start with DefaultConfig and New (Example): the Node is the
+// election.Transport an election.Elector runs on. Options holds what a
+// service tunes (profile, encryption key, label, queues), Config.SetElection
+// the election settings every member must share; coordelect.Start does
+// both for most services.
+//
 // # Events
 //
 // memberlist calls its delegates from its own goroutines, the membership

@@ -50,7 +50,7 @@ func TestForgedFramesDroppedAndCounted(t *testing.T) {
 
 // A well-formed HEARTBEAT and COORDINATOR in member n1's name, with n1's
 // boot IDs (so membership delivers them), whose term carries another
-// member's tag (issue 13): the state machine drops each one as
+// member's tag: the state machine drops each one as
 // foreign_tag before it looks at the term, and the cluster keeps its
 // coordinator and term.
 func TestForgedForeignTagDropped(t *testing.T) {
@@ -105,7 +105,7 @@ func runForged(t *testing.T, vs []*voter, term uint64, frames []forged) {
 }
 
 // A HEARTBEAT in the coordinator's own name whose term has the largest
-// epoch (issue 13, item 1): honest members never get near it, and taking
+// epoch: honest members never get near it, and taking
 // it would make the next election wrap the epoch. The frame is well formed
 // and from a live member, so membership delivers it; the state machine
 // must drop it and keep the term.

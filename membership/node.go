@@ -620,9 +620,8 @@ const maxRejoinDeparted = 3
 // and memberlist's own push-pulls keep the two in step; joining it again
 // would only repeat one: every member a push-pull of the whole member
 // list every RejoinInterval, O(n²) entries merged per interval across the
-// cluster, which at a few hundred members in one process starved
-// memberlist's failure detector (docs/performance.md, "Re-joins that cost
-// what they find"). While some seed is alive in the view, the dead seeds
+// cluster, which at a few hundred members in one process starves
+// memberlist's failure detector. While some seed is alive in the view, the dead seeds
 // and the departed members are news every member has: only about
 // restartJoiners of the members join them (takesTurn), enough to heal a
 // partition. With no seed alive this node may be the one cut off, and

@@ -102,7 +102,7 @@ func freePort(t *testing.T) int {
 // A seed restarted after the others declared it dead, with no seeds of
 // its own, is found by the others' re-join of the members that departed
 // lately, every fastRejoinWait: within about half a second, although
-// RejoinInterval is an hour here (issue 16: back within 1 s).
+// RejoinInterval is an hour here (the target: back within 1 s).
 func TestSeedRestartedAfterDeathFound(t *testing.T) {
 	checkLeaks(t)
 	ms := cluster(t, 3, func(c *Config) { noPushPull(c); c.RejoinInterval = time.Hour })
@@ -124,9 +124,9 @@ func TestSeedRestartedAfterDeathFound(t *testing.T) {
 
 // A member re-joins only the seeds it does not hold alive: a seed in its
 // view is in its part of the cluster, and memberlist's own push-pulls
-// keep the two in step. Re-joining it every RejoinInterval anyway cost
-// every member a push-pull of the whole member list per interval
-// (docs/performance.md, "Re-joins that cost what they find"). Once the
+// keep the two in step. Re-joining it every RejoinInterval anyway would
+// cost every member a push-pull of the whole member list per interval.
+// Once the
 // seed is known, the periods pass with nobody to join; when the seed
 // dies, it is joined again.
 func TestRejoinSkipsLiveSeeds(t *testing.T) {

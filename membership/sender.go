@@ -53,8 +53,8 @@ type sender struct {
 // finds the link idle starts it, and it returns when it finds the queue
 // empty. Both happen under mu, so a frame is never left without a
 // goroutine to send it. An idle link costs no goroutine: a coordinator
-// keeps a link to every member, and a goroutine per link was most of
-// what its stacks cost (docs/performance.md).
+// keeps a link to every member, and a goroutine per link would be most
+// of what its stacks cost.
 //
 // Sends are one at a time, so a peer that does not answer TCP holds its
 // own link (not the others) for up to memberlist's TCPTimeout per frame;

@@ -22,10 +22,8 @@ import (
 // every datagram into a fresh 64 KiB buffer and hands that buffer on, so
 // each probe, ack, gossip packet or heartbeat costs 64 KiB of allocation
 // and zeroing, held for as long as the packet waits in memberlist's
-// queues. Measured with 430 members in one process during a start
-// (docs/performance.md, "Re-joins that cost what they find"): that
-// allocation and its zeroing were 26 % of the process's CPU, before
-// garbage collection. Here a 64 KiB read buffer is taken from a pool for
+// queues: with a few hundred members in one process, that allocation and
+// its zeroing are a quarter of the process's CPU. Here a 64 KiB read buffer is taken from a pool for
 // the read alone (readpacket_unix.go).
 //
 // Everything above the socket (labels, encryption, CRCs, compression) is

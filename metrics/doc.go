@@ -14,7 +14,8 @@
 //
 // Both can be combined; the dashboard (docs/grafana/coordelect.json) and the
 // alert rules (docs/prometheus/alerts.yml) group by job, instance and node,
-// so they work either way.
+// so they work either way. Example shows a Recorder on a registry of its
+// own and what it exports.
 //
 // # Metrics
 //

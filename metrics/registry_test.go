@@ -67,13 +67,13 @@ func lint(t *testing.T, g prometheus.Gatherer) {
 	}
 }
 
-// issueMetrics are the names issue 5 requires.
+// issueMetrics are the names the docs and the dashboard rely on.
 var issueMetrics = []string{
 	"coordelect_term", "coordelect_is_coordinator", "coordelect_coordinator_info", "coordelect_state",
 	"coordelect_messages_sent_total", "coordelect_messages_received_total", "coordelect_messages_dropped_total",
 	"coordelect_elections_total", "coordelect_election_duration_seconds", "coordelect_leader_changes_total",
 	"coordelect_members", "coordelect_heartbeat_misses_total",
-	// issue 17: the epoch exact, and the overlaps a scrape cannot see.
+	// The epoch exact, and the overlaps a scrape cannot see.
 	"coordelect_term_epoch", "coordelect_leader_deposed_total",
 }
 

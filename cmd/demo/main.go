@@ -1,14 +1,3 @@
-// Command demo shows coordelect at work.
-//
-//	demo [flags]         runs a live cluster of 5 nodes in this process, with a web page (see demo -h)
-//	demo node [flags]    runs one node, for clusters across processes and hosts (see demo node -h)
-//	demo sim [flags]     runs one simulated election (see demo sim -h)
-//	demo help [COMMAND]  prints the usage of demo or of COMMAND (as -h does)
-//
-// Bad flags print one line naming the flag and exit with status 2, before
-// anything starts. SIGINT or SIGTERM stops the live modes gracefully: a
-// coordinator hands off, every node leaves the cluster. A second signal
-// kills the process.
 package main
 
 import (

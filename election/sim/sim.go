@@ -1,16 +1,3 @@
-// Package sim is the deterministic simulator: a virtual clock, a seeded
-// network with per-link delay, loss, duplication, reordering and
-// partitions, crashes and restarts (at a time or at a trigger), and a
-// checker that runs after every event. It drives the same core.Node the
-// runtime drives; nothing in here knows how an algorithm works.
-//
-// The simulator is event-driven: it costs what happens, not the number of
-// nodes times the virtual time. A node is ticked only at the tick on which
-// a timer of its own can fire (core.Node.NextDeadline); the ticks it was
-// not given are applied at once, exactly, before its next input or tick
-// (core.Node.Skip), and the clock jumps from event to event. The traces
-// are those of ticking every node at every tick, which the tests check
-// against that reference (Config.dense) for random fault schedules.
 package sim
 
 import (

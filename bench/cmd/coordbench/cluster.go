@@ -160,11 +160,20 @@ func (c *benchCluster) start(ctx context.Context) error {
 		c.health, c.stopHealth = sink, logHealth(c.log, sink, c.opts.health)
 	}
 	defer c.started.Store(true)
+	// Starting the members may take its pauses and -timeout more: a
+	// member's start joins its seeds, up to memberlist's TCP timeout each,
+	// which in a storm of elections adds up without end otherwise.
+	t0, budget := time.Now(), c.opts.timeout+c.startPauses()
 	for i, b := range slices.Backward(c.nodes) {
 		i = len(c.nodes) - 1 - i
 		if err := c.startNode(b, !c.opts.bare); err != nil {
 			c.stop()
 			return err
+		}
+		if took := time.Since(t0); took > budget && i+1 < len(c.nodes) {
+			c.stop()
+			return fmt.Errorf("%d of %d members started in %v, more than their pauses and -timeout (%v)",
+				i+1, len(c.nodes), took.Round(time.Second), budget)
 		}
 		if err := failover.Pause(ctx, c.opts.startPause(i+1)); err != nil {
 			c.stop()
@@ -188,6 +197,15 @@ func (c *benchCluster) start(ctx context.Context) error {
 	c.log.Info("started", "nodes", len(c.nodes), "elections", c.electionsStarted(),
 		"messages", sent.election(), "by_type", sent.String())
 	return nil
+}
+
+// startPauses is the sum of the pauses between member starts.
+func (c *benchCluster) startPauses() time.Duration {
+	var d time.Duration
+	for k := 1; k <= len(c.nodes); k++ {
+		d += c.opts.startPause(k)
+	}
+	return d
 }
 
 // top is the node with the highest rating: the coordinator of a settled
@@ -324,7 +342,10 @@ func (c *benchCluster) leave(b *benchNode) error {
 	return err
 }
 
-// stop crashes every running node (the cluster is going away).
+// stop crashes every running node at once (the cluster is going away):
+// a node's Close waits for its sends in flight, up to memberlist's TCP
+// timeout each, so closing 100 nodes of a cluster in an election storm
+// one after the other took minutes.
 func (c *benchCluster) stop() {
 	if c.stopProgress != nil {
 		c.stopProgress()
@@ -334,8 +355,18 @@ func (c *benchCluster) stop() {
 		c.stopHealth()
 		c.stopHealth = nil
 	}
+	var names []string
 	for _, b := range c.nodes {
-		_ = c.crash(b)
+		if b.member != nil {
+			names = append(names, b.name)
+		}
+	}
+	_ = c.ml.Crash(names...)
+	for _, b := range c.nodes {
+		b.member, b.el, b.mem = nil, nil, nil
+		if c.health != nil {
+			c.health.forget(b.name)
+		}
 	}
 }
 

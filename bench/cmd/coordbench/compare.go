@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/coordelect/coordelect/bench/internal/failover"
@@ -47,6 +48,7 @@ func parseCompare(args []string, stdout io.Writer) (compareOptions, error) {
 	fs.DurationVar(&o.ours.quiet, "quiet", time.Second, "settled window before each round in which elections are spurious")
 	fs.DurationVar(&o.ours.timeout, "timeout", 60*time.Second, "bound of each wait for agreement")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object per cluster")
+	resultsFlag(fs, &o.ours.results)
 	if err := parseFlags(fs, args, stdout, compareSynopsis); err != nil {
 		return o, err
 	}
@@ -78,6 +80,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	log := newBenchLogger(stderr, false)
+	rec := startRecording(o.ours.results, "compare", args)
 	ours, err := measureFailover(ctx, o.ours, log.Named("coordelect"))
 	if err != nil {
 		return fmt.Errorf("coordelect: %w", err)
@@ -106,6 +109,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			config = "HeartbeatTimeout = ElectionTimeout = " + rc.hb.String()
 		}
 		rows = append(rows, compareRow{o.ours.n, "hashicorp/raft", config, r})
+	}
+	if err := rec.write("compare-n"+strconv.Itoa(o.ours.n), rows); err != nil {
+		return err
 	}
 	for _, r := range rows {
 		if o.asJSON {

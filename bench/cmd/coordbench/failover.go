@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -51,6 +52,7 @@ func parseBenchFailover(args []string, stdout io.Writer) (benchOptions, error) {
 		fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson")
 		fs.StringVar(&o.mode, "mode", "crash", "crash: crash the coordinator; resign: it hands off")
 		fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object")
+		resultsFlag(fs, &o.results)
 		fs.StringVar(&o.samples, "samples", "", "file to write every failover time to, in ms, one per line")
 		fs.DurationVar(&o.quiet, "quiet", time.Second, "settled window before each round in which elections are spurious")
 		fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of each wait for agreement")
@@ -79,8 +81,17 @@ func runBenchFailover(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	log := newBenchLogger(stderr, o.verbose)
+	rec := startRecording(o.results, "failover", args)
 	res, err := measureFailover(ctx, o, log)
+	name := resultsName("failover", o, o.alg.String(), o.mode)
 	if err != nil {
+		res.TimesMS = benchstat.Milliseconds(res.Times)
+		if len(res.Times) > 0 {
+			res.Failover = benchstat.Summarise(res.Times)
+		}
+		return errors.Join(err, rec.writeFailed(name, res, err))
+	}
+	if err := rec.write(name, res); err != nil {
 		return err
 	}
 	if o.samples != "" {
@@ -105,22 +116,27 @@ const messageTail = 250 * time.Millisecond
 
 // measureFailover starts a cluster of ours and runs the failover driver
 // on it.
+// On error the result holds the rounds measured before it.
 func measureFailover(ctx context.Context, o benchOptions, log hclog.Logger) (failoverResult, error) {
+	res := failoverResult{N: o.n, Algorithm: o.alg.String(), Mode: o.mode, Quorum: o.quorum, Voters: o.voters, Compress: o.compress,
+		Result: failover.Result{Rounds: o.rounds}}
 	c := newBenchCluster(o, log)
 	log.Info("starting cluster", "n", o.n, "algorithm", o.alg, "profile", o.profile)
 	if err := c.start(ctx); err != nil {
-		return failoverResult{}, err
+		return res, fmt.Errorf("starting: %w", err)
 	}
 	defer c.stop()
 	var busy busyProcs
 	defer busy.stop()
 	if err := busy.start(o.busy * runtime.NumCPU()); err != nil {
-		return failoverResult{}, err
+		return res, err
 	}
-	r, err := failover.Run(ctx, c, failover.Options{
+	res.BusyProcs = len(busy)
+	var err error
+	res.Result, err = failover.Run(ctx, c, failover.Options{
 		Rounds: o.rounds, Quiet: o.quiet, Phase: election.DefaultHeartbeatInterval, Tail: messageTail, Log: log,
 	})
-	return failoverResult{N: o.n, Algorithm: o.alg.String(), Mode: o.mode, Quorum: o.quorum, Voters: o.voters, Compress: o.compress, BusyProcs: len(busy), Result: r}, err
+	return res, err
 }
 
 // The cluster as the failover driver (bench/internal/failover) sees it.

@@ -103,6 +103,7 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 		fs.Var(&alg, "algorithm", "election algorithm: bully, ring or peterson")
 		fs.IntVar(&o.procs, "procs", 1, "spread the members over this many processes (children of this one, member i in process (i-1) mod procs), each with its own Go runtime; the figures sum over them")
 		fs.BoolVar(&o.netns, "netns", false, "with -procs: each process in a network namespace of its own (10.77.0.j/24 on a veth pair to one bridge; needs root and iproute2)")
+		resultsFlag(fs, &o.results)
 		fs.BoolVar(&o.verbose, "v", false, "with -rounds: log, per round, the node the agreement waited for and the survivors' membership counters")
 	}, func(o *benchOptions) error {
 		o.alg = alg.a
@@ -160,6 +161,7 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	log := newBenchLogger(stderr, o.verbose)
+	rec := startRecording(o.results, "idle", args)
 	var c idleCluster
 	var sharded *shardedCluster
 	if o.procs > 1 {
@@ -259,6 +261,9 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if sharded != nil && sharded.err != nil {
 		return sharded.err
+	}
+	if err := rec.write(resultsName("idle", o, res.Algorithm), res); err != nil {
+		return err
 	}
 	return printJSON(stdout, res)
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/coordelect/coordelect/membership"
 )
 
-const benchSynopsis = `usage: coordbench failover|compare|soak|nodesoak|memory|idle [flags]
+const benchSynopsis = `usage: coordbench failover|compare|soak|nodesoak|memory|idle|report [flags]
 
 Measures coordelect on real memberlist clusters, every member on its own
 127.0.0.1 port, with the library's default election configuration.
@@ -39,6 +39,8 @@ Progress goes to stderr; the result to stdout.
   idle       an idle cluster in this process (or, with -procs K, spread
              over K child processes): the coordinator's and the followers'
              sends per second, the CPU per member
+  report     rewrite docs/performance.md and its plots from the results
+             files (bench/results) that -results writes
 
 See 'coordbench failover -h' and so on.`
 
@@ -109,6 +111,9 @@ type benchOptions struct {
 	// health: log the scheduler's latency and memberlist's failure
 	// detection every health (health.go); 0 off.
 	health time.Duration
+	// results is the directory of the run's results file (results.go);
+	// "" none.
+	results string
 }
 
 // startPause is the pause after the start of the k-th member (k started):
@@ -127,7 +132,7 @@ const maxBenchSize = 1000
 // run dispatches coordbench's subcommands.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("want a subcommand: failover, compare, soak, nodesoak, memory or idle")
+		return usagef("want a subcommand: failover, compare, soak, nodesoak, memory, idle or report")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -145,10 +150,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBenchMemory(ctx, args[1:], stdout, stderr)
 	case "idle":
 		return runBenchIdle(ctx, args[1:], stdout, stderr)
+	case "report":
+		return runReport(ctx, args[1:], stdout, stderr)
 	case "shard":
 		return runShard(ctx, args[1:], os.Stdin, stdout, stderr)
 	}
-	return usagef("unknown subcommand %q (want failover, compare, soak, nodesoak, memory or idle)", args[0])
+	return usagef("unknown subcommand %q (want failover, compare, soak, nodesoak, memory, idle or report)", args[0])
 }
 
 // parseBench parses the command line of subcommand name: the flags every

@@ -64,6 +64,7 @@ func TestBenchBadFlags(t *testing.T) {
 		"compare -n 1", "compare -rounds 0", "compare -hb 1ms", "compare -quiet -1s",
 		"nodesoak", "nodesoak -d 1s -load fire", "nodesoak -d 1s -n 1", "nodesoak -d 1s -quota 0",
 		"nodesoak -d 1s -busy-per-core 0", "nodesoak -d 1s -demo /nonexistent/demo",
+		"report extra", "report -img", "report -nosuchflag",
 	} {
 		var out, errb bytes.Buffer
 		rc := runArgs(strings.Fields(args), &out, &errb)
@@ -75,7 +76,7 @@ func TestBenchBadFlags(t *testing.T) {
 }
 
 func TestBenchHelp(t *testing.T) {
-	for _, args := range []string{"-h", "failover -h", "soak -h", "memory -h", "compare -h", "nodesoak -h", "idle -h"} {
+	for _, args := range []string{"-h", "failover -h", "soak -h", "memory -h", "compare -h", "nodesoak -h", "idle -h", "report -h"} {
 		var out, errb bytes.Buffer
 		if rc := runArgs(strings.Fields(args), &out, &errb); rc != 0 || !strings.Contains(out.String(), "usage: coordbench") {
 			t.Errorf("%q: rc=%d stdout %q stderr %q; want rc 0 and the usage", args, rc, out.String(), errb.String())

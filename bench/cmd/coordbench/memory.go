@@ -46,6 +46,7 @@ func parseBenchMemory(args []string, stdout io.Writer) (benchOptions, memoryFlag
 		fs.DurationVar(&o.quiet, "settle", 3*time.Second, "how long each step runs before the heap is read")
 		fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "bound of the wait for the electors to agree")
 		fs.StringVar(&mf.memprofile, "memprofile", "", "write heap profiles to FILE.bare (bare memberlist) and FILE (members with electors)")
+		resultsFlag(fs, &o.results)
 		fs.BoolVar(&mf.skipBare, "skip-bare", false,
 			"leave the bare memberlist step out (its figures and above_memberlist print 0): on a loaded machine its start, every node joining the first, is the slowest part from n = 300 on")
 	}, func(o *benchOptions) error {
@@ -89,6 +90,7 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 		runtime.MemProfileRate = memProfileRate
 	}
 	lg := newBenchLogger(stderr, false)
+	rec := startRecording(o.results, "memory", args)
 	res := memoryResult{N: o.n, Profile: o.profile, Compress: o.compress}
 	if !mf.skipBare {
 		bare, err := bareMemberlistHeap(o, memprofile)
@@ -133,6 +135,11 @@ func runBenchMemory(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	lg.Info("membership and electors", "membership_bytes_per_node", res.MembershipPerNode,
 		"elector_bytes_per_node", res.ElectorPerNode)
+	if memprofile == "" { // a profiled run's figures are not the reference ones
+		if err := rec.write(resultsName("memory", o), res); err != nil {
+			return err
+		}
+	}
 	return printJSON(stdout, res)
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,7 @@ func parseBenchSoak(args []string, stdout io.Writer) (benchOptions, error) {
 		fs.DurationVar(&o.dur, "d", 0, "how long to run, e.g. 10m (required)")
 		fs.IntVar(&o.burners, "burners", runtime.GOMAXPROCS(0), "CPU-burning goroutines (default one per usable core)")
 		fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of the wait for the cluster to agree at start")
+		resultsFlag(fs, &o.results)
 	}, func(o *benchOptions) error {
 		switch {
 		case o.dur <= 0:
@@ -59,6 +61,7 @@ func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	log := newBenchLogger(stderr, false)
+	rec := startRecording(o.results, "soak", args)
 	c := newBenchCluster(o, log)
 	if err := c.start(ctx); err != nil {
 		return err
@@ -76,6 +79,9 @@ func runBenchSoak(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	res.HeartbeatMisses = c.heartbeatMisses() - misses0
 	res.BurnerSpins = spins.Load() / 1e6
 	if err != nil {
+		return err
+	}
+	if err := rec.write(resultsName("soak", o, "burners"+strconv.Itoa(o.burners)), res); err != nil {
 		return err
 	}
 	return printJSON(stdout, res)

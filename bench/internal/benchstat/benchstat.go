@@ -31,12 +31,19 @@ func NearestRank(sorted []float64, q float64) float64 {
 // Summarise returns the nearest-rank percentiles of ds (not empty), in
 // milliseconds rounded to the microsecond.
 func Summarise(ds []time.Duration) Percentiles {
+	ms := Milliseconds(ds)
+	slices.Sort(ms)
+	return Percentiles{NearestRank(ms, .5), NearestRank(ms, .9), NearestRank(ms, .99), ms[len(ms)-1]}
+}
+
+// Milliseconds returns ds in milliseconds rounded to the microsecond, in
+// their order.
+func Milliseconds(ds []time.Duration) []float64 {
 	ms := make([]float64, len(ds))
 	for i, d := range ds {
 		ms[i] = math.Round(float64(d)/float64(time.Microsecond)) / 1000
 	}
-	slices.Sort(ms)
-	return Percentiles{NearestRank(ms, .5), NearestRank(ms, .9), NearestRank(ms, .99), ms[len(ms)-1]}
+	return ms
 }
 
 // WriteSamples writes the durations to path, in milliseconds, one per line

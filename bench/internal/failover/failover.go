@@ -85,8 +85,10 @@ type Result struct {
 	// Unsettled counts the rounds that found no agreed leader after the
 	// quiet window and waited for one first.
 	Unsettled int `json:"unsettled_before_round"`
-	// Times are the failover times of the rounds, in order.
-	Times []time.Duration `json:"-"`
+	// Times are the failover times of the rounds, in order; TimesMS the
+	// same in milliseconds, rounded to the microsecond as Failover is.
+	Times   []time.Duration `json:"-"`
+	TimesMS []float64       `json:"times_ms"`
 }
 
 // Run measures o.Rounds failovers of c.
@@ -115,6 +117,7 @@ func Run(ctx context.Context, c Cluster, o Options) (Result, error) {
 			"messages", m, "spurious", spurious)
 	}
 	res.Failover = benchstat.Summarise(res.Times)
+	res.TimesMS = benchstat.Milliseconds(res.Times)
 	if len(msgs) == o.Rounds {
 		slices.Sort(msgs)
 		res.Messages = &Messages{P50: msgs[(len(msgs)-1)/2], Max: msgs[len(msgs)-1]}
