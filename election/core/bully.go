@@ -201,11 +201,9 @@ func (b *bully) seniorTakingOver(senior string) bool {
 // above it takes to ask its way down through a band of the dead, so that
 // the members below start asking a band's worth at a time, deepest last,
 // and in a failover that the top survivors settle they ask nobody.
-// Asking at once, each of them asked the dead first watcher and a band:
-// 2.6n messages when a hundred members of a starved process noticed, 17n
-// with every survivor noticing after the top 9 crashed (issue 19,
-// docs/performance.md). 0 in a small cluster, and for the watchers and
-// the members just below them.
+// Asking at once, each of them would ask the dead first watcher and a
+// band: O(n) messages for every member that noticed, not O(1). 0 in a
+// small cluster, and for the watchers and the members just below them.
 func (b *bully) deferral() int {
 	n := b.n
 	if !n.fanningOut() {
@@ -395,8 +393,8 @@ func (b *bully) onElection(m Message) {
 		// pre-votes found no majority to answer them (cutOff). Answering
 		// would make the asker wait for an announcement from a node
 		// that, cut off from the majority, cannot win or wins only to
-		// abdicate again (issue 13); silent, it is passed over as a
-		// crashed one is.
+		// abdicate again; silent, it is passed over as a crashed one
+		// is.
 		n.drop(DropUnexpected)
 		return
 	case from.Compare(n.rank()) > 0:
@@ -413,7 +411,7 @@ func (b *bully) onElection(m Message) {
 			// the term it holds instead of a new one, which would throw
 			// away its lease (its followers acknowledge no other term
 			// until their promises run out) and, when it is cut off
-			// from the majority, restart its wait to abdicate (issue 13).
+			// from the majority, restart its wait to abdicate.
 			n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.self.ID})
 		case n.cfg.QuorumSize > 0 && b.vouches(m.From):
 			// It follows a coordinator that holds a majority lease and
@@ -576,10 +574,8 @@ func (b *bully) timeout() {
 			// process stalled, or its announcement to n - 1 peers is
 			// under way). Wait T' for its COORDINATOR as after an ANSWER
 			// (§1 step 2) rather than take the pair's short cut, which
-			// wins against it and doubles the announcements: at
-			// n = 1,000 over two processes, a GC stall of the senior's
-			// made 4 of 10 failovers cost 2n + 14 to 2n + 30 messages
-			// (docs/performance.md). Silent after T', it asks.
+			// wins against it and doubles the announcements (2n
+			// messages instead of n). Silent after T', it asks.
 			b.phase, b.timer, b.late = bullyWaitCoord, n.cfg.CoordinatorTimeout, true
 			return
 		}
@@ -599,9 +595,8 @@ func (b *bully) timeout() {
 // hear a coordinator: a grant corroborates the suspect's silence, and the
 // senior has had H + T + RoundTrip since this node's detector fired to
 // announce itself, so it wins one pre-vote round trip later instead of
-// waiting T for the senior and then T for the suspect (341 ms at p50 at
-// n = 1,000 before, docs/performance.md). An ANSWER or a COORDINATOR
-// from either still ends it as before. It reports false, asking nobody,
+// waiting T for the senior and then T for the suspect. An ANSWER or a
+// COORDINATOR from either ends it. It reports false, asking nobody,
 // otherwise.
 func (b *bully) askPair(senior string) bool {
 	n := b.n
@@ -633,14 +628,12 @@ func (b *bully) askPair(senior string) bool {
 // live peers above us. In a small cluster it asks them all at once. When
 // the coordinator's heartbeats fan out (n > W + B + 1) it asks them a band
 // at a time, top down (electionBand), and the next band only when nobody
-// answered within T; it declares, as before, only when nobody above it
-// answered. The first band holds the watchers, which detect a crash first
+// answered within T; it declares only when nobody above it answered. The first band holds the watchers, which detect a crash first
 // and hold their own elections, so a candidate far down normally asks
 // about 9 members, not the hundreds above it: asking them all, every
 // candidate of a failover that many members noticed at once (a starved
-// process) made 78,217 ELECTIONs in 30 s among 1,000 members in one
-// process (issue 19, docs/performance.md). It reports whether anyone was
-// asked.
+// process) would send O(n) ELECTIONs, O(n²) in all. It reports whether
+// anyone was asked.
 func (b *bully) escalate() bool {
 	n := b.n
 	first := b.stage == 1

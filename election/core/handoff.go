@@ -109,8 +109,8 @@ func (n *Node) CompleteHandoff() {
 		// node sends its messages one after another (a TCP connection
 		// each in the runtime); behind n releases, the successor's RESIGN
 		// waited so long in a large cluster that the released followers,
-		// knowing no coordinator, elected meanwhile (a storm at every
-		// preemption, docs/performance.md).
+		// knowing no coordinator, would elect meanwhile (a storm at
+		// every preemption).
 		n.enter().resign()
 	}
 	for k := n.view.r.Len() - 1; k >= 0; k-- { // the watchers first, as bully.win
@@ -169,12 +169,10 @@ func (n *Node) onReleased(m Message) {
 // first (bully.win), one message after another (a TCP connection each in
 // the runtime), while the releases are heartbeats (UDP), which arrive
 // first. After only K heartbeat intervals every ring member that the lap
-// had not reached yet started a lap of its own, hundreds at once at
-// n = 1,000, and the bully members low in the ranking elected while the
-// announcement was still on its way down (963 candidates after a return
-// of the top member, in one process: docs/performance.md, "Fifteenth
-// session"). The successor's watchers, just below it, still elect after
-// about K intervals if it fails.
+// had not reached yet would start a lap of its own, hundreds at once at
+// n = 1,000, and the bully members low in the ranking would elect while
+// the announcement was still on its way down. The successor's watchers,
+// just below it, still elect after about K intervals if it fails.
 func (n *Node) awaitSuccessor(from string) {
 	r := n.view.r
 	self := r.Index(n.self.ID)
@@ -211,7 +209,7 @@ func (n *Node) maybePreempt() {
 		// bully with the guard in both modes: a member that reaches only
 		// a minority would otherwise take the role, lose the others'
 		// heartbeats (or, with the guard, never gather its lease) and be
-		// replaced, over and over (issue 13 item 7). The check passed, the
+		// replaced, over and over. The check passed, the
 		// member asks the coordinator to hand over, in Textbook mode too.
 		n.beginPreVote(preVotePreempt, "")
 	case n.cfg.Mode != View:

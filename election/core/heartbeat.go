@@ -20,10 +20,10 @@ func (n *Node) tickCoordinator() {
 		if !n.confirmed && (lapsed || never) {
 			// Before this tick's heartbeat round, not after it: a round
 			// sent with the release can arrive after it and make the
-			// follower follow the coordinator again (issue 13: the
-			// member that still reached a cut-off Textbook bully
-			// coordinator went back to it and answered the majority's
-			// ELECTIONs for it, 500 ms instead of 250 to replace it).
+			// follower follow the coordinator again: a member that still
+			// reaches a cut-off Textbook bully coordinator would go back
+			// to it and answer the majority's ELECTIONs for it, doubling
+			// the time to replace it.
 			n.abdicate()
 			return
 		}
@@ -386,7 +386,7 @@ func (n *Node) roundOf(m Message) (round, bool) {
 // majority's winner, often the member that still heard the cut-off
 // coordinator (and so still acknowledged it), leads as soon as the others
 // acknowledge it instead of a lease and a margin after its last
-// acknowledgement of the old coordinator (issue 13).
+// acknowledgement of the old coordinator.
 func (n *Node) renewLease() {
 	if end := n.quorumLeaseEnd(n.bound()); end > n.leaseEnd {
 		n.leaseEnd = end
@@ -477,11 +477,9 @@ func (n *Node) LeaseEnd() (int, bool) {
 // unless its own loop ran late lately (then the acks are late because it
 // was). On a loaded host the health score stays above 0 for hundreds of ms
 // after the lease lapsed, and a cut-off bully coordinator re-announces
-// itself to the connected majority's candidate all that while (issue 13:
-// 380-860 ms to replace it on real memberlist at load 10-17, against 2
-// leases, 300; docs/reliability.md, "The guard's two-lease target").
-// Counting only lag here was tried: it abdicated 80-105 ms after the
-// lapse, but a loaded coordinator that is merely slow then abdicates too.
+// itself to the connected majority's candidate all that while. Counting
+// only its own lag would not do either: a loaded coordinator that is
+// merely slow would then abdicate too.
 func (n *Node) checkLease() {
 	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.leaseEnd {
 		n.setConfirmed(false)
@@ -533,10 +531,10 @@ func (n *Node) backingOff() bool { return n.now < n.coolUntil }
 // pre-vote failed for want of a majority's answers. A member that reaches
 // only one other (a cut that memberlist's indirect probes hide from the
 // view) would otherwise stay in the ring, and every lap through it went
-// back to that one member: the members after it heard nothing, and the
-// active/relay ring restarted election after election once a deposed
-// coordinator's back-off had run out before the election ended (a loaded
-// host, issue 13 item 7's test; docs/design.md, "Rings on a slow host").
+// back to that one member: the members after it would hear nothing, and
+// the active/relay ring would restart election after election once a
+// deposed coordinator's back-off ran out before the election ended (a
+// loaded host; docs/design.md, "Rings on a slow host").
 // A pre-vote or preemption check that a majority answers, or a heartbeat
 // of a confirmed coordinator, ends it.
 func (n *Node) sitsOut() bool { return n.backingOff() || n.isolated }

@@ -9,7 +9,7 @@ package core
 // its promises to another term (so a minority never raises the term, and a
 // winner can gather its lease), in Textbook mode too, which that test needs
 // no view for (a cut-off member deposed the majority's coordinator through
-// the one member it still reached; issue 13). A preemption check asks only whether a
+// the one member it still reached). A preemption check asks only whether a
 // majority answers at all: a member that cannot reach a majority does not
 // take the role from one that can.
 
@@ -78,10 +78,10 @@ const maxSlow = 4
 // slowWait is how long a pre-vote round without the guard waits for its
 // answers: T, doubled for each round in a row that nobody answered in
 // time. The answers are only late when every member is slow: a process
-// starved of CPU, as 64 members in one process on 2 shared cores were
-// (issue 13), where a question and its answer took longer than 2 T, so
-// every round failed, the late grants were dropped, and nobody raised
-// the term for minutes. A member that is cut off waits longer between its
+// starved of CPU (64 members in one process on 2 shared cores), where a
+// question and its answer take longer than 2 T: with a fixed wait every
+// round would fail, the late grants be dropped, and nobody raise the
+// term. A member that is cut off waits longer between its
 // failed rounds, which costs nothing: nobody answers it anyway.
 func (n *Node) slowWait() int { return n.cfg.AnswerTimeout << n.pv.slow }
 
@@ -357,10 +357,8 @@ func (n *Node) quorumTimer() {
 
 // wideAsk bounds a wide pre-vote round without the guard. One grant is
 // all such a round needs, and asking every live voter costs O(n) messages
-// a round: at 64 members in one process (issue 13) the wide rounds of
-// members whose answers came late (a process starved of CPU) were 2,000
-// pre-votes a second, which starved it further (docs/reliability.md, "64
-// members on real memberlist").
+// a round: the wide rounds of members whose answers come late (a process
+// starved of CPU) would then starve it further.
 const wideAsk = 8
 
 // sampleWide asks the wide round of an election's pre-vote without the

@@ -146,7 +146,7 @@ func (n *Node) observeTerm(t Term) {
 	if n.coordinator != "" {
 		if n.coordinator == n.self.ID && n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.cfg.QuorumSize > 0 && n.leaseEnd == 0 {
 			// Deposed before any majority confirmed it: a failed
-			// leadership, as one that abdicates (issue 13). In Textbook
+			// leadership, as one that abdicates. In Textbook
 			// mode (no pre-vote) a bully member
 			// cut off from the majority that is deposed this way before its
 			// abdication deadline would otherwise stand again at once, win
@@ -238,12 +238,11 @@ func (n *Node) becomeCoordinator(t Term) {
 	// anew) keeps the tick it first declared at, so that it still abdicates
 	// abdicateWait after that (tickCoordinator): otherwise each such
 	// ELECTION restarts that wait, and a top member cut off from the
-	// majority wins again and again and never backs off (issue 13). One
+	// majority wins again and again and never backs off. One
 	// whose lease lapsed keeps the abdication that the lapse set, a
-	// heartbeat interval after it: winning again used to give it a new
-	// declaration and so abdicateWait more, during which the member that
-	// still reached it followed it and answered the connected majority's
-	// ELECTIONs for it (3.4 leases to replace it).
+	// heartbeat interval after it: a new declaration would give it
+	// abdicateWait more, during which the member that still reaches it
+	// follows it and answers the connected majority's ELECTIONs for it.
 	n.setConfirmed(false)
 	clear(n.acks)
 	if n.acks == nil {
