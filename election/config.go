@@ -313,21 +313,21 @@ func (c *Config) coreConfig() (cc core.Config, self Identity, err error) {
 		HeartbeatMisses:    c.HeartbeatMisses,
 		HeartbeatWatchers:  c.HeartbeatWatchers,
 		HeartbeatBatch:     c.HeartbeatBatch,
-		StartupTicks:       v.ticks("StartupDelay", c.StartupDelay),
+		StartupDelay:       v.ticks("StartupDelay", c.StartupDelay),
 		ExpectVoters:       c.ExpectVoters,
-		ExpectTicks:        v.ticks("ExpectWindow", c.ExpectWindow),
+		ExpectWindow:       v.ticks("ExpectWindow", c.ExpectWindow),
 		Bootstrap:          c.Bootstrap,
 		Preemption:         c.Preemption,
 		PreemptMargin:      c.PreemptMargin,
 		QuorumSize:         c.QuorumSize,
-		LeaseTicks:         v.ticks("QuorumLease", c.QuorumLease),
-		MaxLeaseTicks:      v.ticks("QuorumLeaseMax", c.QuorumLeaseMax),
-		HandoffTicks:       v.ticks("StopTimeout", c.StopTimeout),
+		QuorumLease:        v.ticks("QuorumLease", c.QuorumLease),
+		QuorumLeaseMax:     v.ticks("QuorumLeaseMax", c.QuorumLeaseMax),
+		StopTimeout:        v.ticks("StopTimeout", c.StopTimeout),
 		SoloDelay:          v.ticks("SoloDelay", c.SoloDelay),
 	}
-	if st, ok := c.Transport.(StartupTransport); ok && cc.StartupTicks > 0 {
+	if st, ok := c.Transport.(StartupTransport); ok && cc.StartupDelay > 0 {
 		// A view unchanged for less than the gossip's spread may still grow.
-		cc.StartupTicks = max(cc.StartupTicks, int((st.Spread()+c.Tick-1)/c.Tick))
+		cc.StartupDelay = max(cc.StartupDelay, int((st.Spread()+c.Tick-1)/c.Tick))
 	}
 	if len(v.errs) == 0 {
 		// The core checks the rest (Algorithm, Preemption, its own relations).

@@ -99,7 +99,7 @@ func TestConfigTicks(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := [...]int{cc.HeartbeatInterval, cc.HeartbeatMisses, cc.RoundTrip, cc.AnswerTimeout,
-		cc.CoordinatorTimeout, cc.HopTimeout, cc.StartupTicks, cc.LeaseTicks}
+		cc.CoordinatorTimeout, cc.HopTimeout, cc.StartupDelay, cc.QuorumLease}
 	want := [...]int{10, 3, 4, 8, 24, 4, 10, 30}
 	if got != want {
 		t.Errorf("ticks = %v, want %v", got, want)
@@ -142,9 +142,9 @@ func TestExpectDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if cc.ExpectVoters != tc.voters || cc.StartupTicks != tc.tick || cc.ExpectTicks != 500 {
-			t.Errorf("%s: ExpectVoters %d, StartupTicks %d, ExpectTicks %d; want %d, %d, 500",
-				tc.name, cc.ExpectVoters, cc.StartupTicks, cc.ExpectTicks, tc.voters, tc.tick)
+		if cc.ExpectVoters != tc.voters || cc.StartupDelay != tc.tick || cc.ExpectWindow != 500 {
+			t.Errorf("%s: ExpectVoters %d, StartupDelay %d, ExpectWindow %d; want %d, %d, 500",
+				tc.name, cc.ExpectVoters, cc.StartupDelay, cc.ExpectWindow, tc.voters, tc.tick)
 		}
 	}
 }

@@ -375,7 +375,7 @@ func (e *Elector) observeHold() bool {
 	}
 	prev := e.hold
 	e.hold = next
-	early := next.Reason == core.HoldExpect && e.node.Now() < e.node.Config().ExpectTicks
+	early := next.Reason == core.HoldExpect && e.node.Now() < e.node.Config().ExpectWindow
 	switch {
 	case next.Reason == prev.Reason && (!next.Held() || e.holdWarned || early):
 	case next.Held():

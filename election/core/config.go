@@ -71,18 +71,18 @@ type Config struct {
 	// HeartbeatMisses is K: a follower that hears nothing from its
 	// coordinator for K intervals starts an election. Default 3.
 	HeartbeatMisses int
-	// StartupTicks is how long a node that has just started (state sleep)
+	// StartupDelay is how long a node that has just started (state sleep)
 	// listens for a coordinator's heartbeat before it starts an election.
 	// Default HeartbeatInterval, so a restarted node learns the current
 	// term first. 0 after Default means "elect at once".
-	StartupTicks int
+	StartupDelay int
 	// Preemption policy; PreemptMargin uses PreemptMargin. Default
 	// PreemptAlways for every algorithm.
 	Preemption    Preemption
 	PreemptMargin int64
 	// QuorumSize is S for the quorum guard: 0 turns it off. With S > 0 a
 	// coordinator must hear heartbeat acks from a majority of S (itself
-	// included) within LeaseTicks, else it steps down; a follower reports a
+	// included) within QuorumLease, else it steps down; a follower reports a
 	// coordinator only while the coordinator says it holds that majority.
 	QuorumSize int
 	// HeartbeatWatchers is W: in View mode the coordinator heartbeats the
@@ -94,30 +94,30 @@ type Config struct {
 	// docs/design.md "Heartbeat fan-out"). Defaults 4 and 5.
 	HeartbeatWatchers int
 	HeartbeatBatch    int
-	// LeaseTicks is the quorum lease. Default HeartbeatInterval *
+	// QuorumLease is the quorum lease. Default HeartbeatInterval *
 	// HeartbeatMisses.
-	LeaseTicks int
+	QuorumLease int
 	// LeaseMargin is added to the lease a follower grants (counted from
 	// its receipt of the heartbeat) before it acknowledges a coordinator of
 	// another term: one tick for the driver's tick rounding, the rest for
 	// the clock-rate difference between two members' monotonic clocks.
-	// Default 2: rates may differ by up to (LeaseMargin-1)/LeaseTicks.
+	// Default 2: rates may differ by up to (LeaseMargin-1)/QuorumLease.
 	// A stretched lease gets a margin in proportion (leaseMargin).
 	LeaseMargin int
-	// MaxLeaseTicks caps the stretched lease: a coordinator whose
-	// heartbeat round trips take longer than LeaseTicks allows (a loaded
+	// QuorumLeaseMax caps the stretched lease: a coordinator whose
+	// heartbeat round trips take longer than QuorumLease allows (a loaded
 	// or paused host) asks its voters for a longer lease, up to this
 	// (docs/design.md, "Leases": "A lease that stretches"). It is also how
 	// long a starting voter acknowledges nobody: it may have promised that
-	// much before it restarted. Default 8 * LeaseTicks (Lifeguard's
-	// largest stretch of memberlist's probe timeout); LeaseTicks turns
+	// much before it restarted. Default 8 * QuorumLease (Lifeguard's
+	// largest stretch of memberlist's probe timeout); QuorumLease turns
 	// stretching off.
-	MaxLeaseTicks int
-	// HandoffTicks bounds how long a coordinator that gives the role up
+	QuorumLeaseMax int
+	// StopTimeout bounds how long a coordinator that gives the role up
 	// waits for its driver's CompleteHandoff (the work it guarded has
 	// stopped) before it passes the role on anyway. Default 0: at once
 	// (the simulator, and a driver with no leader work to stop).
-	HandoffTicks int
+	StopTimeout int
 	// ExpectVoters holds a starting node's first election back until its
 	// view has held this many live voters (itself included), as Consul's
 	// bootstrap_expect does. Unless Bootstrap is set, the hold lasts
@@ -126,13 +126,13 @@ type Config struct {
 	// never stands. Default 0: no expectation (docs/operations.md, "Cold
 	// start").
 	ExpectVoters int
-	// ExpectTicks is the start-up window: until this tick a starting
+	// ExpectWindow is the start-up window: until this tick a starting
 	// node elects only once its view has stopped growing for
-	// StartupTicks. After it, a node that has seen ExpectVoters voters
+	// StartupDelay. After it, a node that has seen ExpectVoters voters
 	// (or, with Bootstrap, any node) elects with whatever it sees.
-	// Default 0: no window and no hold (a node elects after StartupTicks,
+	// Default 0: no window and no hold (a node elects after StartupDelay,
 	// whatever its view).
-	ExpectTicks int
+	ExpectWindow int
 	// Bootstrap lets the window end the hold of a node that has never seen
 	// ExpectVoters voters: the first member of a new cluster, which may
 	// lead alone. Default false.
@@ -170,10 +170,10 @@ func (c *Config) setDefaults() {
 	def(&c.HopTimeout, c.RoundTrip)
 	def(&c.HeartbeatInterval, 5)
 	def(&c.HeartbeatMisses, 3)
-	def(&c.StartupTicks, c.HeartbeatInterval)
-	def(&c.LeaseTicks, c.HeartbeatInterval*c.HeartbeatMisses)
+	def(&c.StartupDelay, c.HeartbeatInterval)
+	def(&c.QuorumLease, c.HeartbeatInterval*c.HeartbeatMisses)
 	def(&c.LeaseMargin, 2)
-	def(&c.MaxLeaseTicks, max(c.LeaseTicks, min(8*c.LeaseTicks, maxLeaseTicks)))
+	def(&c.QuorumLeaseMax, max(c.QuorumLease, min(8*c.QuorumLease, maxLeaseTicks)))
 	def(&c.SoloDelay, 1000)
 	def(&c.HeartbeatWatchers, 4)
 	def(&c.HeartbeatBatch, 5)
@@ -212,7 +212,7 @@ func (c *Config) validate() error {
 		{"AnswerTimeout", c.AnswerTimeout}, {"CoordinatorTimeout", c.CoordinatorTimeout},
 		{"RoundTrip", c.RoundTrip}, {"HopTimeout", c.HopTimeout},
 		{"HeartbeatInterval", c.HeartbeatInterval}, {"HeartbeatMisses", c.HeartbeatMisses},
-		{"LeaseTicks", c.LeaseTicks}, {"LeaseMargin", c.LeaseMargin}, {"SoloDelay", c.SoloDelay},
+		{"QuorumLease", c.QuorumLease}, {"LeaseMargin", c.LeaseMargin}, {"SoloDelay", c.SoloDelay},
 	} {
 		if f.v < 1 {
 			bad(f.name, f.v, "must be at least 1 tick")
@@ -224,20 +224,20 @@ func (c *Config) validate() error {
 	if c.HeartbeatBatch < 1 {
 		bad("HeartbeatBatch", c.HeartbeatBatch, "must be at least 1 member a round")
 	}
-	if c.HandoffTicks < 0 {
-		bad("HandoffTicks", c.HandoffTicks, "must not be negative")
+	if c.StopTimeout < 0 {
+		bad("StopTimeout", c.StopTimeout, "must not be negative")
 	}
 	if c.ExpectVoters < 0 {
 		bad("ExpectVoters", c.ExpectVoters, "must not be negative")
 	}
-	if c.ExpectTicks < 0 {
-		bad("ExpectTicks", c.ExpectTicks, "must not be negative")
+	if c.ExpectWindow < 0 {
+		bad("ExpectWindow", c.ExpectWindow, "must not be negative")
 	}
-	if c.ExpectVoters > 0 && c.ExpectTicks == 0 {
-		bad("ExpectTicks", c.ExpectTicks, "must bound the wait for ExpectVoters (at least 1 tick)")
+	if c.ExpectVoters > 0 && c.ExpectWindow == 0 {
+		bad("ExpectWindow", c.ExpectWindow, "must bound the wait for ExpectVoters (at least 1 tick)")
 	}
-	if c.StartupTicks < 0 {
-		bad("StartupTicks", c.StartupTicks, "must not be negative")
+	if c.StartupDelay < 0 {
+		bad("StartupDelay", c.StartupDelay, "must not be negative")
 	}
 	if c.AnswerTimeout < c.RoundTrip {
 		bad("AnswerTimeout", c.AnswerTimeout, fmt.Sprintf("must cover a round trip (RoundTrip = %d)", c.RoundTrip))
@@ -255,15 +255,15 @@ func (c *Config) validate() error {
 	if c.QuorumSize < 0 {
 		bad("QuorumSize", c.QuorumSize, "must be 0 (off) or the cluster size")
 	}
-	if c.QuorumSize > 0 && c.LeaseTicks <= c.HeartbeatInterval {
-		bad("LeaseTicks", c.LeaseTicks,
+	if c.QuorumSize > 0 && c.QuorumLease <= c.HeartbeatInterval {
+		bad("QuorumLease", c.QuorumLease,
 			fmt.Sprintf("must exceed HeartbeatInterval = %d so that a lease can be renewed", c.HeartbeatInterval))
 	}
-	if c.QuorumSize > 0 && c.MaxLeaseTicks < c.LeaseTicks {
-		bad("MaxLeaseTicks", c.MaxLeaseTicks, fmt.Sprintf("must be at least LeaseTicks = %d", c.LeaseTicks))
+	if c.QuorumSize > 0 && c.QuorumLeaseMax < c.QuorumLease {
+		bad("QuorumLeaseMax", c.QuorumLeaseMax, fmt.Sprintf("must be at least QuorumLease = %d", c.QuorumLease))
 	}
-	if c.QuorumSize > 0 && c.MaxLeaseTicks > maxLeaseTicks {
-		bad("MaxLeaseTicks", c.MaxLeaseTicks, fmt.Sprintf("must be at most %d ticks", maxLeaseTicks))
+	if c.QuorumSize > 0 && c.QuorumLeaseMax > maxLeaseTicks {
+		bad("QuorumLeaseMax", c.QuorumLeaseMax, fmt.Sprintf("must be at most %d ticks", maxLeaseTicks))
 	}
 	return errors.Join(errs...)
 }

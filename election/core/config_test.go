@@ -24,7 +24,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{func(c *Config) { c.HeartbeatMisses = -2 }, "Config.HeartbeatMisses = -2"},
 		{func(c *Config) { c.Algorithm = 7 }, "Config.Algorithm = algorithm(7)"},
 		{func(c *Config) { c.PreemptMargin = -1 }, "Config.PreemptMargin = -1"},
-		{func(c *Config) { c.QuorumSize = 3; c.LeaseTicks = 5 }, "Config.LeaseTicks = 5: must exceed HeartbeatInterval"},
+		{func(c *Config) { c.QuorumSize = 3; c.QuorumLease = 5 }, "Config.QuorumLease = 5: must exceed HeartbeatInterval"},
 	} {
 		c := ok
 		tc.mut(&c)

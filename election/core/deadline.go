@@ -125,7 +125,7 @@ func (n *Node) ticksToTimer(health int) int {
 	}
 	switch {
 	case n.state == StateSleep:
-		in(n.cfg.StartupTicks - n.idle)
+		in(n.cfg.StartupDelay - n.idle)
 	case n.coordinator == n.self.ID:
 		in(n.cfg.HeartbeatInterval - n.hbTimer)
 		if n.cfg.QuorumSize > 0 && !n.confirmed {
@@ -170,7 +170,7 @@ func (n *Node) skip(k int) {
 		n.idle += k
 	case n.coordinator == n.self.ID:
 		n.hbTimer += k
-		if n.cfg.QuorumSize > 0 && n.confirmed && n.now-n.confirmedAt > 8*n.cfg.LeaseTicks {
+		if n.cfg.QuorumSize > 0 && n.confirmed && n.now-n.confirmedAt > 8*n.cfg.QuorumLease {
 			n.failedLeads = 0 // as tickCoordinator: a leadership that lasted
 		}
 	case n.coordinator != "":

@@ -45,14 +45,14 @@ func newTwinNet(t *testing.T, seed uint64) *twinNet {
 		Mode:              []Mode{Textbook, View}[rng.IntN(2)],
 		HeartbeatMisses:   2 + rng.IntN(3),
 		HeartbeatInterval: 2 + rng.IntN(4),
-		HandoffTicks:      rng.IntN(2) * 3,
-		StartupTicks:      rng.IntN(6),
+		StopTimeout:       rng.IntN(2) * 3,
+		StartupDelay:      rng.IntN(6),
 	}
 	if cfg.Mode == View && rng.IntN(2) == 0 {
 		cfg.QuorumSize = n
 	}
 	if rng.IntN(3) == 0 { // the start-up hold (expect.go)
-		cfg.ExpectVoters, cfg.ExpectTicks = n, 5+rng.IntN(40)
+		cfg.ExpectVoters, cfg.ExpectWindow = n, 5+rng.IntN(40)
 	}
 	w := &twinNet{t: t, rng: rng, cfg: cfg, roster: MustRoster(ps), a: make([]*Node, n), b: make([]*Node, n), up: make([]bool, n)}
 	for i, p := range ps {
@@ -359,7 +359,7 @@ func TestSkipForgetsFailedLeads(t *testing.T) {
 			}
 		}
 	}
-	for a.Now() < 10*a.cfg.LeaseTicks {
+	for a.Now() < 10*a.cfg.QuorumLease {
 		d := b.NextDeadline() - b.Now()
 		for range d - 1 {
 			a.Tick()

@@ -5,10 +5,10 @@ package core
 // later and outranks it takes over in a new term: a cluster whose members
 // start together (a deployment) would pass through several coordinators,
 // each running its leader work once. So, within the start-up window
-// (Config.ExpectTicks), a node in state sleep holds its first election
+// (Config.ExpectWindow), a node in state sleep holds its first election
 // back until its view holds Config.ExpectVoters live voters (Consul's
 // bootstrap_expect) or, without an expectation, until its view has
-// stopped changing for one StartupTicks period. After the window a node
+// stopped changing for one StartupDelay period. After the window a node
 // that has found its cluster (seen ExpectVoters voters at a check, or
 // with the guard a majority of QuorumSize: foundVoters) elects with
 // whatever it sees, and says so (Startup). One that never has keeps
@@ -25,14 +25,14 @@ type expectation struct {
 
 // holdFirstElection reports whether the start-up timer's election must
 // wait: the node is still starting and its view is short of the
-// expectation, or growing. Each check (every StartupTicks while asleep)
+// expectation, or growing. Each check (every StartupDelay while asleep)
 // compares the view with the previous one. Only the node's own timer
 // waits: an election that another member's message starts (an ELECTION
 // from a lower-rated member whose hold is over) goes ahead, since a top
 // member that held back would stay silent and let the lower one win.
 func (n *Node) holdFirstElection() bool {
 	e := &n.exp
-	if e.settled || n.cfg.ExpectTicks == 0 || n.state != StateSleep {
+	if e.settled || n.cfg.ExpectWindow == 0 || n.state != StateSleep {
 		return false
 	}
 	v := n.liveVoters()
@@ -42,7 +42,7 @@ func (n *Node) holdFirstElection() bool {
 	switch {
 	case v >= n.cfg.ExpectVoters && !changed:
 		e.settled = true
-	case n.now >= n.cfg.ExpectTicks && (e.seen || n.cfg.Bootstrap):
+	case n.now >= n.cfg.ExpectWindow && (e.seen || n.cfg.Bootstrap):
 		e.settled, e.short = true, v < n.cfg.ExpectVoters
 	}
 	return !e.settled
@@ -87,7 +87,7 @@ type Startup struct {
 // Startup reports the start-up hold.
 func (n *Node) Startup() Startup {
 	return Startup{
-		Holding: !n.exp.settled && n.cfg.ExpectTicks > 0 && n.state == StateSleep && !n.self.NonVoter,
+		Holding: !n.exp.settled && n.cfg.ExpectWindow > 0 && n.state == StateSleep && !n.self.NonVoter,
 		Voters:  n.liveVoters(), Expect: n.cfg.ExpectVoters, Short: n.exp.short,
 	}
 }

@@ -7,7 +7,7 @@ import "testing"
 func expectNode(t *testing.T, voters, window int) *Node {
 	t.Helper()
 	n, err := NewNode(Config{ID: "1", Roster: MustRoster([]Peer{{ID: "1", Rating: 1}}), Mode: View,
-		StartupTicks: 5, ExpectVoters: voters, ExpectTicks: window})
+		StartupDelay: 5, ExpectVoters: voters, ExpectWindow: window})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func tickUntil(n *Node, until int, at func(int)) int {
 }
 
 // Consul's bootstrap_expect: no election before ExpectVoters voters are in
-// the view (and the view has held still for one StartupTicks check).
+// the view (and the view has held still for one StartupDelay check).
 func TestExpectHoldsUntilVotersVisible(t *testing.T) {
 	n := expectNode(t, 3, 200)
 	got := tickUntil(n, 200, func(now int) {
@@ -103,9 +103,9 @@ func TestExpectHoldsPastWindowUntilSeen(t *testing.T) {
 }
 
 // Without an expectation, a node whose view is still growing waits for it
-// to hold still for one StartupTicks period (members joining one after the
+// to hold still for one StartupDelay period (members joining one after the
 // other in a deployment); a node whose view does not change elects after
-// StartupTicks, as without the hold.
+// StartupDelay, as without the hold.
 func TestHoldWhileViewGrows(t *testing.T) {
 	n := expectNode(t, 0, 100)
 	got := tickUntil(n, 100, func(now int) {
@@ -121,7 +121,7 @@ func TestHoldWhileViewGrows(t *testing.T) {
 	}
 	alone := expectNode(t, 0, 100)
 	if got := tickUntil(alone, 100, nil); got != 5 {
-		t.Fatalf("a node alone elected at tick %d, want 5 (StartupTicks)", got)
+		t.Fatalf("a node alone elected at tick %d, want 5 (StartupDelay)", got)
 	}
 	off := expectNode(t, 0, 0)
 	if got := tickUntil(off, 100, func(now int) { off.PeerUp(Peer{ID: string(rune('a' + now)), Rating: 1}) }); got != 5 {
@@ -153,8 +153,8 @@ func TestHoldFollowsCoordinator(t *testing.T) {
 func TestExpectConfigValidated(t *testing.T) {
 	base := Config{ID: "1", Roster: MustRoster([]Peer{{ID: "1"}})}
 	for _, c := range []Config{
-		{ExpectVoters: -1, ExpectTicks: 10},
-		{ExpectTicks: -1},
+		{ExpectVoters: -1, ExpectWindow: 10},
+		{ExpectWindow: -1},
 		{ExpectVoters: 3},
 	} {
 		c.ID, c.Roster = base.ID, base.Roster
@@ -170,7 +170,7 @@ func TestExpectConfigValidated(t *testing.T) {
 // one declare itself.
 func TestHoldDoesNotSilenceAnElection(t *testing.T) {
 	n, err := NewNode(Config{ID: "9", Roster: MustRoster([]Peer{{ID: "9", Rating: 9}}), Mode: View,
-		StartupTicks: 5, ExpectVoters: 3, ExpectTicks: 200})
+		StartupDelay: 5, ExpectVoters: 3, ExpectWindow: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

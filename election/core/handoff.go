@@ -8,7 +8,7 @@ import (
 // Hand-off (docs/design.md, "Hand-off"): a coordinator that gives up the
 // role (Resign, TransferTo, a preemption request, a lapsed lease) stops
 // leading at once, then waits for its driver to say that the work it
-// guarded has stopped (CompleteHandoff) or HandoffTicks, whichever comes
+// guarded has stopped (CompleteHandoff) or StopTimeout, whichever comes
 // first. Only then does it release its followers (a last heartbeat with
 // Released set, which frees them of the promise their acknowledgements
 // made) and pass the role on, so the successor never starts leading while
@@ -74,10 +74,10 @@ func (n *Node) canHandOff() error {
 func (n *Node) beginHandoff(to string, direct, pass bool) {
 	n.yielded, n.yieldTo = true, ""
 	n.handingOff, n.handoffTo, n.handoffDirect, n.handoffPass = true, to, direct, pass
-	n.handoffEnd = n.now + n.cfg.HandoffTicks
+	n.handoffEnd = n.now + n.cfg.StopTimeout
 	n.unfollow()
 	n.setState(StateLost)
-	if n.cfg.HandoffTicks == 0 {
+	if n.cfg.StopTimeout == 0 {
 		n.CompleteHandoff()
 	}
 }
@@ -90,7 +90,7 @@ func (n *Node) HandoffPending() bool { return n.handingOff }
 // CompleteHandoff passes the role on: it releases the followers and hands
 // over as Resign or TransferTo asked. Called by the driver once the work
 // the old leadership guarded has stopped; the node calls it itself after
-// HandoffTicks.
+// StopTimeout.
 func (n *Node) CompleteHandoff() {
 	n.forget()
 	if !n.handingOff {
@@ -224,7 +224,7 @@ func (n *Node) sendPreempt() {
 		return
 	}
 	n.send(Message{Type: MsgPreempt, To: n.coordinator})
-	n.preemptAfter = n.now + n.cfg.CoordinatorTimeout + n.cfg.HandoffTicks
+	n.preemptAfter = n.now + n.cfg.CoordinatorTimeout + n.cfg.StopTimeout
 }
 
 // onPreempt: a voter that outranks this coordinator asks for the role.

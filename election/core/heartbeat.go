@@ -32,7 +32,7 @@ func (n *Node) tickCoordinator() {
 		n.hbTimer = 0
 		n.heartbeat()
 	}
-	if n.cfg.QuorumSize > 0 && n.confirmed && n.now-n.confirmedAt > 8*n.cfg.LeaseTicks {
+	if n.cfg.QuorumSize > 0 && n.confirmed && n.now-n.confirmedAt > 8*n.cfg.QuorumLease {
 		n.failedLeads = 0 // a leadership that lasted: forget the back-off
 	}
 }
@@ -53,7 +53,7 @@ func (n *Node) heartbeat() {
 			n.rttFresh = false
 		}
 		// Only the guard reads the rounds (acks, leases, round trips).
-		n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.MaxLeaseTicks), round{term: n.term, seq: n.hbSeq, at: n.now, lease: n.leaseAsk()})
+		n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.QuorumLeaseMax), round{term: n.term, seq: n.hbSeq, at: n.now, lease: n.leaseAsk()})
 	}
 	if n.fanningOut() {
 		n.heartbeatFanOut() // fanout.go
@@ -89,23 +89,23 @@ func (n *Node) lastRound() (round, bool) {
 	return round{}, false
 }
 
-// maxLeaseTicks bounds MaxLeaseTicks (Message.Lease is a uint32, and a
+// maxLeaseTicks bounds QuorumLeaseMax (Message.Lease is a uint32, and a
 // promise's end must not overflow).
 const maxLeaseTicks = 1 << 30
 
-// leaseAsk is the lease this coordinator asks its voters for: LeaseTicks,
+// leaseAsk is the lease this coordinator asks its voters for: QuorumLease,
 // stretched while its rounds' acknowledgements come back late (a loaded
 // or paused host, a slow network) to twice the recent round trip plus a
 // heartbeat interval, so that a round's acks arrive within its lease and
-// the next round renews it before it lapses; at most MaxLeaseTicks. A
-// round trip longer than LeaseTicks otherwise means no lease ever holds
+// the next round renews it before it lapses; at most QuorumLeaseMax. A
+// round trip longer than QuorumLease otherwise means no lease ever holds
 // (docs/design.md, "Leases").
 func (n *Node) leaseAsk() int {
-	return min(max(n.cfg.LeaseTicks, 2*n.rttHigh+n.cfg.HeartbeatInterval), n.cfg.MaxLeaseTicks)
+	return min(max(n.cfg.QuorumLease, 2*n.rttHigh+n.cfg.HeartbeatInterval), n.cfg.QuorumLeaseMax)
 }
 
 // LeaseAsk returns the lease in ticks this node asks its voters for while
-// it is coordinator with the quorum guard (LeaseTicks, or stretched:
+// it is coordinator with the quorum guard (QuorumLease, or stretched:
 // leaseAsk), and 0 otherwise.
 func (n *Node) LeaseAsk() int {
 	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID {
@@ -118,15 +118,15 @@ func (n *Node) LeaseAsk() int {
 // for the driver's rounding, and LeaseMargin - 1 scaled with the lease, so
 // that a stretched lease tolerates the same clock-rate difference.
 func (n *Node) leaseMargin(l int) int {
-	if l <= n.cfg.LeaseTicks {
+	if l <= n.cfg.QuorumLease {
 		return n.cfg.LeaseMargin
 	}
-	return 1 + ((n.cfg.LeaseMargin-1)*l+n.cfg.LeaseTicks-1)/n.cfg.LeaseTicks
+	return 1 + ((n.cfg.LeaseMargin-1)*l+n.cfg.QuorumLease-1)/n.cfg.QuorumLease
 }
 
-// wireLease is the Message.Lease form of a lease: 0 for LeaseTicks.
+// wireLease is the Message.Lease form of a lease: 0 for QuorumLease.
 func (n *Node) wireLease(l int) uint32 {
-	if l == n.cfg.LeaseTicks {
+	if l == n.cfg.QuorumLease {
 		return 0
 	}
 	return uint32(l)
@@ -279,8 +279,8 @@ func (n *Node) tickHealth(k int) {
 func (n *Node) Health() int { return n.health }
 
 // grant acknowledges a heartbeat round (quorum guard). An acknowledgement
-// is a promise: until the lease the round asks for (LeaseTicks, or a
-// stretched one up to MaxLeaseTicks) and its margin after its receipt,
+// is a promise: until the lease the round asks for (QuorumLease, or a
+// stretched one up to QuorumLeaseMax) and its margin after its receipt,
 // this node acknowledges no coordinator of another term, so no other
 // coordinator can gather a majority before the lease it helps to hold has
 // run out on the coordinator's clock (docs/design.md, "Leases"). A promise
@@ -291,9 +291,9 @@ func (n *Node) grant(m Message) {
 	if n.self.NonVoter || n.now < n.grantEnd && n.grantTerm != m.Term {
 		return
 	}
-	l := n.cfg.LeaseTicks
+	l := n.cfg.QuorumLease
 	if m.Lease != 0 {
-		l = min(max(int(m.Lease), n.cfg.LeaseTicks), n.cfg.MaxLeaseTicks)
+		l = min(max(int(m.Lease), n.cfg.QuorumLease), n.cfg.QuorumLeaseMax)
 	}
 	end := n.now + l + n.leaseMargin(l)
 	if n.grantTerm == m.Term {
@@ -333,7 +333,7 @@ func (n *Node) onHeartbeatAck(m Message) {
 	}
 	a.seq = m.Seq
 	if known {
-		l := n.cfg.LeaseTicks
+		l := n.cfg.QuorumLease
 		if m.Lease != 0 {
 			l = int(m.Lease)
 		}
@@ -360,7 +360,7 @@ func (n *Node) measureRoundTrip(m Message) (round, bool) {
 
 // roundOf finds the round that m acknowledges, of this node's current
 // term or of one it led before, if it is still remembered (rounds are
-// kept for MaxLeaseTicks, across terms: a coordinator that abdicates
+// kept for QuorumLeaseMax, across terms: a coordinator that abdicates
 // before its acks come back may lead again, in a newer term, before they
 // do).
 func (n *Node) roundOf(m Message) (round, bool) {
@@ -377,7 +377,7 @@ func (n *Node) roundOf(m Message) (round, bool) {
 
 // renewLease moves the lease end to the send tick of the newest round that
 // a majority of QuorumSize (this node included) acknowledged, plus
-// LeaseTicks, and confirms a pending coordinator at once. A coordinator
+// QuorumLease, and confirms a pending coordinator at once. A coordinator
 // still bound by its own promise to another term (bound) does not count
 // itself until that promise runs out: it needs acks from a majority
 // without itself. Every such majority meets every majority the other
@@ -515,7 +515,7 @@ func (n *Node) abdicate() {
 // doubles with each failed leadership, from 2 leases to 64.
 func (n *Node) backOff() {
 	n.failedLeads = min(n.failedLeads+1, 6)
-	n.coolUntil = n.now + n.cfg.LeaseTicks<<n.failedLeads
+	n.coolUntil = n.now + n.cfg.QuorumLease<<n.failedLeads
 }
 
 // backingOff reports an abdicated node's back-off: it does not stand in

@@ -24,7 +24,7 @@ const (
 	// SoloDelay before it leads alone (prevote.go, noteDeparture).
 	HoldSolo
 	// HoldPromise: with the quorum guard, a voter that has just started
-	// keeps, until MaxLeaseTicks have passed, the promise it may have
+	// keeps, until QuorumLeaseMax have passed, the promise it may have
 	// made to another coordinator before it restarted (restartHeld).
 	HoldPromise
 	NumHoldReasons

@@ -202,17 +202,17 @@ var intSettings = map[string]func(*core.Config) *int{
 	"quorum":       func(c *core.Config) *int { return &c.QuorumSize },
 	"heartbeat":    func(c *core.Config) *int { return &c.HeartbeatInterval },
 	"misses":       func(c *core.Config) *int { return &c.HeartbeatMisses },
-	"lease":        func(c *core.Config) *int { return &c.LeaseTicks },
-	"max-lease":    func(c *core.Config) *int { return &c.MaxLeaseTicks },
+	"lease":        func(c *core.Config) *int { return &c.QuorumLease },
+	"max-lease":    func(c *core.Config) *int { return &c.QuorumLeaseMax },
 	"lease-margin": func(c *core.Config) *int { return &c.LeaseMargin },
-	"startup":      func(c *core.Config) *int { return &c.StartupTicks },
+	"startup":      func(c *core.Config) *int { return &c.StartupDelay },
 	"answer":       func(c *core.Config) *int { return &c.AnswerTimeout },
 	"wait":         func(c *core.Config) *int { return &c.CoordinatorTimeout },
 	"rtt":          func(c *core.Config) *int { return &c.RoundTrip },
 	"expect":       func(c *core.Config) *int { return &c.ExpectVoters },
-	"expect-ticks": func(c *core.Config) *int { return &c.ExpectTicks },
+	"expect-ticks": func(c *core.Config) *int { return &c.ExpectWindow },
 	"solo":         func(c *core.Config) *int { return &c.SoloDelay },
-	"handoff":      func(c *core.Config) *int { return &c.HandoffTicks },
+	"handoff":      func(c *core.Config) *int { return &c.StopTimeout },
 }
 
 func (e *env) handleNodes(a args) error {

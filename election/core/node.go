@@ -124,7 +124,7 @@ type Node struct {
 }
 
 // NewNode validates cfg and returns a node in state sleep: after
-// StartupTicks without hearing a coordinator it starts an election
+// StartupDelay without hearing a coordinator it starts an election
 // (docs/algorithms.md, bully step 5: a site that starts or restarts holds one).
 func NewNode(cfg Config) (*Node, error) {
 	n := new(Node)
@@ -154,7 +154,7 @@ func InitNode(n *Node, cfg Config) error {
 		// A node that has just started may have acknowledged another
 		// coordinator before it restarted: it keeps that promise unknown,
 		// which may have been a stretched lease.
-		n.grantEnd = cfg.MaxLeaseTicks + n.leaseMargin(cfg.MaxLeaseTicks)
+		n.grantEnd = cfg.QuorumLeaseMax + n.leaseMargin(cfg.QuorumLeaseMax)
 	}
 	switch cfg.Algorithm {
 	case Bully:
@@ -211,14 +211,14 @@ func (n *Node) Bootstrap(coordinator string, term Term) {
 		n.becomeCoordinator(term)
 		if n.cfg.QuorumSize > 0 { // settled: as if the majority had just acked
 			n.grantTerm, n.grantEnd = term, 0
-			n.leaseEnd = n.now + n.cfg.LeaseTicks
+			n.leaseEnd = n.now + n.cfg.QuorumLease
 			n.tickCoordinatorLease()
 		}
 		return
 	}
 	n.follow(coordinator, term, true)
 	if n.cfg.QuorumSize > 0 && !n.self.NonVoter { // settled: as if it had just acked
-		n.grantTerm, n.grantEnd = term, n.now+n.cfg.LeaseTicks+n.cfg.LeaseMargin
+		n.grantTerm, n.grantEnd = term, n.now+n.cfg.QuorumLease+n.cfg.LeaseMargin
 	}
 }
 
@@ -257,7 +257,7 @@ func (n *Node) Advance(k int) {
 	n.enter().tick()
 	switch {
 	case n.state == StateSleep:
-		if n.idle++; n.idle >= n.cfg.StartupTicks {
+		if n.idle++; n.idle >= n.cfg.StartupDelay {
 			n.idle = 0
 			if !n.holdFirstElection() && !n.restartHeld() { // the start-up holds (expect.go)
 				n.startElection(CauseStartup)

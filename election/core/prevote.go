@@ -215,7 +215,7 @@ func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 	pv.asks, pv.lastAsks = pv.lastAsks, pv.asks
 	clear(pv.asks)
 	if n.quorumRound() {
-		pv.deadline = n.now + n.cfg.LeaseTicks + n.cfg.LeaseMargin + n.guardWait()
+		pv.deadline = n.now + n.cfg.QuorumLease + n.cfg.LeaseMargin + n.guardWait()
 		n.askQuorum(true)
 		n.preVoteDecide()
 		return
@@ -289,7 +289,7 @@ type quorumAsk struct{ at, free int }
 // n(n-1) questions on the network per wait. So a round asks a silent
 // voter once while nothing is measured, and at most 1 + log2(1 + span /
 // guardWait) times in all (3 at the defaults), where the span is
-// LeaseTicks + LeaseMargin + guardWait; plus once for each refusal the
+// QuorumLease + LeaseMargin + guardWait; plus once for each refusal the
 // voter sends it.
 func (n *Node) askQuorum(first bool) {
 	pv := &n.pv
@@ -625,4 +625,4 @@ func (n *Node) preVoteFailed() {
 	}
 }
 
-func (n *Node) preemptRetry() int { return 2 * n.cfg.LeaseTicks }
+func (n *Node) preemptRetry() int { return 2 * n.cfg.QuorumLease }

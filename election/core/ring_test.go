@@ -481,7 +481,7 @@ func BenchmarkRingElection(b *testing.B) {
 // With the quorum guard on, the winner of either ring heartbeats at once to
 // collect the acks that confirm it, and only then is it reported; a
 // minority cannot confirm one. Freshly started nodes acknowledge no one for
-// MaxLeaseTicks and its margin (a promise made before a restart may still
+// QuorumLeaseMax and its margin (a promise made before a restart may still
 // hold, and may have been a stretched lease): 8 * 15 + 9 ticks, and
 // refuse pre-votes as long; testCfg has no detector to try again, so the
 // election starts after that hold.
@@ -490,7 +490,7 @@ func TestRingsQuorumGuard(t *testing.T) {
 		for _, mode := range []Mode{Textbook, View} {
 			cfg := testCfg(alg, mode)
 			cfg.QuorumSize = 5
-			cfg.LeaseTicks = 15 // testCfg's K would make the default lease endless
+			cfg.QuorumLease = 15 // testCfg's K would make the default lease endless
 			w := newTestNet(t, cfg, members(5, func(i int) int64 { return int64(i) }))
 			for range 8*15 + 9 {
 				w.tick()

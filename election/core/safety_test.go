@@ -218,7 +218,7 @@ func connectedMajorityElects(t *testing.T, alg Algorithm, mode Mode, quorum int)
 		}
 		return 1
 	}
-	lease := w.nodes["1"].cfg.LeaseTicks
+	lease := w.nodes["1"].cfg.QuorumLease
 	// Two leases from the cut, for every algorithm and mode (issue 13):
 	// the winner, 4, which still heard 5 and so still acknowledged it,
 	// leads once 1..3 acknowledge it (renewLease: a bound coordinator
@@ -268,7 +268,7 @@ func (w *testNet) agreedExcept(skip string) (c string, t Term, ok bool) {
 }
 
 // A follower that acknowledged one coordinator acknowledges no coordinator
-// of another term until its promise (LeaseTicks + LeaseMargin from the
+// of another term until its promise (QuorumLease + LeaseMargin from the
 // receipt) has run out, so two leases never overlap.
 func TestGrantHoldsAgainstANewTerm(t *testing.T) {
 	cfg := viewCfg(Bully)
@@ -280,11 +280,11 @@ func TestGrantHoldsAgainstANewTerm(t *testing.T) {
 	n.Ready()
 	granted := n.now
 	newer := MakeTerm(2, Tag("2"))
-	for n.now < granted+n.cfg.LeaseTicks+n.cfg.LeaseMargin {
+	for n.now < granted+n.cfg.QuorumLease+n.cfg.LeaseMargin {
 		n.Step(Message{Type: MsgHeartbeat, From: "2", To: "1", Coordinator: "2", Term: newer, Seq: 1, Rating: 1})
 		for _, m := range n.Ready().Messages {
 			if m.Type == MsgHeartbeatAck {
-				t.Fatalf("tick %d: acknowledged term %s while the promise to 1.3 holds (until %d)", n.now, newer, granted+n.cfg.LeaseTicks+n.cfg.LeaseMargin)
+				t.Fatalf("tick %d: acknowledged term %s while the promise to 1.3 holds (until %d)", n.now, newer, granted+n.cfg.QuorumLease+n.cfg.LeaseMargin)
 			}
 		}
 		n.Tick()

@@ -239,7 +239,7 @@ func TestSoloNoHoldWithGuard(t *testing.T) {
 	down(n, "2", "3")
 	c := n.Config()
 	n.Ready()
-	for i := 0; i < 2*c.LeaseTicks; i++ {
+	for i := 0; i < 2*c.QuorumLease; i++ {
 		n.Tick()
 		if rd := n.Ready(); rd.ElectionsStarted != 0 {
 			t.Fatalf("tick %d: an election started alone, with no majority to win", n.Now())
@@ -427,7 +427,7 @@ func TestElectionCause(t *testing.T) {
 		rd := n.Ready()
 		return rd.ElectionsStarted, rd.Cause
 	}
-	for range n.cfg.StartupTicks {
+	for range n.cfg.StartupDelay {
 		n.Tick()
 	}
 	if k, c := started(); k != 1 || c != CauseStartup {

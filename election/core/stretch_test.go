@@ -10,8 +10,8 @@ import (
 
 // The stretched quorum lease (heartbeat.go: leaseAsk, grant,
 // onHeartbeatAck; docs/design.md, "Leases"). The cluster tests run the
-// default timings of viewCfg (H 5, K 3, LeaseTicks 15, LeaseMargin 2,
-// MaxLeaseTicks 8 * 15) on testNet, with the heartbeat acks held back by
+// default timings of viewCfg (H 5, K 3, QuorumLease 15, LeaseMargin 2,
+// QuorumLeaseMax 8 * 15) on testNet, with the heartbeat acks held back by
 // ackDelay: every other message goes at once, so the followers' detectors
 // stay quiet and only the coordinator's round trips are slow.
 
@@ -93,7 +93,7 @@ func logHeartbeats(w *testNet) *heartbeatLog {
 	return l
 }
 
-// A coordinator whose acks come back later than LeaseTicks (20 ticks
+// A coordinator whose acks come back later than QuorumLease (20 ticks
 // after the round, against a lease of 15) cannot be confirmed with the
 // configured lease: the cold start elects one but nobody holds a lease
 // until a coordinator has measured its round trips and asks for a longer
@@ -101,7 +101,7 @@ func logHeartbeats(w *testNet) *heartbeatLog {
 // and stays so, round after round, while the acks stay slow. Before the
 // lease stretched, no coordinator was ever confirmed here.
 //
-// With acks 40 ticks late, longer than the 2 * LeaseTicks + LeaseMargin
+// With acks 40 ticks late, longer than the 2 * QuorumLease + LeaseMargin
 // that an unconfirmed coordinator waits before it abdicates while its
 // lease is not stretched, each one abdicates before the first ack of its
 // term arrives, and the next coordinator, of a newer term, has already
@@ -121,7 +121,7 @@ func logHeartbeats(w *testNet) *heartbeatLog {
 // coordinator had declared again, in a newer term, and had forgotten the
 // rounds of the one before: nobody ever measured a round trip, in 2,000
 // ticks. Rounds are kept across terms now; up to 110 ticks (the bound is
-// MaxLeaseTicks - H = 115: 114 passes, 116 does not) a coordinator is
+// QuorumLeaseMax - H = 115: 114 passes, 116 does not) a coordinator is
 // confirmed and keeps its lease.
 func TestStretchedLeaseConfirmsSlowCoordinator(t *testing.T) {
 	for _, d := range []int{20, 40, 55, 70, 110} {
@@ -170,7 +170,7 @@ func TestLateAckOfLeftTermMeasured(t *testing.T) {
 func stretchUntilConfirmed(t *testing.T, w *testNet, a *ackDelay, hb *heartbeatLog) string {
 	t.Helper()
 	cfg := w.nodes[w.ids[0]].cfg // with the defaults
-	lease, maxLease := cfg.LeaseTicks, cfg.MaxLeaseTicks
+	lease, maxLease := cfg.QuorumLease, cfg.QuorumLeaseMax
 	stretched := -1 // the tick of the first heartbeat that asked for more
 	for a.now < 2000 {
 		hb.sent = hb.sent[:0]
@@ -228,7 +228,7 @@ func stayConfirmed(t *testing.T, w *testNet, a *ackDelay, hb *heartbeatLog, c st
 			}
 		}
 		for _, m := range hb.sent {
-			if int(m.Lease) <= n.cfg.LeaseTicks {
+			if int(m.Lease) <= n.cfg.QuorumLease {
 				t.Fatalf("tick %d: heartbeat %+v while the acks are %d ticks late, want a stretched lease", a.now, m, a.d)
 			}
 		}
@@ -237,7 +237,7 @@ func stayConfirmed(t *testing.T, w *testNet, a *ackDelay, hb *heartbeatLog, c st
 
 // Once the round trips are short again, the coordinator forgets the slow
 // spell within about 16 rounds (the high-water mark decays by a
-// sixteenth a round): LeaseAsk returns to LeaseTicks, without the lease
+// sixteenth a round): LeaseAsk returns to QuorumLease, without the lease
 // lapsing on the way, and the heartbeats are the plain ones again, Lease
 // 0 (which the codec leaves out: the bytes of an unstretched cluster,
 // membership TestCodecLease).
@@ -248,7 +248,7 @@ func TestStretchedLeaseShrinksBack(t *testing.T) {
 	c := stretchUntilConfirmed(t, w, a, hb)
 	stayConfirmed(t, w, a, hb, c, 10)
 	n := w.nodes[c]
-	lease, h := n.cfg.LeaseTicks, n.cfg.HeartbeatInterval
+	lease, h := n.cfg.QuorumLease, n.cfg.HeartbeatInterval
 	a.d = 0 // the acks in flight still arrive late
 	rounds := 0
 	for n.LeaseAsk() > lease {
@@ -283,14 +283,14 @@ func TestStretchedLeaseShrinksBack(t *testing.T) {
 	}
 }
 
-// A voter promises at most its own MaxLeaseTicks, however long the lease
+// A voter promises at most its own QuorumLeaseMax, however long the lease
 // asked for, and says so in its ack; a later, shorter ask of the same term
 // does not shorten what it promised. Until the promise and its margin
 // have run out (30 + 1 + ceil(30/15) ticks after the long ask), it
 // acknowledges no coordinator of another term; at that tick it does.
 func TestVoterCapsAndKeepsPromise(t *testing.T) {
 	cfg := stretchCfg()
-	cfg.MaxLeaseTicks = 30
+	cfg.QuorumLeaseMax = 30
 	cfg.ID, cfg.Roster = "1", MustRoster(members(5, func(i int) int64 { return int64(i) }))
 	v, err := NewNode(cfg)
 	if err != nil {
@@ -351,7 +351,7 @@ func TestLeaseEndWithinShorterPromises(t *testing.T) {
 	cfg := w.nodes["5"].cfg // with the defaults
 	for _, id := range []string{"1", "2", "3"} {
 		c := w.nodes[id].cfg
-		c.MaxLeaseTicks = 20
+		c.QuorumLeaseMax = 20
 		var err error
 		if w.nodes[id], err = NewNode(c); err != nil {
 			t.Fatal(err)
@@ -370,13 +370,13 @@ func TestLeaseEndWithinShorterPromises(t *testing.T) {
 		if m.Type != MsgHeartbeatAck || m.Seq == 0 {
 			return
 		}
-		l := cfg.LeaseTicks
+		l := cfg.QuorumLease
 		if m.Lease != 0 {
 			l = int(m.Lease)
 		}
 		if asked := roundLease(w.nodes[m.To], m.Term, m.Seq); l < asked {
 			short++
-		} else if asked > cfg.LeaseTicks {
+		} else if asked > cfg.QuorumLease {
 			long++
 		}
 		end := w.nodes[m.From].Now() + l
@@ -431,17 +431,17 @@ func roundLease(c *Node, term Term, seq uint64) int {
 }
 
 // A freshly started voter may have promised a stretched lease before it
-// restarted: it acknowledges no coordinator until MaxLeaseTicks and that
+// restarted: it acknowledges no coordinator until QuorumLeaseMax and that
 // lease's margin have passed (LeaseMargin - 1 in proportion, and one
-// tick); with stretching off (MaxLeaseTicks = LeaseTicks) that is
-// LeaseTicks + LeaseMargin, as before the lease stretched.
+// tick); with stretching off (QuorumLeaseMax = QuorumLease) that is
+// QuorumLease + LeaseMargin, as before the lease stretched.
 func TestRestartHoldCoversLongestPromise(t *testing.T) {
 	for _, tc := range []struct {
 		maxLease, margin int
 		want             int
 	}{
 		{0, 0, 120 + 1 + 8},    // the defaults: 8 * 15, and 1 + ceil(1 * 120 / 15)
-		{15, 0, 15 + 2},        // no stretching: LeaseTicks + LeaseMargin
+		{15, 0, 15 + 2},        // no stretching: QuorumLease + LeaseMargin
 		{60, 3, 60 + 1 + 8},    // 1 + ceil(2 * 60 / 15)
 		{16, 2, 16 + 1 + 2},    // 1 + ceil(16 / 15)
 		{15, 4, 15 + 4},        // no stretching, a wider margin
@@ -450,7 +450,7 @@ func TestRestartHoldCoversLongestPromise(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("max=%d/margin=%d", tc.maxLease, tc.margin), func(t *testing.T) {
 			cfg := stretchCfg()
-			cfg.MaxLeaseTicks, cfg.LeaseMargin = tc.maxLease, tc.margin
+			cfg.QuorumLeaseMax, cfg.LeaseMargin = tc.maxLease, tc.margin
 			cfg.ID, cfg.Roster = "1", MustRoster(members(5, func(i int) int64 { return int64(i) }))
 			v, err := NewNode(cfg)
 			if err != nil {
@@ -469,7 +469,7 @@ func TestRestartHoldCoversLongestPromise(t *testing.T) {
 	}
 }
 
-// With the guard, MaxLeaseTicks below LeaseTicks is refused, naming the
+// With the guard, QuorumLeaseMax below QuorumLease is refused, naming the
 // field and its value, and so is one past what Message.Lease carries;
 // without the guard the field is unused and not checked.
 func TestValidateMaxLeaseTicks(t *testing.T) {
@@ -478,15 +478,15 @@ func TestValidateMaxLeaseTicks(t *testing.T) {
 		quorum, lease, maxLease int
 		want                    string // "" : valid
 	}{
-		{3, 15, 14, "Config.MaxLeaseTicks = 14: must be at least LeaseTicks = 15"},
-		{3, 40, 39, "Config.MaxLeaseTicks = 39: must be at least LeaseTicks = 40"},
-		{3, 15, 1<<30 + 1, "Config.MaxLeaseTicks = 1073741825: must be at most 1073741824 ticks"},
+		{3, 15, 14, "Config.QuorumLeaseMax = 14: must be at least QuorumLease = 15"},
+		{3, 40, 39, "Config.QuorumLeaseMax = 39: must be at least QuorumLease = 40"},
+		{3, 15, 1<<30 + 1, "Config.QuorumLeaseMax = 1073741825: must be at most 1073741824 ticks"},
 		{3, 15, 15, ""},
 		{3, 15, 1 << 30, ""},
 		{3, 15, 0, ""}, // the default, 8 * 15
 		{0, 15, 14, ""},
 	} {
-		cfg := Config{ID: "1", Roster: roster, QuorumSize: tc.quorum, LeaseTicks: tc.lease, MaxLeaseTicks: tc.maxLease}
+		cfg := Config{ID: "1", Roster: roster, QuorumSize: tc.quorum, QuorumLease: tc.lease, QuorumLeaseMax: tc.maxLease}
 		err := cfg.Validate()
 		_, nerr := NewNode(cfg)
 		switch {
@@ -498,7 +498,7 @@ func TestValidateMaxLeaseTicks(t *testing.T) {
 			t.Errorf("quorum %d lease %d max %d: NewNode accepted it", tc.quorum, tc.lease, tc.maxLease)
 		}
 	}
-	if d := DefaultConfig(); d.MaxLeaseTicks != 8*d.LeaseTicks {
-		t.Errorf("default MaxLeaseTicks %d, want 8 * LeaseTicks = %d", d.MaxLeaseTicks, 8*d.LeaseTicks)
+	if d := DefaultConfig(); d.QuorumLeaseMax != 8*d.QuorumLease {
+		t.Errorf("default QuorumLeaseMax %d, want 8 * QuorumLease = %d", d.QuorumLeaseMax, 8*d.QuorumLease)
 	}
 }

@@ -57,15 +57,15 @@ type Checker struct {
 	// askEnd (guard): per live node, the latest end (virtual ms) of a
 	// lease it asked its voters for (now + core.Node.LeaseAsk, seen after
 	// each of its steps); splitEnd is askEnd at the last partition change.
-	// A lease stretched by slow round trips (up to MaxLeaseTicks) may keep
+	// A lease stretched by slow round trips (up to QuorumLeaseMax) may keep
 	// a coordinator on a minority side that long after the change.
 	askEnd, splitEnd map[string]int64
 	// LeaseHigh is the longest lease, in ticks, that any coordinator asked
-	// for in this run (guard; 0 without): above LeaseTicks, a lease
+	// for in this run (guard; 0 without): above QuorumLease, a lease
 	// stretched (core.Node.LeaseAsk).
 	LeaseHigh int
 	// LeaseStretched reports whether a coordinator asked for a lease
-	// longer than its LeaseTicks in this run.
+	// longer than its QuorumLease in this run.
 	LeaseStretched bool
 	// Skip lists properties not asserted in this run (the script's
 	// "cluster skip=(...)"): a known defect waiting for its fix.
@@ -138,7 +138,7 @@ func (c *Checker) noteLease(sn *simNode) {
 		c.askEnd[sn.id] = end
 	}
 	c.LeaseHigh = max(c.LeaseHigh, ask)
-	c.LeaseStretched = c.LeaseStretched || ask > sn.node.Config().LeaseTicks
+	c.LeaseStretched = c.LeaseStretched || ask > sn.node.Config().QuorumLease
 }
 
 // after runs the safety checks for the node that just took a step.
@@ -196,7 +196,7 @@ func minMax(a, b string) string {
 
 func (c *Checker) checkQuorum(sn *simNode) {
 	cfg := sn.node.Config()
-	until := c.splitAt + int64(cfg.LeaseTicks+1)*c.s.cfg.TickMs
+	until := c.splitAt + int64(cfg.QuorumLease+1)*c.s.cfg.TickMs
 	if e, ok := c.splitEnd[sn.id]; ok {
 		// A round sent before the change asked for a lease until e:
 		// acknowledged by a majority, it holds until then (one tick for

@@ -27,7 +27,7 @@ func TestSlowSpellStretchesLease(t *testing.T) {
 				}
 			}
 			s := sc.sim
-			lease := s.member("1").node.Config().LeaseTicks
+			lease := s.member("1").node.Config().QuorumLease
 			st, ok := s.Agreement()
 			if !ok {
 				t.Fatalf("no agreement after 5 s of the slow spell: %+v", st)
