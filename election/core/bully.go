@@ -138,7 +138,7 @@ func (b *bully) start() bool {
 		b.declare()
 		return true
 	}
-	if n.cfg.Mode == View && n.suspect != "" && n.suspect != b.awaited && n.suspect != n.relayed && b.awaitSenior() {
+	if n.cfg.Mode == View && n.det.suspect != "" && n.det.suspect != b.awaited && n.det.suspect != n.det.relayed && b.awaitSenior() {
 		return true
 	}
 	b.ask()
@@ -154,10 +154,10 @@ func (b *bully) start() bool {
 func (b *bully) awaitSenior() bool {
 	n := b.n
 	senior := b.stageOneTarget()
-	if senior == "" || senior == n.suspect {
+	if senior == "" || senior == n.det.suspect {
 		return false
 	}
-	b.awaited = n.suspect
+	b.awaited = n.det.suspect
 	b.asked = senior
 	b.phase = bullyAwaitSenior
 	b.timer = b.seniorWait()
@@ -229,7 +229,7 @@ func (b *bully) ask() {
 		}
 		b.stage = 1
 		n.send(Message{Type: MsgElection, To: b.asked})
-		if b.asked == n.suspect && n.preVoteNeeded() {
+		if b.asked == n.det.suspect && n.preVoteNeeded() {
 			// The top survivor asks the silent coordinator and, at the
 			// same time, others whether they hear it: a grant (they do
 			// not either) corroborates the suspicion, and it wins without
@@ -267,7 +267,7 @@ func (b *bully) ask() {
 func (b *bully) stageOneTarget() string {
 	target, suspect := "", ""
 	b.higher(func(p Peer) bool {
-		if p.ID == b.n.suspect {
+		if p.ID == b.n.det.suspect {
 			suspect = p.ID
 			return true
 		}
@@ -302,7 +302,7 @@ func (b *bully) preVoted() {
 	case !n.electing:
 	case b.phase == bullyPreVote:
 		b.win()
-	case b.phase == bullyWaitAnswer && b.stage == 1 && (b.asked == n.suspect || b.pair) && n.suspect != "" && n.health == 0:
+	case b.phase == bullyWaitAnswer && b.stage == 1 && (b.asked == n.det.suspect || b.pair) && n.det.suspect != "" && n.det.health == 0:
 		// Corroborated while the suspect (and, after askPair, the senior
 		// waited out) stayed silent. A node whose own loop ran late
 		// lately waits T as the text says: the silence may be its own.
@@ -327,7 +327,7 @@ func (b *bully) win() {
 	// among 1,000 members), so an announcement now would leave them
 	// reporting none until then.
 	deferRest := n.cfg.QuorumSize > 0 && n.fanningOut()
-	n.announceRest = deferRest
+	n.guard.announceRest = deferRest
 	if n.cfg.Mode == View && !deferRest {
 		n.reserve(n.liveCount() - 1) // the live peers: one allocation, not a doubling series
 	}
@@ -387,7 +387,7 @@ func (b *bully) onElection(m Message) {
 	// it as the message gives it, so its rank needs no look-up.
 	from := Rank{m.Rating, m.From}
 	switch {
-	case n.self.NonVoter || n.yielded && n.coordinator == "" || n.backingOff() || n.cutOff():
+	case n.self.NonVoter || n.hand.yielded && n.coordinator == "" || n.backingOff() || n.cutOff():
 		// Not standing: a resign hand-off is under way, or this node
 		// failed to hold a majority lease lately (abdicate), or its own
 		// pre-votes found no majority to answer them (cutOff). Answering
@@ -469,8 +469,8 @@ func (b *bully) onElectionView(m Message, stale bool) {
 // outranks the sender, so the sender's election cannot be a displacement.
 func (b *bully) vouches(sender string) bool {
 	n := b.n
-	if n.coordinator == "" || n.misses >= n.cfg.HeartbeatMisses-1 || !n.view.alive(n.coordinator) ||
-		n.cfg.QuorumSize > 0 && !n.confirmed {
+	if n.coordinator == "" || n.det.misses >= n.cfg.HeartbeatMisses-1 || !n.view.alive(n.coordinator) ||
+		n.cfg.QuorumSize > 0 && !n.guard.confirmed {
 		// With the guard, a coordinator without its majority lease is
 		// not worth defending: the connected majority must elect.
 		return false
@@ -513,19 +513,19 @@ func (b *bully) onCoordinator(m Message) {
 	if n.coordinator != c || n.term != m.Term {
 		n.follow(c, m.Term, confirmed)
 	} else {
-		n.silence, n.misses = 0, 0
+		n.det.silence, n.det.misses = 0, 0
 		if confirmed {
 			n.setConfirmed(true)
 		}
 	}
 	if confirmed {
-		n.lastSeq = max(n.lastSeq, m.Seq) // the rounds before it are older news
+		n.det.lastSeq = max(n.det.lastSeq, m.Seq) // the rounds before it are older news
 	}
 	switch {
 	case c != m.From:
-		n.relayed = c
-	case n.relayed == c:
-		n.relayed = "" // heard directly again
+		n.det.relayed = c
+	case n.det.relayed == c:
+		n.det.relayed = "" // heard directly again
 	}
 	n.maybePreempt()
 }
@@ -600,12 +600,12 @@ func (b *bully) timeout() {
 // otherwise.
 func (b *bully) askPair(senior string) bool {
 	n := b.n
-	if !n.fanningOut() || senior == "" || n.suspect == "" || senior == n.suspect {
+	if !n.fanningOut() || senior == "" || n.det.suspect == "" || senior == n.det.suspect {
 		return false
 	}
 	others := false
 	b.higher(func(p Peer) bool {
-		others = p.ID != senior && p.ID != n.suspect
+		others = p.ID != senior && p.ID != n.det.suspect
 		return !others
 	})
 	if others {
@@ -700,8 +700,8 @@ func (b *bully) peerDown(id string) {
 // declares at once.
 func (b *bully) resign() {
 	n := b.n
-	if n.handoffTo != "" {
-		n.send(Message{Type: MsgResign, To: n.handoffTo, Confirmed: n.handoffDirect})
+	if n.hand.handoffTo != "" {
+		n.send(Message{Type: MsgResign, To: n.hand.handoffTo, Confirmed: n.hand.handoffDirect})
 		return
 	}
 	r := n.view.r

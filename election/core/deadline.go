@@ -72,7 +72,7 @@ func (n *Node) Skip(k int) {
 // tick when it does not (election/wake.go). It equals NextDeadline while
 // Health is 0; unlike it, it is worked out at each call.
 func (n *Node) NextTimer() int {
-	if n.health == 0 {
+	if n.det.health == 0 {
 		return n.NextDeadline()
 	}
 	return n.now + n.ticksToTimer(0)
@@ -80,10 +80,10 @@ func (n *Node) NextTimer() int {
 
 // ticksToDeadline is NextDeadline - now: at least 1, at most farTicks.
 func (n *Node) ticksToDeadline() int {
-	d := n.ticksToTimer(n.health)
+	d := n.ticksToTimer(n.det.health)
 	// tickHealth: the score falls after K*H ticks on time
-	if n.health > 0 {
-		d = min(d, max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.healthyFor, 1))
+	if n.det.health > 0 {
+		d = min(d, max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.det.healthyFor, 1))
 	}
 	return d
 }
@@ -100,16 +100,16 @@ func (n *Node) ticksToTimer(health int) int {
 		d = min(d, max(ticks, 1))
 	}
 	// checkLease
-	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID {
-		at(n.leaseEnd)
+	if n.guard.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID {
+		at(n.guard.leaseEnd)
 	}
 	// tickCoolOff
-	if n.coolUntil != 0 {
-		at(n.coolUntil)
+	if n.guard.coolUntil != 0 {
+		at(n.guard.coolUntil)
 	}
 	// tickHandoff
-	if n.handingOff {
-		at(n.handoffEnd)
+	if n.hand.handingOff {
+		at(n.hand.handoffEnd)
 	}
 	// tickPreVote
 	if n.pv.active {
@@ -127,14 +127,14 @@ func (n *Node) ticksToTimer(health int) int {
 	case n.state == StateSleep:
 		in(n.cfg.StartupDelay - n.idle)
 	case n.coordinator == n.self.ID:
-		in(n.cfg.HeartbeatInterval - n.hbTimer)
-		if n.cfg.QuorumSize > 0 && !n.confirmed {
+		in(n.cfg.HeartbeatInterval - n.det.hbTimer)
+		if n.cfg.QuorumSize > 0 && !n.guard.confirmed {
 			return 1 // a pending coordinator re-counts its acks every tick
 		}
 	case n.coordinator != "":
 		in(n.followerDeadline(health))
 	case !n.electing:
-		in(max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.idle, n.releaseDue-n.now))
+		in(max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.idle, n.hand.releaseDue-n.now))
 	}
 	return d
 }
@@ -146,8 +146,8 @@ func (n *Node) ticksToTimer(health int) int {
 // own health deadline; NextTimer 0, the score it may fall to).
 func (n *Node) followerDeadline(health int) int {
 	h := n.cfg.HeartbeatInterval
-	fire := n.period()*n.cfg.HeartbeatMisses + n.grace + health*h
-	return min(max(fire-n.silence, 1), farTicks)
+	fire := n.period()*n.cfg.HeartbeatMisses + n.det.grace + health*h
+	return min(max(fire-n.det.silence, 1), farTicks)
 }
 
 // skip runs k ticks (k below ticksToDeadline): only counters move.
@@ -156,8 +156,8 @@ func (n *Node) skip(k int) {
 		return
 	}
 	n.now += k
-	if n.health > 0 {
-		n.healthyFor += k
+	if n.det.health > 0 {
+		n.det.healthyFor += k
 	}
 	if n.pv.active {
 		n.pv.timer -= k
@@ -169,9 +169,9 @@ func (n *Node) skip(k int) {
 	case n.state == StateSleep:
 		n.idle += k
 	case n.coordinator == n.self.ID:
-		n.hbTimer += k
-		if n.cfg.QuorumSize > 0 && n.confirmed && n.now-n.confirmedAt > 8*n.cfg.QuorumLease {
-			n.failedLeads = 0 // as tickCoordinator: a leadership that lasted
+		n.det.hbTimer += k
+		if n.cfg.QuorumSize > 0 && n.guard.confirmed && n.now-n.guard.confirmedAt > 8*n.cfg.QuorumLease {
+			n.guard.failedLeads = 0 // as tickCoordinator: a leadership that lasted
 		}
 	case n.coordinator != "":
 		n.skipFollower(k)
@@ -205,8 +205,8 @@ func (n *Node) enter() algorithm {
 // the silence grows, and with it the intervals counted as missed.
 func (n *Node) skipFollower(k int) {
 	h, e := n.cfg.HeartbeatInterval, n.period()
-	n.silence += k
-	if m := (n.silence - e/2 - n.grace - n.health*h) / e; m > n.misses {
-		n.misses = m
+	n.det.silence += k
+	if m := (n.det.silence - e/2 - n.det.grace - n.det.health*h) / e; m > n.det.misses {
+		n.det.misses = m
 	}
 }

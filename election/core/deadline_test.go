@@ -86,10 +86,10 @@ func (w *twinNet) index(id string) int {
 func (w *twinNet) both(i int, what string, fn func(*Node)) {
 	fn(w.a[i])
 	fn(w.b[i])
-	if n := w.a[i]; n.statusChanged() && !n.statusDirty {
+	if n := w.a[i]; n.statusChanged() && !n.out.statusDirty {
 		// Ready builds the status only when statusDirty says a field of
 		// it was written: a write that does not say so is lost.
-		w.t.Fatalf("step %d, node %s, %s: the status changed from %+v to %+v unflagged", w.step, w.ids[i], what, n.rd.Status, n.Status())
+		w.t.Fatalf("step %d, node %s, %s: the status changed from %+v to %+v unflagged", w.step, w.ids[i], what, n.out.rd.Status, n.Status())
 	}
 	ma, mb := w.a[i].Ready(), w.b[i].Ready()
 	if !reflect.DeepEqual(ma, mb) {
@@ -108,13 +108,13 @@ func (w *twinNet) idle(i int) {
 	if a.NextDeadline() != b.NextDeadline() || d < 1 {
 		w.t.Fatalf("step %d, node %s: deadlines %d and %d at tick %d", w.step, w.ids[i], a.NextDeadline(), b.NextDeadline(), b.Now())
 	}
-	if tm := b.NextTimer(); tm <= b.Now() || b.health == 0 && tm != b.NextDeadline() {
-		w.t.Fatalf("step %d, node %s: next timer %d, deadline %d, health %d at tick %d", w.step, w.ids[i], tm, b.NextDeadline(), b.health, b.Now())
+	if tm := b.NextTimer(); tm <= b.Now() || b.det.health == 0 && tm != b.NextDeadline() {
+		w.t.Fatalf("step %d, node %s: next timer %d, deadline %d, health %d at tick %d", w.step, w.ids[i], tm, b.NextDeadline(), b.det.health, b.Now())
 	}
 	if d == 1 {
 		return
 	}
-	if b.health > 0 && w.rng.IntN(2) == 0 {
+	if b.det.health > 0 && w.rng.IntN(2) == 0 {
 		w.idleToTimer(i)
 		return
 	}
@@ -153,7 +153,7 @@ func (w *twinNet) idleToTimer(i int) {
 		a.Tick()
 		if a.HasReady() || a.Status() != before {
 			w.t.Fatalf("step %d, node %s (%v %v): tick %d of %d before the next timer %d (from tick %d, health %d) sent %v, status %+v -> %+v",
-				w.step, w.ids[i], w.cfg.Algorithm, w.cfg.Mode, j+1, k, b.NextTimer(), b.Now(), b.health, a.queued(), before, a.Status())
+				w.step, w.ids[i], w.cfg.Algorithm, w.cfg.Mode, j+1, k, b.NextTimer(), b.Now(), b.det.health, a.queued(), before, a.Status())
 		}
 	}
 	b.Skip(k)
@@ -346,7 +346,7 @@ func TestSkipForgetsFailedLeads(t *testing.T) {
 			t.Fatal(err)
 		}
 		n.Bootstrap("1", MakeTerm(1, Tag("1")))
-		n.failedLeads = 3
+		n.guard.failedLeads = 3
 		n.Ready()
 		return n
 	}
@@ -373,8 +373,8 @@ func TestSkipForgetsFailedLeads(t *testing.T) {
 		ack(a)
 		ack(b)
 	}
-	if a.failedLeads != 0 || a.state != StateCoordinator {
-		t.Fatalf("after %d ticks: failed leaderships %d, state %v; want 0 and coordinator", a.Now(), a.failedLeads, a.state)
+	if a.guard.failedLeads != 0 || a.state != StateCoordinator {
+		t.Fatalf("after %d ticks: failed leaderships %d, state %v; want 0 and coordinator", a.Now(), a.guard.failedLeads, a.state)
 	}
 }
 

@@ -15,6 +15,13 @@ package core
 // holding unless Config.Bootstrap is set: a node that cannot reach its
 // cluster (dead seeds, another key) never leads on its own.
 
+// startupHolds are the holds a node keeps before it stands alone: the
+// start-up hold (exp) and the solo hold (soloUntil, prevote.go).
+type startupHolds struct {
+	exp       expectation // the start-up hold
+	soloUntil int         // alone in its view before this tick: raise no term (prevote.go)
+}
+
 // expectation is the hold's state.
 type expectation struct {
 	voters  int  // live voters in the view at the previous check
@@ -31,7 +38,7 @@ type expectation struct {
 // from a lower-rated member whose hold is over) goes ahead, since a top
 // member that held back would stay silent and let the lower one win.
 func (n *Node) holdFirstElection() bool {
-	e := &n.exp
+	e := &n.start.exp
 	if e.settled || n.cfg.ExpectWindow == 0 || n.state != StateSleep {
 		return false
 	}
@@ -68,7 +75,7 @@ func (n *Node) foundVoters() int {
 // and each failed round would log and count an election started. It
 // follows a coordinator it hears meanwhile.
 func (n *Node) restartHeld() bool {
-	return n.cfg.QuorumSize > 1 && n.grantTerm == 0 && n.now < n.grantEnd
+	return n.cfg.QuorumSize > 1 && n.guard.grantTerm == 0 && n.now < n.guard.grantEnd
 }
 
 // Startup is the start-up hold as a node reports it.
@@ -87,7 +94,7 @@ type Startup struct {
 // Startup reports the start-up hold.
 func (n *Node) Startup() Startup {
 	return Startup{
-		Holding: !n.exp.settled && n.cfg.ExpectWindow > 0 && n.state == StateSleep && !n.self.NonVoter,
-		Voters:  n.liveVoters(), Expect: n.cfg.ExpectVoters, Short: n.exp.short,
+		Holding: !n.start.exp.settled && n.cfg.ExpectWindow > 0 && n.state == StateSleep && !n.self.NonVoter,
+		Voters:  n.liveVoters(), Expect: n.cfg.ExpectVoters, Short: n.start.exp.short,
 	}
 }

@@ -116,26 +116,26 @@ func (n *Node) periodFor(rest int) int {
 // promise is the Every a rotating member is sent: the promised period
 // and one round of slack for the rotation's drift as the view changes.
 func (n *Node) promise() uint32 {
-	return uint32(min((n.fan.promised+1)*n.cfg.HeartbeatInterval, maxEvery))
+	return uint32(min((n.det.fan.promised+1)*n.cfg.HeartbeatInterval, maxEvery))
 }
 
 // heartbeatFanOut sends one fanned-out round.
 func (n *Node) heartbeatFanOut() {
-	f := &n.fan
+	f := &n.det.fan
 	f.prev, f.watch = f.watch, f.prev[:0]
 	f.watch = n.watchers(f.watch, n.self.ID)
 	rest := n.rest(n.self.ID, f.watch)
 	target := n.periodFor(rest)
 	switch {
 	case f.period == 0: // the term's first round: followers expect the view's period
-		f.period, f.promised, f.since = target, target, n.hbSeq
+		f.period, f.promised, f.since = target, target, n.det.hbSeq
 	case target <= f.period:
-		f.period, f.promised, f.since = target, target, n.hbSeq
+		f.period, f.promised, f.since = target, target, n.det.hbSeq
 	case target > f.promised:
 		// Promise the longer period through a whole lap at the current
 		// one before switching to it.
-		f.promised, f.since = target, n.hbSeq
-	case n.hbSeq >= f.since+uint64(f.period):
+		f.promised, f.since = target, n.det.hbSeq
+	case n.det.hbSeq >= f.since+uint64(f.period):
 		// Everyone in the rotation has been promised at least target.
 		f.period = target
 	}
@@ -181,7 +181,7 @@ func (n *Node) heartbeatFanOut() {
 // up): 0 when it hears every round.
 func (n *Node) heartbeatEvery(id string) uint32 {
 	p, ok := n.view.r.Get(id)
-	if !ok || !n.fanningOut() || n.fan.period == 0 || n.fast(p, n.fan.watch) {
+	if !ok || !n.fanningOut() || n.det.fan.period == 0 || n.fast(p, n.det.fan.watch) {
 		return 0
 	}
 	return n.promise()
@@ -217,7 +217,7 @@ func (n *Node) followerEvery(c string) int {
 // after that round (its number is above every unconfirmed one they heard,
 // so onHeartbeat takes it).
 func (n *Node) payOwed() {
-	f := &n.fan
+	f := &n.det.fan
 	if len(f.owed) == 0 {
 		return
 	}

@@ -16,7 +16,7 @@ func TestBoundCoordinatorNeedsMajorityWithoutItself(t *testing.T) {
 		n := w.nodes["4"]
 		n.Bootstrap("5", MakeTerm(1, Tag("5")))
 		if !bound {
-			n.grantEnd = 0
+			n.guard.grantEnd = 0
 		}
 		if n.bound() {
 			t.Fatal("bound before the new term")
@@ -30,7 +30,7 @@ func TestBoundCoordinatorNeedsMajorityWithoutItself(t *testing.T) {
 			t.Fatalf("bound() = %v, want %v", n.bound(), bound)
 		}
 		ack := func(from string) {
-			n.Step(Message{Type: MsgHeartbeatAck, From: from, To: "4", Term: t3, Seq: n.hbSeq})
+			n.Step(Message{Type: MsgHeartbeatAck, From: from, To: "4", Term: t3, Seq: n.det.hbSeq})
 		}
 		ack("1")
 		ack("2")
@@ -52,7 +52,7 @@ func TestPreVoteRefusalSaysWhenFree(t *testing.T) {
 	w := newTestNet(t, cfg, members(5, func(i int) int64 { return int64(i) }))
 	f := w.nodes["2"]
 	f.Bootstrap("5", MakeTerm(1, Tag("5")))
-	f.grantEnd = f.now + 3
+	f.guard.grantEnd = f.now + 3
 	f.Step(Message{Type: MsgPreVote, From: "1", To: "2", Term: f.term, Seq: 1})
 	out := f.Ready().Messages
 	if len(out) != 1 || out[0].Type != MsgPreVoteAck || out[0].Confirmed || out[0].Phase != 3 {

@@ -14,6 +14,25 @@ import (
 // made) and pass the role on, so the successor never starts leading while
 // the old coordinator's work still runs.
 
+// handoff is the state of giving the role up. Invariant: while handingOff,
+// the node does not lead (Check fails) and its followers are not released
+// until CompleteHandoff or handoffEnd; a node that yielded does not
+// displace its successor.
+type handoff struct {
+	handingOff    bool   // stopped leading; waits for CompleteHandoff
+	yielded       bool   // resigned: do not displace the successor
+	handoffDirect bool   // handoffTo declares at once (TransferTo, preemption)
+	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
+	handoffTo     string // the member the role goes to ("": the next by rating)
+	handoffEnd    int    // tick at which the hand-off proceeds without the driver
+	yieldTo       string // the first coordinator it followed since: a later one may be displaced
+	// releaseDue: a follower released by a hand-off waits until this tick
+	// for the successor's lap (rings) or announcement (bully) to reach it
+	// before it elects (awaitSuccessor).
+	releaseDue   int
+	preemptAfter int // no preemption request before this tick
+}
+
 // Errors of Resign and TransferTo.
 var (
 	ErrNotLeader   = errors.New("not the coordinator")
@@ -61,7 +80,7 @@ func (n *Node) TransferTo(id string) error {
 
 func (n *Node) canHandOff() error {
 	switch {
-	case n.handingOff:
+	case n.hand.handingOff:
 		return ErrHandingOff
 	case n.coordinator != n.self.ID:
 		return ErrNotLeader
@@ -72,9 +91,9 @@ func (n *Node) canHandOff() error {
 // beginHandoff stops leading now; the role passes on in CompleteHandoff
 // (pass false: nobody is named, the followers elect).
 func (n *Node) beginHandoff(to string, direct, pass bool) {
-	n.yielded, n.yieldTo = true, ""
-	n.handingOff, n.handoffTo, n.handoffDirect, n.handoffPass = true, to, direct, pass
-	n.handoffEnd = n.now + n.cfg.StopTimeout
+	n.hand.yielded, n.hand.yieldTo = true, ""
+	n.hand.handingOff, n.hand.handoffTo, n.hand.handoffDirect, n.hand.handoffPass = true, to, direct, pass
+	n.hand.handoffEnd = n.now + n.cfg.StopTimeout
 	n.unfollow()
 	n.setState(StateLost)
 	if n.cfg.StopTimeout == 0 {
@@ -85,7 +104,7 @@ func (n *Node) beginHandoff(to string, direct, pass bool) {
 // HandoffPending reports a hand-off that waits for CompleteHandoff: the
 // node has stopped leading and will pass the role on once its driver says
 // that the leader's work has stopped.
-func (n *Node) HandoffPending() bool { return n.handingOff }
+func (n *Node) HandoffPending() bool { return n.hand.handingOff }
 
 // CompleteHandoff passes the role on: it releases the followers and hands
 // over as Resign or TransferTo asked. Called by the driver once the work
@@ -93,17 +112,17 @@ func (n *Node) HandoffPending() bool { return n.handingOff }
 // StopTimeout.
 func (n *Node) CompleteHandoff() {
 	n.forget()
-	if !n.handingOff {
+	if !n.hand.handingOff {
 		return
 	}
-	n.handingOff = false
+	n.hand.handingOff = false
 	// The releases carry the term the followers follow: the rings' resign
 	// below moves this node to the successor's election term (the
 	// active/relay ring's has no tag, and a heartbeat whose term does not
 	// name its sender is dropped, so its followers never heard the
 	// release and waited out their detectors instead).
 	released := n.term
-	if n.handoffPass {
+	if n.hand.handoffPass {
 		// The successor first: it declares at once, and its announcement
 		// then travels beside the releases below instead of after them. A
 		// node sends its messages one after another (a TCP connection
@@ -116,14 +135,14 @@ func (n *Node) CompleteHandoff() {
 	for k := n.view.r.Len() - 1; k >= 0; k-- { // the watchers first, as bully.win
 		if p := n.view.r.ByRank(k); p.ID != n.self.ID && n.view.alive(p.ID) {
 			n.send(Message{Type: MsgHeartbeat, To: p.ID, Term: released, Coordinator: n.self.ID, Released: true,
-				Confirmed: !n.handoffPass, Seq: n.hbSeq})
+				Confirmed: !n.hand.handoffPass, Seq: n.det.hbSeq})
 		}
 	}
 }
 
 // tickHandoff completes a hand-off the driver did not complete in time.
 func (n *Node) tickHandoff() {
-	if n.handingOff && n.now >= n.handoffEnd {
+	if n.hand.handingOff && n.now >= n.hand.handoffEnd {
 		n.CompleteHandoff()
 	}
 }
@@ -132,8 +151,8 @@ func (n *Node) tickHandoff() {
 // named no successor (Confirmed: it abdicated), the followers elect at
 // once, as if their detectors had given up on it.
 func (n *Node) onReleased(m Message) {
-	if n.grantTerm == m.Term {
-		n.grantEnd = 0
+	if n.guard.grantTerm == m.Term {
+		n.guard.grantEnd = 0
 	}
 	if n.cfg.Algorithm != Bully && !m.Confirmed && n.term == m.Term &&
 		(n.coordinator == m.From || n.coordinator == "") {
@@ -183,7 +202,7 @@ func (n *Node) awaitSuccessor(from string) {
 		f := r.Index(from)
 		hops = lapHops(f, f, self, r.Len())
 	}
-	n.releaseDue = n.now + doubtTicks(n, hops)
+	n.hand.releaseDue = n.now + doubtTicks(n, hops)
 }
 
 // maybePreempt: this voter outranks the coordinator by the preemption
@@ -194,8 +213,8 @@ func (n *Node) awaitSuccessor(from string) {
 // in the rings) only after a preemption check has shown that it reaches a
 // majority.
 func (n *Node) maybePreempt() {
-	if n.self.NonVoter || n.yielded || n.electing || n.pv.active || n.handingOff || n.backingOff() ||
-		n.coordinator == "" || n.coordinator == n.self.ID || n.now < n.preemptAfter {
+	if n.self.NonVoter || n.hand.yielded || n.electing || n.pv.active || n.hand.handingOff || n.backingOff() ||
+		n.coordinator == "" || n.coordinator == n.self.ID || n.now < n.hand.preemptAfter {
 		return
 	}
 	c, ok := n.view.r.Get(n.coordinator)
@@ -224,20 +243,20 @@ func (n *Node) sendPreempt() {
 		return
 	}
 	n.send(Message{Type: MsgPreempt, To: n.coordinator})
-	n.preemptAfter = n.now + n.cfg.CoordinatorTimeout + n.cfg.StopTimeout
+	n.hand.preemptAfter = n.now + n.cfg.CoordinatorTimeout + n.cfg.StopTimeout
 }
 
 // onPreempt: a voter that outranks this coordinator asks for the role.
 func (n *Node) onPreempt(m Message) {
 	p, ok := n.view.r.Get(m.From)
 	switch {
-	case n.coordinator != n.self.ID || n.handingOff:
+	case n.coordinator != n.self.ID || n.hand.handingOff:
 		n.drop(DropUnexpected)
 	case !ok || p.NonVoter || !n.outranks(p, n.self):
 		n.drop(DropOrder)
 	default:
 		n.beginHandoff(m.From, true, true)
-		n.yielded = false // displaced, not resigned: it may displace in turn
+		n.hand.yielded = false // displaced, not resigned: it may displace in turn
 	}
 }
 

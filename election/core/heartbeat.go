@@ -12,12 +12,43 @@ import (
 // (grant), the coordinator's lease (renewLease), its lapse (checkLease)
 // and the abdication and back-off of a coordinator that cannot hold one.
 
+// detector is the failure detector of a follower and the heartbeat rounds
+// of a coordinator. Invariant: a follower starts an election on its
+// coordinator's silence only after HeartbeatMisses intervals (its period)
+// without a round, plus the lag the coordinator reported and its own
+// health score: a late loop on either side is not silence.
+type detector struct {
+	silence int    // follower: ticks since the coordinator was last heard
+	misses  int    // follower: heartbeat intervals missed in a row
+	grace   int    // follower: the lag the coordinator last reported, in ticks
+	lastSeq uint64 // follower: the last heartbeat round heard in this term
+	every   int    // follower: ticks within which the next heartbeat is due (Message.Every)
+	// health is the local health score (tickHealth); healthyFor counts
+	// the on-time ticks since it last changed.
+	health, healthyFor int
+	hbTimer            int    // coordinator: ticks since the last heartbeat round
+	lag                int    // coordinator: how late its loop ran lately, in ticks
+	hbSeq              uint64 // coordinator: heartbeat rounds sent in this term
+	fan                fanOut // coordinator: the rotation of a fanned-out view (fanout.go)
+	// suspect is the coordinator the detector gave up on, until a
+	// coordinator is known again: bully routes its first question around
+	// it (see bully.stageOneTarget).
+	suspect string
+	// relayed is a coordinator this node follows on another node's word
+	// (a relayed COORDINATOR), not having heard it directly since: when
+	// the detector gives up on that coordinator again, the silence is
+	// probably on the link to this node alone, so bully asks at once
+	// instead of waiting for a senior's announcement.
+	relayed string
+	rtts    roundTrips // the last round trips measured (link.hopTimeout)
+}
+
 func (n *Node) tickCoordinator() {
-	if n.cfg.QuorumSize > 0 && !n.confirmed {
+	if n.cfg.QuorumSize > 0 && !n.guard.confirmed {
 		n.renewLease() // a promise to another term may just have run out
-		lapsed := n.leaseEnd > 0 && n.now-n.leaseEnd >= n.cfg.HeartbeatInterval && n.lag == 0 && n.health == 0
-		never := n.leaseEnd == 0 && n.now-n.declared > n.abdicateWait()
-		if !n.confirmed && (lapsed || never) {
+		lapsed := n.guard.leaseEnd > 0 && n.now-n.guard.leaseEnd >= n.cfg.HeartbeatInterval && n.det.lag == 0 && n.det.health == 0
+		never := n.guard.leaseEnd == 0 && n.now-n.guard.declared > n.abdicateWait()
+		if !n.guard.confirmed && (lapsed || never) {
 			// Before this tick's heartbeat round, not after it: a round
 			// sent with the release can arrive after it and make the
 			// follower follow the coordinator again: a member that still
@@ -28,12 +59,12 @@ func (n *Node) tickCoordinator() {
 			return
 		}
 	}
-	if n.hbTimer++; n.hbTimer >= n.cfg.HeartbeatInterval {
-		n.hbTimer = 0
+	if n.det.hbTimer++; n.det.hbTimer >= n.cfg.HeartbeatInterval {
+		n.det.hbTimer = 0
 		n.heartbeat()
 	}
-	if n.cfg.QuorumSize > 0 && n.confirmed && n.now-n.confirmedAt > 8*n.cfg.QuorumLease {
-		n.failedLeads = 0 // a leadership that lasted: forget the back-off
+	if n.cfg.QuorumSize > 0 && n.guard.confirmed && n.now-n.guard.confirmedAt > 8*n.cfg.QuorumLease {
+		n.guard.failedLeads = 0 // a leadership that lasted: forget the back-off
 	}
 }
 
@@ -42,30 +73,30 @@ func (n *Node) tickCoordinator() {
 // mode. Each round has a number, and the quorum lease runs from the send
 // tick of the newest round a majority acknowledged.
 func (n *Node) heartbeat() {
-	n.hbSeq++
+	n.det.hbSeq++
 	if n.cfg.QuorumSize > 0 {
-		if n.rttFresh {
+		if n.guard.rttFresh {
 			// Forget a slow spell within about 16 acknowledged rounds.
 			// A round whose acks have not come back yet says nothing
 			// about the round trip: decaying then shortened the lease
 			// each round asked before the first acks of a term arrived.
-			n.rttHigh -= (n.rttHigh + 15) / 16
-			n.rttFresh = false
+			n.guard.rttHigh -= (n.guard.rttHigh + 15) / 16
+			n.guard.rttFresh = false
 		}
 		// Only the guard reads the rounds (acks, leases, round trips).
-		n.rounds = append(trimRounds(n.rounds, n.now-n.cfg.QuorumLeaseMax), round{term: n.term, seq: n.hbSeq, at: n.now, lease: n.leaseAsk()})
+		n.guard.rounds = append(trimRounds(n.guard.rounds, n.now-n.cfg.QuorumLeaseMax), round{term: n.term, seq: n.det.hbSeq, at: n.now, lease: n.leaseAsk()})
 	}
 	if n.fanningOut() {
 		n.heartbeatFanOut() // fanout.go
 	} else {
-		n.fan.period, n.fan.promised = 1, 1 // everyone hears every round
+		n.det.fan.period, n.det.fan.promised = 1, 1 // everyone hears every round
 		for i := 0; i < n.view.r.Len(); i++ {
 			if p := n.view.r.At(i); p.ID != n.self.ID && n.view.alive(p.ID) {
 				n.sendHeartbeat(p.ID, 0)
 			}
 		}
 	}
-	n.lag /= 2 // reported for a few rounds after the late tick
+	n.det.lag /= 2 // reported for a few rounds after the late tick
 	if n.cfg.QuorumSize > 0 {
 		n.renewLease()
 	}
@@ -83,8 +114,8 @@ type round struct {
 // lastRound returns the newest round of the current term, if any (rounds
 // of the terms before are kept to measure their late acks).
 func (n *Node) lastRound() (round, bool) {
-	if k := len(n.rounds); k > 0 && n.rounds[k-1].term == n.term {
-		return n.rounds[k-1], true
+	if k := len(n.guard.rounds); k > 0 && n.guard.rounds[k-1].term == n.term {
+		return n.guard.rounds[k-1], true
 	}
 	return round{}, false
 }
@@ -101,7 +132,7 @@ const maxLeaseTicks = 1 << 30
 // round trip longer than QuorumLease otherwise means no lease ever holds
 // (docs/design.md, "Leases").
 func (n *Node) leaseAsk() int {
-	return min(max(n.cfg.QuorumLease, 2*n.rttHigh+n.cfg.HeartbeatInterval), n.cfg.QuorumLeaseMax)
+	return min(max(n.cfg.QuorumLease, 2*n.guard.rttHigh+n.cfg.HeartbeatInterval), n.cfg.QuorumLeaseMax)
 }
 
 // LeaseAsk returns the lease in ticks this node asks its voters for while
@@ -152,15 +183,15 @@ func (n *Node) heartbeatTo(id string) { n.sendHeartbeat(id, n.heartbeatEvery(id)
 // sendHeartbeat sends the current round to id, telling it to expect the
 // next within every ticks (0: H).
 func (n *Node) sendHeartbeat(id string, every uint32) {
-	if every != 0 && n.cfg.QuorumSize > 0 && !n.confirmed {
-		n.fan.owed = append(n.fan.owed, id) // told "unconfirmed" for a period
+	if every != 0 && n.cfg.QuorumSize > 0 && !n.guard.confirmed {
+		n.det.fan.owed = append(n.det.fan.owed, id) // told "unconfirmed" for a period
 	}
 	var lease uint32
 	if r, ok := n.lastRound(); ok && n.cfg.QuorumSize > 0 {
 		lease = n.wireLease(r.lease)
 	}
-	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.confirmed, Seq: n.hbSeq,
-		Phase: uint32(min(n.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: lease})
+	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.guard.confirmed, Seq: n.det.hbSeq,
+		Phase: uint32(min(n.det.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: lease})
 }
 
 func (n *Node) onHeartbeat(m Message) {
@@ -185,21 +216,21 @@ func (n *Node) onHeartbeat(m Message) {
 	// that the coordinator lives, but does not say whether its lease
 	// holds now (with the guard; without it every coordinator counts as
 	// confirmed).
-	older := n.cfg.QuorumSize > 0 && m.Seq != 0 && m.Seq <= n.lastSeq
-	if m.Seq > n.lastSeq+1 && n.lastSeq > 0 && n.every == n.cfg.HeartbeatInterval {
+	older := n.cfg.QuorumSize > 0 && m.Seq != 0 && m.Seq <= n.det.lastSeq
+	if m.Seq > n.det.lastSeq+1 && n.det.lastSeq > 0 && n.det.every == n.cfg.HeartbeatInterval {
 		// Heartbeats the coordinator sent that never arrived (a member
 		// that hears every round; the others hear one round in a period).
-		n.count().HeartbeatMisses += m.Seq - n.lastSeq - 1
+		n.count().HeartbeatMisses += m.Seq - n.det.lastSeq - 1
 	}
-	n.lastSeq = max(n.lastSeq, m.Seq)
-	n.every = n.cfg.HeartbeatInterval
+	n.det.lastSeq = max(n.det.lastSeq, m.Seq)
+	n.det.every = n.cfg.HeartbeatInterval
 	if m.Every != 0 {
-		n.every = int(min(m.Every, maxEvery))
+		n.det.every = int(min(m.Every, maxEvery))
 	}
-	n.grace = min(int(m.Phase), n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)
-	n.silence, n.misses = 0, 0
-	if n.relayed == m.From {
-		n.relayed = "" // heard directly again
+	n.det.grace = min(int(m.Phase), n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)
+	n.det.silence, n.det.misses = 0, 0
+	if n.det.relayed == m.From {
+		n.det.relayed = "" // heard directly again
 	}
 	if !older {
 		n.setConfirmed(m.Confirmed || n.cfg.QuorumSize == 0)
@@ -222,13 +253,13 @@ func (n *Node) onHeartbeat(m Message) {
 // jitter; a member that has missed K-1 no longer vouches for the
 // coordinator. Ticks a late loop missed are not silence (Advance).
 func (n *Node) tickFollower() {
-	n.silence++
+	n.det.silence++
 	h, e := n.cfg.HeartbeatInterval, n.period()
-	patience := n.grace + n.health*h // a late coordinator, or a late self
-	if m := (n.silence - e/2 - patience) / e; m > n.misses {
-		n.misses = m
+	patience := n.det.grace + n.det.health*h // a late coordinator, or a late self
+	if m := (n.det.silence - e/2 - patience) / e; m > n.det.misses {
+		n.det.misses = m
 	}
-	if n.silence >= e*n.cfg.HeartbeatMisses+patience {
+	if n.det.silence >= e*n.cfg.HeartbeatMisses+patience {
 		n.count().HeartbeatMisses += uint64(n.cfg.HeartbeatMisses)
 		n.coordinatorFailed(CauseSilence)
 	}
@@ -237,8 +268,8 @@ func (n *Node) tickFollower() {
 // period is the follower's heartbeat period in ticks: H, or the longer
 // one the coordinator told it (fanout.go).
 func (n *Node) period() int {
-	if n.every > 0 {
-		return n.every
+	if n.det.every > 0 {
+		return n.det.every
 	}
 	return n.cfg.HeartbeatInterval
 }
@@ -246,7 +277,7 @@ func (n *Node) period() int {
 // coordinatorFailed: the source texts' "waited too long for a message from the
 // coordinator", or the view reports it dead.
 func (n *Node) coordinatorFailed(cause ElectionCause) {
-	n.suspect = n.coordinator
+	n.det.suspect = n.coordinator
 	n.unfollow()
 	n.startElection(cause)
 }
@@ -263,12 +294,12 @@ const maxHealth = 4
 // before it suspects them, and does not skip T on a corroborated suspicion.
 func (n *Node) tickHealth(k int) {
 	if k > 1 {
-		n.health, n.healthyFor = min(n.health+1, maxHealth), 0
+		n.det.health, n.det.healthyFor = min(n.det.health+1, maxHealth), 0
 		return
 	}
-	if n.health > 0 {
-		if n.healthyFor++; n.healthyFor >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses {
-			n.health, n.healthyFor = n.health-1, 0
+	if n.det.health > 0 {
+		if n.det.healthyFor++; n.det.healthyFor >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses {
+			n.det.health, n.det.healthyFor = n.det.health-1, 0
 		}
 	}
 }
@@ -276,7 +307,7 @@ func (n *Node) tickHealth(k int) {
 // Health returns the node's local health score (tickHealth): 0 when its
 // driver's loop has run on time lately, up to 4 after it ran late. The
 // runtime's loop wakes at every tick while it is above 0 (election/wake.go).
-func (n *Node) Health() int { return n.health }
+func (n *Node) Health() int { return n.det.health }
 
 // grant acknowledges a heartbeat round (quorum guard). An acknowledgement
 // is a promise: until the lease the round asks for (QuorumLease, or a
@@ -288,7 +319,7 @@ func (n *Node) Health() int { return n.health }
 // given. The ack names the lease promised. Non-voters never count toward
 // a majority and do not acknowledge.
 func (n *Node) grant(m Message) {
-	if n.self.NonVoter || n.now < n.grantEnd && n.grantTerm != m.Term {
+	if n.self.NonVoter || n.now < n.guard.grantEnd && n.guard.grantTerm != m.Term {
 		return
 	}
 	l := n.cfg.QuorumLease
@@ -296,16 +327,16 @@ func (n *Node) grant(m Message) {
 		l = min(max(int(m.Lease), n.cfg.QuorumLease), n.cfg.QuorumLeaseMax)
 	}
 	end := n.now + l + n.leaseMargin(l)
-	if n.grantTerm == m.Term {
-		end = max(end, n.grantEnd)
+	if n.guard.grantTerm == m.Term {
+		end = max(end, n.guard.grantEnd)
 	}
-	n.grantTerm, n.grantEnd = m.Term, end
+	n.guard.grantTerm, n.guard.grantEnd = m.Term, end
 	n.send(Message{Type: MsgHeartbeatAck, To: m.From, Seq: m.Seq, Lease: n.wireLease(l)})
 }
 
 // bound reports whether this node has promised its acknowledgement to a
 // coordinator of another term than its own current one and the promise still holds.
-func (n *Node) bound() bool { return n.now < n.grantEnd && n.grantTerm != n.term }
+func (n *Node) bound() bool { return n.now < n.guard.grantEnd && n.guard.grantTerm != n.term }
 
 // voterAck is what a coordinator keeps of one voter's acknowledgements:
 // the newest round it acknowledged, and the tick until which its promises
@@ -319,7 +350,7 @@ type voterAck struct {
 
 func (n *Node) onHeartbeatAck(m Message) {
 	r, known := n.measureRoundTrip(m)
-	if n.coordinator != n.self.ID || m.Term != n.term || n.cfg.QuorumSize == 0 || m.Seq == 0 || m.Seq > n.hbSeq {
+	if n.coordinator != n.self.ID || m.Term != n.term || n.cfg.QuorumSize == 0 || m.Seq == 0 || m.Seq > n.det.hbSeq {
 		n.drop(DropUnexpected)
 		return
 	}
@@ -327,7 +358,7 @@ func (n *Node) onHeartbeatAck(m Message) {
 		n.drop(DropUnexpected) // a non-voter never counts toward a majority
 		return
 	}
-	a := n.acks[m.From]
+	a := n.guard.acks[m.From]
 	if m.Seq <= a.seq {
 		return
 	}
@@ -339,7 +370,7 @@ func (n *Node) onHeartbeatAck(m Message) {
 		}
 		a.end = max(a.end, r.at+min(l, r.lease))
 	}
-	n.acks[m.From] = a
+	n.guard.acks[m.From] = a
 	n.renewLease()
 }
 
@@ -353,7 +384,7 @@ func (n *Node) onHeartbeatAck(m Message) {
 func (n *Node) measureRoundTrip(m Message) (round, bool) {
 	r, known := n.roundOf(m)
 	if known && n.cfg.QuorumSize > 0 {
-		n.rttHigh, n.rttFresh = max(n.rttHigh, n.now-r.at), true
+		n.guard.rttHigh, n.guard.rttFresh = max(n.guard.rttHigh, n.now-r.at), true
 	}
 	return r, known
 }
@@ -367,7 +398,7 @@ func (n *Node) roundOf(m Message) (round, bool) {
 	if m.Seq == 0 {
 		return round{}, false
 	}
-	for _, r := range n.rounds {
+	for _, r := range n.guard.rounds {
 		if r.seq == m.Seq && r.term == m.Term {
 			return r, true
 		}
@@ -388,12 +419,12 @@ func (n *Node) roundOf(m Message) (round, bool) {
 // acknowledge it instead of a lease and a margin after its last
 // acknowledgement of the old coordinator.
 func (n *Node) renewLease() {
-	if end := n.quorumLeaseEnd(n.bound()); end > n.leaseEnd {
-		n.leaseEnd = end
+	if end := n.quorumLeaseEnd(n.bound()); end > n.guard.leaseEnd {
+		n.guard.leaseEnd = end
 	}
-	if !n.confirmed && n.now < n.leaseEnd {
+	if !n.guard.confirmed && n.now < n.guard.leaseEnd {
 		n.setConfirmed(true)
-		n.confirmedAt = n.now
+		n.guard.confirmedAt = n.now
 		n.setState(StateCoordinator)
 		n.announceConfirmed()
 		n.heartbeat()
@@ -406,11 +437,11 @@ func (n *Node) renewLease() {
 // Confirmed set: they report the coordinator at once instead of at their
 // next heartbeat, a rotation period later.
 func (n *Node) announceConfirmed() {
-	if !n.announceRest || n.coordinator != n.self.ID {
+	if !n.guard.announceRest || n.coordinator != n.self.ID {
 		return
 	}
-	n.announceRest = false
-	n.fan.owed = n.fan.owed[:0] // every non-voter hears this announcement
+	n.guard.announceRest = false
+	n.det.fan.owed = n.det.fan.owed[:0] // every non-voter hears this announcement
 	r := n.view.r
 	for k := r.Len() - 1; k >= 0; k-- {
 		if p := r.ByRank(k); p.ID != n.self.ID && p.NonVoter && n.view.alive(p.ID) {
@@ -419,7 +450,7 @@ func (n *Node) announceConfirmed() {
 			// by it) must not take the confirmation back (onHeartbeat).
 			// Best effort: it hears the heartbeats in rotation (fanout.go),
 			// the next of which makes up for a lost announcement.
-			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Confirmed: true, Seq: n.hbSeq, BestEffort: true})
+			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Confirmed: true, Seq: n.det.hbSeq, BestEffort: true})
 		}
 	}
 }
@@ -442,15 +473,15 @@ func (n *Node) quorumLeaseEnd(bound bool) int {
 	if need == 0 {
 		return r.at + r.lease
 	}
-	if len(n.acks) < need {
+	if len(n.guard.acks) < need {
 		return 0
 	}
-	ends := n.scratch[:0]
-	for _, a := range n.acks {
+	ends := n.guard.scratch[:0]
+	for _, a := range n.guard.acks {
 		ends = append(ends, a.end)
 	}
 	slices.SortFunc(ends, func(a, b int) int { return cmp.Compare(b, a) })
-	n.scratch = ends
+	n.guard.scratch = ends
 	return ends[need-1]
 }
 
@@ -463,10 +494,10 @@ func (n *Node) tickCoordinatorLease() { n.renewLease() }
 // (quorum guard off, a follower, or a lease not yet confirmed). The driver
 // turns it into a deadline on its monotonic clock.
 func (n *Node) LeaseEnd() (int, bool) {
-	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.confirmed {
+	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.guard.confirmed {
 		return 0, false
 	}
-	return n.leaseEnd, true
+	return n.guard.leaseEnd, true
 }
 
 // checkLease ends a confirmed coordinator's leadership once its lease has
@@ -481,7 +512,7 @@ func (n *Node) LeaseEnd() (int, bool) {
 // only its own lag would not do either: a loaded coordinator that is
 // merely slow would then abdicate too.
 func (n *Node) checkLease() {
-	if n.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.leaseEnd {
+	if n.guard.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.guard.leaseEnd {
 		n.setConfirmed(false)
 		n.setState(StateCandidate)
 	}
@@ -505,7 +536,7 @@ func (n *Node) abdicateWait() int {
 // back-off that doubles with each failed leadership, from 2 leases to 64.
 func (n *Node) abdicate() {
 	n.backOff()
-	if n.handingOff {
+	if n.hand.handingOff {
 		return
 	}
 	n.beginHandoff("", false, false)
@@ -514,13 +545,13 @@ func (n *Node) abdicate() {
 // backOff starts the back-off of a coordinator that failed to lead: it
 // doubles with each failed leadership, from 2 leases to 64.
 func (n *Node) backOff() {
-	n.failedLeads = min(n.failedLeads+1, 6)
-	n.coolUntil = n.now + n.cfg.QuorumLease<<n.failedLeads
+	n.guard.failedLeads = min(n.guard.failedLeads+1, 6)
+	n.guard.coolUntil = n.now + n.cfg.QuorumLease<<n.guard.failedLeads
 }
 
 // backingOff reports an abdicated node's back-off: it does not stand in
 // elections nor displace a coordinator.
-func (n *Node) backingOff() bool { return n.now < n.coolUntil }
+func (n *Node) backingOff() bool { return n.now < n.guard.coolUntil }
 
 // sitsOut reports whether this node stays out of the rings' elections: it
 // does not stand, and it refuses the hops that ask for an Ack, so that its
@@ -537,31 +568,31 @@ func (n *Node) backingOff() bool { return n.now < n.coolUntil }
 // loaded host; docs/design.md, "Rings on a slow host").
 // A pre-vote or preemption check that a majority answers, or a heartbeat
 // of a confirmed coordinator, ends it.
-func (n *Node) sitsOut() bool { return n.backingOff() || n.isolated }
+func (n *Node) sitsOut() bool { return n.backingOff() || n.guard.isolated }
 
 // Isolated reports, with the quorum guard, that this node found it cannot
 // reach a majority of QuorumSize (sitsOut): the rings keep it out of their
 // elections until a majority answers it. The driver logs the changes.
-func (n *Node) Isolated() bool { return n.isolated }
+func (n *Node) Isolated() bool { return n.guard.isolated }
 
 // setIsolated records whether this node can reach a majority (sitsOut);
 // only the guard sets it.
 func (n *Node) setIsolated(v bool) {
-	if n.isolated == v || v && n.cfg.QuorumSize == 0 {
+	if n.guard.isolated == v || v && n.cfg.QuorumSize == 0 {
 		return
 	}
-	n.isolated = v
+	n.guard.isolated = v
 }
 
 // tickCoolOff ends an abdicated node's back-off: it may displace the
 // coordinator again by the preemption policy.
 func (n *Node) tickCoolOff() {
-	if n.coolUntil == 0 || n.now < n.coolUntil {
+	if n.guard.coolUntil == 0 || n.now < n.guard.coolUntil {
 		return
 	}
-	n.coolUntil = 0
-	if n.yielded {
-		n.yielded = false
+	n.guard.coolUntil = 0
+	if n.hand.yielded {
+		n.hand.yielded = false
 		n.maybePreempt()
 	}
 }
@@ -572,23 +603,23 @@ func (n *Node) tickCoolOff() {
 // on and this node is a confirmed coordinator.
 func (n *Node) VerifyRound() uint64 {
 	n.forget()
-	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.confirmed {
+	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.guard.confirmed {
 		return 0
 	}
 	n.heartbeat()
-	n.hbTimer = 0
-	return n.hbSeq
+	n.det.hbTimer = 0
+	return n.det.hbSeq
 }
 
 // Verified reports whether, while this node still leads, voters that make
 // a majority of QuorumSize with it have acknowledged round seq of the
 // current term or a later one.
 func (n *Node) Verified(seq uint64) bool {
-	if seq == 0 || seq > n.hbSeq || n.coordinator != n.self.ID || !n.confirmed {
+	if seq == 0 || seq > n.det.hbSeq || n.coordinator != n.self.ID || !n.guard.confirmed {
 		return false
 	}
 	k := 0
-	for _, a := range n.acks {
+	for _, a := range n.guard.acks {
 		if a.seq >= seq {
 			k++
 		}

@@ -64,9 +64,9 @@ func (n *Node) Hold() Hold {
 	case n.quorumShort():
 		return Hold{Reason: HoldQuorum, Voters: n.liveVoters(), Need: n.cfg.QuorumSize/2 + 1}
 	case n.soloHeld():
-		return Hold{Reason: HoldSolo, Voters: 1, Until: n.soloUntil}
+		return Hold{Reason: HoldSolo, Voters: 1, Until: n.start.soloUntil}
 	case n.state == StateSleep && n.restartHeld():
-		return Hold{Reason: HoldPromise, Voters: n.liveVoters(), Until: n.grantEnd}
+		return Hold{Reason: HoldPromise, Voters: n.liveVoters(), Until: n.guard.grantEnd}
 	}
 	return Hold{}
 }

@@ -14,32 +14,22 @@ import (
 // A Node is not safe for concurrent use; one goroutine (the runtime
 // driver's loop, or the simulator) owns it.
 type Node struct {
-	// The fields that every input and tick reads come first, then the
-	// configuration and the Ready being filled (counts, HasReady), so
-	// that a driver feeding many nodes in turn (the simulator: a
-	// heartbeat round to 10,000 members) touches few cache lines of each,
-	// and those next to each other.
+	// The kernel: what every input and tick reads comes first, then the
+	// configuration and the Ready being filled, so that a driver feeding
+	// many nodes in turn (the simulator: a heartbeat round to 10,000
+	// members) touches few cache lines of each, and those next to each
+	// other. The parts below own the rest, one concern each.
 	alg  algorithm
 	self Peer
 
-	state     State
-	confirmed bool // quorum guard: the coordinator holds a lease
-	// announceRest: a bully winner with the guard and a fanned-out view
-	// announced itself to the voters only; the others hear it once its
-	// lease holds (announceConfirmed).
-	announceRest bool
-	electing     bool // an election this node takes part in is running
+	state    State
+	electing bool // an election this node takes part in is running
 	// algQuiet: the algorithm's last skip left it with nothing for Skip
 	// and NextDeadline to count or report until the next call into it
 	// (enter) or a change of term or coordinator (setTerm,
 	// setCoordinator), so they leave its state alone (deadline.go,
 	// algorithmQuiet).
 	algQuiet    bool
-	yielded     bool   // resigned: do not displace the successor
-	handingOff  bool   // stopped leading; waits for CompleteHandoff
-	handed      bool   // rd has been handed over (see rd)
-	counted     bool   // rd's Counters hold something (see rd)
-	statusDirty bool   // see below, at rd
 	term        Term   // highest term seen
 	coordinator string // the node followed; "" when none
 
@@ -47,80 +37,39 @@ type Node struct {
 	// deadline caches NextDeadline until the next input (0: not known);
 	// every exported method that may change a timer clears it (forget).
 	deadline int
-	silence  int    // follower: ticks since the coordinator was last heard
-	misses   int    // follower: heartbeat intervals missed in a row
-	grace    int    // follower: the lag the coordinator last reported, in ticks
-	lastSeq  uint64 // follower: the last heartbeat round heard in this term
-	every    int    // follower: ticks within which the next heartbeat is due (Message.Every)
-	// health is the local health score (tickHealth); healthyFor counts
-	// the on-time ticks since it last changed.
-	health, healthyFor int
-	idle               int // ticks with neither a coordinator nor an election
-	// releaseDue: a follower released by a hand-off waits until this tick
-	// for the successor's lap (rings) or announcement (bully) to reach it
-	// before it elects (awaitSuccessor).
-	releaseDue int
-	hbTimer    int // coordinator: ticks since the last heartbeat round
-	coolUntil  int // an abdicated node displaces no coordinator before this tick
-	// isolated: with the guard, this node has found that it cannot reach
-	// a majority (Node.sitsOut).
-	isolated     bool
-	rtts         roundTrips // the last round trips measured (link.hopTimeout)
-	preemptAfter int        // no preemption request before this tick
-	// relayed is a coordinator this node follows on another node's word
-	// (a relayed COORDINATOR), not having heard it directly since: when
-	// its detector gives up on that coordinator again, the silence is
-	// probably on the link to this node alone, so bully asks at once
-	// instead of waiting for a senior's announcement.
-	relayed string
-	view    view
-	pv      preVoteRound
+	idle     int // ticks with neither a coordinator nor an election
+
+	det  detector     // the failure detector and the heartbeat rounds (heartbeat.go, fanout.go)
+	view view         // the members and which are dead (view.go)
+	pv   preVoteRound // the pre-vote (prevote.go)
 
 	cfg Config
 	tag uint32
 
-	// rd is the Ready being filled: the node queues its messages and
-	// decisions and counts straight into it. Once handed over (handed), it
-	// is cleared by the next thing the node queues or counts, or by the
-	// next Ready; counted says its Counters hold something (clear only
-	// those).
-	//
-	// statusDirty: a field that Status reports (state, term, coordinator,
-	// confirmed, rating) changed since the last Ready. Every write to one
-	// of them goes through a setter that sets it on a change (setState,
-	// setTerm, setCoordinator, setConfirmed; SetRating); Ready builds the
-	// status only then.
-	rd Ready
+	out outbox // the Ready being filled (node.go)
 
-	yieldTo string // the first coordinator it followed since: a later one may be displaced
-	// suspect is the coordinator the failure detector gave up on, until a
-	// coordinator is known again: bully routes its first question around
-	// it (see bully.stageOneTarget).
-	suspect string
+	epochClock int // the epoch allowance (term.go)
 
-	lag int // coordinator: how late its loop ran lately, in ticks
-	fan fanOut
-	// The quorum guard (docs/design.md, "Leases").
-	hbSeq       uint64              // coordinator: heartbeat rounds sent in this term
-	rounds      []round             // coordinator: recent rounds, of this term and those it led before
-	rttHigh     int                 // coordinator: recent heartbeat round trips, high-water mark (leaseAsk)
-	rttFresh    bool                // coordinator: an ack was measured since the last round (rttHigh decays)
-	acks        map[string]voterAck // coordinator: what each voter acknowledged
-	scratch     []int
-	leaseEnd    int  // coordinator: tick at which the quorum lease lapses
-	grantTerm   Term // follower: the term it last acknowledged
-	grantEnd    int  // follower: until this tick it acknowledges no other term
-	declared    int  // coordinator: tick it declared (became coordinator) at
-	confirmedAt int  // coordinator: tick its lease was confirmed at
-	failedLeads int  // leaderships in a row that lapsed or were never confirmed
-	soloUntil   int  // alone in its view before this tick: raise no term (prevote.go)
-	epochClock  int  // the epoch allowance (term.go)
+	guard guard        // the quorum guard's leases and promises (guard.go)
+	hand  handoff      // giving the role up and passing it on (handoff.go)
+	start startupHolds // the start-up and solo holds (expect.go, prevote.go)
+}
 
-	exp           expectation // the start-up hold (expect.go)
-	handoffTo     string      // the member the role goes to ("": the next by rating)
-	handoffDirect bool        // handoffTo declares at once (TransferTo, preemption)
-	handoffPass   bool        // the role is passed on (false: abdication, the followers elect)
-	handoffEnd    int         // tick at which the hand-off proceeds without the driver
+// outbox is the Ready being filled: the node queues its messages and
+// decisions and counts straight into rd. Once handed over (handed), rd is
+// cleared by the next thing the node queues or counts, or by the next
+// Ready; counted says its Counters hold something (clear only those).
+//
+// statusDirty: a field that Status reports (state, term, coordinator,
+// confirmed, rating) changed since the last Ready. Every write to one of
+// them goes through a setter that sets it on a change (setState, setTerm,
+// setCoordinator, setConfirmed; SetRating); Ready builds the status only
+// then.
+type outbox struct {
+	handed      bool // rd has been handed over
+	counted     bool // rd's Counters hold something
+	statusDirty bool
+	rd          Ready
 }
 
 // NewNode validates cfg and returns a node in state sleep: after
@@ -149,12 +98,12 @@ func InitNode(n *Node, cfg Config) error {
 	self, _ := cfg.Roster.Get(cfg.ID)
 	n.cfg, n.self, n.tag = cfg, self, Tag(cfg.ID)
 	n.view.r, n.view.mode = cfg.Roster, cfg.Mode
-	n.rd.Status = n.Status()
+	n.out.rd.Status = n.Status()
 	if cfg.QuorumSize > 1 {
 		// A node that has just started may have acknowledged another
 		// coordinator before it restarted: it keeps that promise unknown,
 		// which may have been a stretched lease.
-		n.grantEnd = cfg.QuorumLeaseMax + n.leaseMargin(cfg.QuorumLeaseMax)
+		n.guard.grantEnd = cfg.QuorumLeaseMax + n.leaseMargin(cfg.QuorumLeaseMax)
 	}
 	switch cfg.Algorithm {
 	case Bully:
@@ -210,15 +159,15 @@ func (n *Node) Bootstrap(coordinator string, term Term) {
 	if coordinator == n.self.ID {
 		n.becomeCoordinator(term)
 		if n.cfg.QuorumSize > 0 { // settled: as if the majority had just acked
-			n.grantTerm, n.grantEnd = term, 0
-			n.leaseEnd = n.now + n.cfg.QuorumLease
+			n.guard.grantTerm, n.guard.grantEnd = term, 0
+			n.guard.leaseEnd = n.now + n.cfg.QuorumLease
 			n.tickCoordinatorLease()
 		}
 		return
 	}
 	n.follow(coordinator, term, true)
 	if n.cfg.QuorumSize > 0 && !n.self.NonVoter { // settled: as if it had just acked
-		n.grantTerm, n.grantEnd = term, n.now+n.cfg.QuorumLease+n.cfg.LeaseMargin
+		n.guard.grantTerm, n.guard.grantEnd = term, n.now+n.cfg.QuorumLease+n.cfg.LeaseMargin
 	}
 }
 
@@ -245,8 +194,8 @@ func (n *Node) Advance(k int) {
 	if k > 1 && n.coordinator == n.self.ID {
 		// This coordinator's loop ran late: heartbeat at once, and say
 		// how late (Message.Phase) so that followers give it that long.
-		n.lag = max(n.lag, k-1)
-		n.hbTimer = n.cfg.HeartbeatInterval - 1
+		n.det.lag = max(n.det.lag, k-1)
+		n.det.hbTimer = n.cfg.HeartbeatInterval - 1
 	}
 	n.checkLease()
 	n.tickCoolOff()
@@ -272,7 +221,7 @@ func (n *Node) Advance(k int) {
 		// newer term without its coordinator): try again after K intervals
 		// (a released follower: once the hand-off's lap or announcement is
 		// due).
-		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.releaseDue {
+		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.hand.releaseDue {
 			n.idle = 0
 			n.startElection(CauseLeaderless)
 		}
@@ -376,7 +325,7 @@ func (n *Node) PeerRating(id string, rating int64) {
 // coordinator by the preemption policy, it starts an election.
 func (n *Node) SetRating(r int64) {
 	n.forget()
-	n.self.Rating, n.statusDirty = r, true
+	n.self.Rating, n.out.statusDirty = r, true
 	n.view.update(n.self)
 	n.maybePreempt()
 }
@@ -428,9 +377,9 @@ type Ready struct {
 // the node.
 func (n *Node) Ready() *Ready {
 	rd := n.pending() // nothing queued or counted since the previous Ready: an empty one
-	n.handed = true
-	if n.statusDirty {
-		rd.Status, n.statusDirty = n.Status(), false
+	n.out.handed = true
+	if n.out.statusDirty {
+		rd.Status, n.out.statusDirty = n.Status(), false
 	}
 	rd.Electing, rd.ViewChanged = n.electing, n.view.changed
 	n.view.changed = false
@@ -443,50 +392,50 @@ func (n *Node) Ready() *Ready {
 // message that changed nothing) loses nothing: the counts and flags wait
 // for the next Ready.
 func (n *Node) HasReady() bool {
-	return !n.handed && (len(n.rd.Messages) > 0 || len(n.rd.Decisions) > 0) || n.statusDirty && n.statusChanged()
+	return !n.out.handed && (len(n.out.rd.Messages) > 0 || len(n.out.rd.Decisions) > 0) || n.out.statusDirty && n.statusChanged()
 }
 
 // pending returns the Ready being filled, clearing the one handed over
 // first.
 func (n *Node) pending() *Ready {
-	if n.handed {
+	if n.out.handed {
 		n.clearReady()
 	}
-	return &n.rd
+	return &n.out.rd
 }
 
 // clearReady empties the Ready handed over, for the next one: the
 // hand-over costs nothing for what did not happen (no copy of the
 // Counters, which are cleared only when they hold something).
 func (n *Node) clearReady() {
-	rd := &n.rd
+	rd := &n.out.rd
 	rd.Messages = rd.Messages[:0]
 	rd.Decisions = rd.Decisions[:0]
-	if n.counted {
-		rd.Counters, n.counted = Counters{}, false
+	if n.out.counted {
+		rd.Counters, n.out.counted = Counters{}, false
 	}
-	n.handed = false
+	n.out.handed = false
 }
 
 // count returns the Counters of the Ready being filled, to add to.
 func (n *Node) count() *Counters {
 	rd := n.pending()
-	n.counted = true
+	n.out.counted = true
 	return &rd.Counters
 }
 
 // queued returns the messages the next Ready hands over.
 func (n *Node) queued() []Message {
-	if n.handed {
+	if n.out.handed {
 		return nil
 	}
-	return n.rd.Messages
+	return n.out.rd.Messages
 }
 
 // statusChanged reports whether Status differs from the previous Ready's,
 // without building it (the ID never changes; most Readies change nothing).
 func (n *Node) statusChanged() bool {
-	s := &n.rd.Status
+	s := &n.out.rd.Status
 	return n.state != s.State || n.term != s.Term || n.self.Rating != s.Rating || n.reported() != s.Coordinator
 }
 
@@ -523,7 +472,7 @@ type Counters struct {
 // leads reports whether this node leads: it is the coordinator and, with
 // the guard, a majority confirmed it.
 func (n *Node) leads() bool {
-	return n.coordinator == n.self.ID && (n.cfg.QuorumSize == 0 || n.confirmed)
+	return n.coordinator == n.self.ID && (n.cfg.QuorumSize == 0 || n.guard.confirmed)
 }
 
 // claimsLeadership reports whether m names a member other than self as
@@ -647,7 +596,7 @@ func (n *Node) Status() Status {
 // reported is the coordinator Status reports: with the quorum guard, only
 // one that holds a lease.
 func (n *Node) reported() string {
-	if n.cfg.QuorumSize == 0 || n.confirmed {
+	if n.cfg.QuorumSize == 0 || n.guard.confirmed {
 		return n.coordinator
 	}
 	return ""
@@ -723,7 +672,7 @@ func (n *Node) rank() Rank { return n.self.Rank() }
 
 func (n *Node) setState(s State) {
 	if s != n.state {
-		n.state, n.statusDirty = s, true
+		n.state, n.out.statusDirty = s, true
 	}
 }
 
@@ -732,7 +681,7 @@ func (n *Node) setTerm(t Term) {
 		if e, k := t.Epoch(), n.term.Epoch(); e > k {
 			n.chargeEpochs(int(e - k))
 		}
-		n.term, n.statusDirty, n.algQuiet = t, true, false
+		n.term, n.out.statusDirty, n.algQuiet = t, true, false
 	}
 }
 
@@ -740,11 +689,11 @@ func (n *Node) setCoordinator(c string) {
 	if c != n.coordinator {
 		n.algQuiet = false
 	}
-	n.coordinator, n.statusDirty = c, true
+	n.coordinator, n.out.statusDirty = c, true
 }
 
 func (n *Node) setConfirmed(c bool) {
-	if c != n.confirmed {
-		n.confirmed, n.statusDirty = c, true
+	if c != n.guard.confirmed {
+		n.guard.confirmed, n.out.statusDirty = c, true
 	}
 }

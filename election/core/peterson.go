@@ -281,7 +281,7 @@ func (p *peterson) onElection(m Message) {
 			// Idle and leaderless in a newer term: pull the others up to
 			// it rather than let their election die here.
 			n.startElection(CauseChallenge)
-		case !n.electing && (n.coordinator == "" || n.misses > 0):
+		case !n.electing && (n.coordinator == "" || n.det.misses > 0):
 			// A non-voter, or a follower that has stopped hearing its
 			// coordinator, cannot pull anyone up: tell the sender the
 			// newer term (an Ack carries it), so that its election, which

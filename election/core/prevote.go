@@ -127,8 +127,8 @@ func (n *Node) guardWait() int {
 // measured none.
 func (n *Node) longestRoundTrip() (longest int, ok bool) {
 	memory := n.rttMemory()
-	_, longest = n.rtts.stats(n.now, memory)
-	ok = n.rtts.measured(n.now, memory)
+	_, longest = n.det.rtts.stats(n.now, memory)
+	ok = n.det.rtts.measured(n.now, memory)
 	if pv := &n.pv; pv.late > 0 && n.now-pv.lateAt <= memory {
 		longest, ok = max(longest, pv.late-1), true
 	}
@@ -189,7 +189,7 @@ func (n *Node) noteDeparture(id string) {
 		n.pv.timer = min(n.pv.timer, n.cfg.AnswerTimeout)
 	}
 	if p, ok := n.view.r.Get(id); ok && !p.NonVoter && n.otherVoterAlive() {
-		n.soloUntil = n.now + n.cfg.SoloDelay
+		n.start.soloUntil = n.now + n.cfg.SoloDelay
 	}
 }
 
@@ -197,7 +197,7 @@ func (n *Node) noteDeparture(id string) {
 // from raising the term (without the guard; the guard's own rule decides
 // with it).
 func (n *Node) soloHeld() bool {
-	return n.cfg.QuorumSize == 0 && n.now < n.soloUntil && !n.otherVoterAlive()
+	return n.cfg.QuorumSize == 0 && n.now < n.start.soloUntil && !n.otherVoterAlive()
 }
 
 // beginPreVote starts a round. hint names a coordinator that resigned to
@@ -239,7 +239,7 @@ func (n *Node) askPreVote(wide bool) int {
 	asked := 0
 	eligible := func(p Peer) bool {
 		return p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) && !pv.granted[p.ID] &&
-			(wide || p.ID != n.suspect && p.ID != pv.hint)
+			(wide || p.ID != n.det.suspect && p.ID != pv.hint)
 	}
 	ask := func(p Peer) bool {
 		if !eligible(p) {
@@ -349,8 +349,8 @@ func (n *Node) quorumTimer() {
 			next = min(next, a.free)
 		}
 	}
-	if n.now < n.grantEnd {
-		next = min(next, n.grantEnd)
+	if n.now < n.guard.grantEnd {
+		next = min(next, n.guard.grantEnd)
 	}
 	pv.timer = max(next-n.now, 1)
 }
@@ -381,7 +381,7 @@ func (n *Node) sampleWide(self int, eligible, ask func(Peer) bool) bool {
 	watcher := size // the watchers are the eligible voters from this rank position up, but the suspect
 	if n.fanningOut() {
 		for k, got := size-1, 0; k >= 0 && got < n.cfg.HeartbeatWatchers; k-- {
-			if p := r.ByRank(k); p.ID != n.suspect && eligible(p) {
+			if p := r.ByRank(k); p.ID != n.det.suspect && eligible(p) {
 				watcher, got = k, got+1
 			}
 		}
@@ -391,7 +391,7 @@ func (n *Node) sampleWide(self int, eligible, ask func(Peer) bool) bool {
 		rk := (self - k + size) % size
 		if p := r.ByRank(rk); eligible(p) {
 			total++
-			if rk < watcher || p.ID == n.suspect {
+			if rk < watcher || p.ID == n.det.suspect {
 				others = append(others, int32(rk))
 			}
 		}
@@ -401,7 +401,7 @@ func (n *Node) sampleWide(self int, eligible, ask func(Peer) bool) bool {
 		return false
 	}
 	for k := size - 1; k >= watcher; k-- {
-		if p := r.ByRank(k); p.ID != n.suspect {
+		if p := r.ByRank(k); p.ID != n.det.suspect {
 			ask(p)
 		}
 	}
@@ -429,7 +429,7 @@ func (n *Node) onPreVote(m Message) {
 	}
 	a := Message{Type: MsgPreVoteAck, To: m.From, Seq: m.Seq, Confirmed: ok, Coordinator: heard}
 	if !ok && heard == "" && n.cfg.QuorumSize > 0 {
-		a.Phase = uint32(n.grantEnd - n.now) // refused for a promise: free in Phase ticks
+		a.Phase = uint32(n.guard.grantEnd - n.now) // refused for a promise: free in Phase ticks
 	}
 	n.send(a)
 }
@@ -445,10 +445,10 @@ func (n *Node) grantsPreVote(m Message) (ok bool, heard string) {
 		if leading {
 			return false, n.self.ID
 		}
-		return n.now >= n.grantEnd, ""
+		return n.now >= n.guard.grantEnd, ""
 	}
 	c := n.coordinator
-	if leading || c != "" && c != m.From && c != m.Coordinator && n.misses < n.cfg.HeartbeatMisses-1 && n.view.alive(c) {
+	if leading || c != "" && c != m.From && c != m.Coordinator && n.det.misses < n.cfg.HeartbeatMisses-1 && n.view.alive(c) {
 		return false, c
 	}
 	return true, ""
@@ -465,7 +465,7 @@ func (n *Node) onPreVoteAck(m Message) {
 		n.drop(DropUnexpected)
 		return
 	}
-	n.rtts.add(n.now, n.now-pv.asked)
+	n.det.rtts.add(n.now, n.now-pv.asked)
 	asked := pv.asked
 	if a, ok := pv.asks[m.From]; ok {
 		asked = a.at
@@ -491,7 +491,7 @@ func (n *Node) onPreVoteAck(m Message) {
 		// heartbeats (or their absence) decide from here.
 		n.endPreVote()
 		n.follow(c, m.Term, false)
-		n.relayed = c
+		n.det.relayed = c
 	}
 }
 
@@ -521,7 +521,7 @@ func (n *Node) preVoteDecide() {
 	need := 1
 	if n.quorumRound() {
 		need = n.majority() - 1 // this node counts itself...
-		if pv.kind == preVoteElection && n.now < n.grantEnd {
+		if pv.kind == preVoteElection && n.now < n.guard.grantEnd {
 			need++ // ...unless a promise of its own still holds
 		}
 	}
@@ -603,7 +603,7 @@ func (n *Node) preVoteFailed() {
 		if len(n.pv.granted) < n.majority()-1 {
 			n.pv.pslow = min(n.pv.pslow+1, maxSlow)
 		}
-		n.preemptAfter = n.now + n.preemptRetry()
+		n.hand.preemptAfter = n.now + n.preemptRetry()
 		return
 	}
 	if n.cfg.QuorumSize == 0 || len(n.pv.granted)+len(n.pv.refused) < n.majority()-1 {
@@ -618,7 +618,7 @@ func (n *Node) preVoteFailed() {
 		// idle timer (K intervals) fires again at the tick the hold ends:
 		// the Advance that runs this (tickPreVote) counts the idle tick
 		// after it, hence the one less.
-		n.idle = n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses - (n.soloUntil - n.now) - 1
+		n.idle = n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses - (n.start.soloUntil - n.now) - 1
 	}
 	if n.state != StateSleep {
 		n.setState(StateLost)

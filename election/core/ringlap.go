@@ -127,7 +127,7 @@ func (l *lap) accept(c string, t Term, hops int) {
 		return
 	}
 	n.follow(c, t, false)
-	n.silence = -(hops*hopTicks(n) + n.cfg.RoundTrip)
+	n.det.silence = -(hops*hopTicks(n) + n.cfg.RoundTrip)
 }
 
 // announce sends the COORDINATOR lap m on from position at (in its list,
@@ -236,7 +236,7 @@ func hopTicks(n *Node) int {
 // an active/relay ring whose lap had forked wait seconds for its silence
 // timer.
 func (n *Node) roundTrip() int {
-	mean, _ := n.rtts.stats(n.now, n.rttMemory())
+	mean, _ := n.det.rtts.stats(n.now, n.rttMemory())
 	return max(n.cfg.RoundTrip, mean+1)
 }
 

@@ -274,7 +274,7 @@ func (l *link) late(a Message) {
 // measured records the round trip of a hop sent at tick sent and
 // acknowledged now.
 func (l *link) measured(sent int) {
-	l.n.rtts.add(l.n.now, l.n.now-sent)
+	l.n.det.rtts.add(l.n.now, l.n.now-sent)
 }
 
 // hopTimeout is how long a hop sent now waits for its Ack: HopTimeout, or
@@ -294,7 +294,7 @@ func (l *link) measured(sent int) {
 // seconds.
 func (n *Node) hopTimeout() int {
 	hop := n.cfg.HopTimeout
-	_, longest := n.rtts.stats(n.now, n.rttMemory())
+	_, longest := n.det.rtts.stats(n.now, n.rttMemory())
 	return min(max(hop, 2*longest), maxHopWait*hop)
 }
 

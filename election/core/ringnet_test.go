@@ -268,8 +268,8 @@ func (w *testNet) highestLive(except ...string) string {
 // Readies taken and what the next one holds.
 func (w *testNet) total(id string) Counters {
 	c := *w.counts[id]
-	if n := w.nodes[id]; !n.handed {
-		c.Add(&n.rd.Counters)
+	if n := w.nodes[id]; !n.out.handed {
+		c.Add(&n.out.rd.Counters)
 	}
 	return c
 }

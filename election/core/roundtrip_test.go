@@ -45,15 +45,15 @@ func TestHopTimeoutFollowsRoundTrips(t *testing.T) {
 	if got := n.hopTimeout(); got != hop {
 		t.Fatalf("hop timeout %d with nothing measured, want HopTimeout %d", got, hop)
 	}
-	n.rtts.add(n.now, 5)
-	n.rtts.add(n.now, 1)
+	n.det.rtts.add(n.now, 5)
+	n.det.rtts.add(n.now, 1)
 	if got, want := n.hopTimeout(), max(hop, 10); got != want {
 		t.Fatalf("hop timeout %d after round trips of 5 and 1 ticks, want %d", got, want)
 	}
 	if got, want := n.roundTrip(), max(n.cfg.RoundTrip, 3+1); got != want {
 		t.Fatalf("per-hop allowance %d after round trips of 5 and 1 ticks, want %d (their mean 3, plus 1)", got, want)
 	}
-	n.rtts.add(n.now, 1000)
+	n.det.rtts.add(n.now, 1000)
 	if got, want := n.hopTimeout(), maxHopWait*hop; got != want {
 		t.Fatalf("hop timeout %d after a round trip of 1000 ticks, want the cap %d", got, want)
 	}
@@ -85,7 +85,7 @@ func TestLateAckStretchesHopTimeout(t *testing.T) {
 		t.Fatalf("after HopTimeout (%d ticks) without an Ack, member 1 did not pass 2 over", hop)
 	}
 	n.Step(Message{Type: MsgAck, From: "2", To: "1", Term: first.Term, Initiator: "2"})
-	if _, got := n.rtts.stats(n.now, n.rttMemory()); got != 0 {
+	if _, got := n.det.rtts.stats(n.now, n.rttMemory()); got != 0 {
 		t.Fatalf("an Ack that matches no hop measured a round trip of %d ticks", got)
 	}
 	for range 3 {
@@ -93,7 +93,7 @@ func TestLateAckStretchesHopTimeout(t *testing.T) {
 	}
 	late := n.now - p.link.gave[0].sent
 	n.Step(ackOf(first))
-	if _, got := n.rtts.stats(n.now, n.rttMemory()); got != late {
+	if _, got := n.det.rtts.stats(n.now, n.rttMemory()); got != late {
 		t.Fatalf("the late Ack measured %d ticks, want %d", got, late)
 	}
 	if got, want := n.hopTimeout(), max(hop, 2*late); got != want || got <= hop {

@@ -154,7 +154,7 @@ func TestNonVoterAcksDoNotCount(t *testing.T) {
 	// A forged ack in a non-voter's name counts for nothing either.
 	n := w.nodes["3"]
 	for _, id := range []string{"1", "2"} {
-		n.Step(Message{Type: MsgHeartbeatAck, From: id, To: "3", Term: n.term, Seq: n.hbSeq})
+		n.Step(Message{Type: MsgHeartbeatAck, From: id, To: "3", Term: n.term, Seq: n.det.hbSeq})
 	}
 	if _, ok := n.LeaseEnd(); ok {
 		t.Fatal("non-voters' acks confirmed a lease")
@@ -359,7 +359,7 @@ func TestDetectorPatience(t *testing.T) {
 		for range 3 {
 			f.Advance(4) // its loop ran late three times
 		}
-		f.silence = 0
+		f.det.silence = 0
 	})
 	// Health 3, which falls to 2 after K*H ticks on time: K*H + 2H.
 	if want := kh + 2*cfg.HeartbeatInterval; late != want {

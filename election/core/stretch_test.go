@@ -147,7 +147,7 @@ func TestLateAckOfLeftTermMeasured(t *testing.T) {
 	}
 	t1, t2 := MakeTerm(1, Tag("5")), MakeTerm(2, Tag("4"))
 	n.Bootstrap("5", t1) // a round goes out at once
-	seq := n.hbSeq
+	seq := n.det.hbSeq
 	n.Ready()
 	n.Step(Message{Type: MsgHeartbeat, From: "4", To: "5", Coordinator: "4", Term: t2, Seq: 1})
 	if st := n.Status(); st.Term != t2 || n.coordinator != "4" {
@@ -158,8 +158,8 @@ func TestLateAckOfLeftTermMeasured(t *testing.T) {
 	if got := n.Ready().Dropped[DropStaleTerm]; got != 1 {
 		t.Fatalf("stale_term drops %d, want 1", got)
 	}
-	if n.rttHigh != 40 || n.leaseAsk() != 2*40+n.cfg.HeartbeatInterval {
-		t.Fatalf("round trip %d ticks, asks %d; want 40 and %d", n.rttHigh, n.leaseAsk(), 2*40+n.cfg.HeartbeatInterval)
+	if n.guard.rttHigh != 40 || n.leaseAsk() != 2*40+n.cfg.HeartbeatInterval {
+		t.Fatalf("round trip %d ticks, asks %d; want 40 and %d", n.guard.rttHigh, n.leaseAsk(), 2*40+n.cfg.HeartbeatInterval)
 	}
 }
 
@@ -198,8 +198,8 @@ func stretchUntilConfirmed(t *testing.T, w *testNet, a *ackDelay, hb *heartbeatL
 		if n.LeaseAsk() <= lease {
 			t.Fatalf("tick %d: %s confirmed, LeaseAsk %d, want more than %d", a.now, c, n.LeaseAsk(), lease)
 		}
-		if m := hb.last[c]; int(m.Lease) != n.rounds[len(n.rounds)-1].lease || m.Lease == 0 {
-			t.Fatalf("tick %d: %s's last heartbeat %+v, want Lease %d", a.now, c, m, n.rounds[len(n.rounds)-1].lease)
+		if m := hb.last[c]; int(m.Lease) != n.guard.rounds[len(n.guard.rounds)-1].lease || m.Lease == 0 {
+			t.Fatalf("tick %d: %s's last heartbeat %+v, want Lease %d", a.now, c, m, n.guard.rounds[len(n.guard.rounds)-1].lease)
 		}
 		t.Logf("first stretched ask at tick %d; %s confirmed at tick %d, asking %d", stretched, c, a.now, n.LeaseAsk())
 		return c
@@ -252,8 +252,8 @@ func TestStretchedLeaseShrinksBack(t *testing.T) {
 	a.d = 0 // the acks in flight still arrive late
 	rounds := 0
 	for n.LeaseAsk() > lease {
-		seq := n.hbSeq
-		for n.hbSeq == seq {
+		seq := n.det.hbSeq
+		for n.det.hbSeq == seq {
 			a.tick()
 			if _, ok := n.LeaseEnd(); !ok {
 				t.Fatalf("tick %d, %d rounds after the round trips got short: %s lost its lease (asking %d)", a.now, rounds, c, n.LeaseAsk())
@@ -400,7 +400,7 @@ func TestLeaseEndWithinShorterPromises(t *testing.T) {
 		c := w.nodes[cs[0]]
 		end, _ := c.LeaseEnd()
 		var ends []int
-		for id, ack := range c.acks {
+		for id, ack := range c.guard.acks {
 			p, ok := promised[ackKey{id, c.term, ack.seq}]
 			if !ok {
 				t.Fatalf("tick %d: %s holds round %d of %s from %s, which never acknowledged it", a.now, c.self.ID, ack.seq, c.term, id)

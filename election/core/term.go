@@ -28,7 +28,7 @@ func (n *Node) startElection(cause ElectionCause) {
 		}
 		return
 	}
-	n.yielded = false
+	n.hand.yielded = false
 	n.idle = 0
 	if n.coordinator != "" && n.coordinator != n.self.ID {
 		n.unfollow() // a candidate does not know the outcome yet
@@ -132,7 +132,7 @@ func (n *Node) refuseTerm() {
 // countStart counts an election this node started, and why.
 func (n *Node) countStart(cause ElectionCause) {
 	n.count().ElectionsStarted++
-	n.rd.Cause = cause // count made rd the Ready being filled
+	n.out.rd.Cause = cause // count made rd the Ready being filled
 }
 
 // observeTerm raises the node's term. A newer term means a newer
@@ -144,7 +144,7 @@ func (n *Node) observeTerm(t Term) {
 	}
 	n.setTerm(t)
 	if n.coordinator != "" {
-		if n.coordinator == n.self.ID && n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.cfg.QuorumSize > 0 && n.leaseEnd == 0 {
+		if n.coordinator == n.self.ID && n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.cfg.QuorumSize > 0 && n.guard.leaseEnd == 0 {
 			// Deposed before any majority confirmed it: a failed
 			// leadership, as one that abdicates. In Textbook
 			// mode (no pre-vote) a bully member
@@ -215,16 +215,16 @@ func (n *Node) becomeCoordinator(t Term) {
 	if t > n.term {
 		n.setTerm(t)
 	}
-	again := n.coordinator == n.self.ID && !n.confirmed // see below
-	n.announceRest = false                              // bully.win sets it again
+	again := n.coordinator == n.self.ID && !n.guard.confirmed // see below
+	n.guard.announceRest = false                              // bully.win sets it again
 	wasElecting := n.electing
 	n.endElection()
 	n.electing = false
-	n.suspect = ""
+	n.det.suspect = ""
 	n.setCoordinator(n.self.ID)
-	n.hbTimer = 0
+	n.det.hbTimer = 0
 	n.idle = 0
-	n.fan.reset()
+	n.det.fan.reset()
 	if wasElecting {
 		n.count().ElectionsWon++
 	}
@@ -244,21 +244,21 @@ func (n *Node) becomeCoordinator(t Term) {
 	// abdicateWait more, during which the member that still reaches it
 	// follows it and answers the connected majority's ELECTIONs for it.
 	n.setConfirmed(false)
-	clear(n.acks)
-	if n.acks == nil {
-		n.acks = make(map[string]voterAck)
+	clear(n.guard.acks)
+	if n.guard.acks == nil {
+		n.guard.acks = make(map[string]voterAck)
 	}
 	declared := n.now
 	switch {
-	case again && n.leaseEnd > 0:
-		declared = n.leaseEnd + n.cfg.HeartbeatInterval - n.abdicateWait() - 1
+	case again && n.guard.leaseEnd > 0:
+		declared = n.guard.leaseEnd + n.cfg.HeartbeatInterval - n.abdicateWait() - 1
 	case again:
-		declared = n.declared
+		declared = n.guard.declared
 	}
 	// The rounds of the terms it led before stay (roundOf); those of t, if
 	// it declares in t again, go: their numbers start again at 1.
-	n.rounds = slices.DeleteFunc(n.rounds, func(r round) bool { return r.term == t })
-	n.leaseEnd, n.hbSeq, n.declared = 0, 0, declared
+	n.guard.rounds = slices.DeleteFunc(n.guard.rounds, func(r round) bool { return r.term == t })
+	n.guard.leaseEnd, n.det.hbSeq, n.guard.declared = 0, 0, declared
 	n.setState(StateCandidate)
 }
 
@@ -281,28 +281,28 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	wasElecting := n.electing
 	n.endElection()
 	n.electing = false
-	n.suspect = ""
+	n.det.suspect = ""
 	if n.pv.kind == preVoteElection {
 		n.endPreVote()
 	}
 	n.setTerm(t)
 	switch {
-	case !n.yielded || n.coolUntil != 0:
-	case n.yieldTo == "":
-		n.yieldTo = c
-	case n.yieldTo != c:
+	case !n.hand.yielded || n.guard.coolUntil != 0:
+	case n.hand.yieldTo == "":
+		n.hand.yieldTo = c
+	case n.hand.yieldTo != c:
 		// The successor it handed the role to has been succeeded in turn:
 		// the bully rule applies again.
-		n.yielded = false
+		n.hand.yielded = false
 	}
 	if n.coordinator != c {
-		n.preemptAfter = 0 // a preemption request waited for the previous one
-		n.pv.pslow = 0     // and its checks were slow for the previous one
+		n.hand.preemptAfter = 0 // a preemption request waited for the previous one
+		n.pv.pslow = 0          // and its checks were slow for the previous one
 	}
 	n.setCoordinator(c)
 	n.setConfirmed(confirmed || n.cfg.QuorumSize == 0)
-	n.silence, n.misses, n.idle, n.lastSeq, n.grace = 0, 0, 0, 0, 0
-	n.every = n.followerEvery(c) // until its first heartbeat says (fanout.go)
+	n.det.silence, n.det.misses, n.idle, n.det.lastSeq, n.det.grace = 0, 0, 0, 0, 0
+	n.det.every = n.followerEvery(c) // until its first heartbeat says (fanout.go)
 	if wasElecting {
 		n.count().ElectionsLost++
 	}
