@@ -357,16 +357,15 @@ func (e *Elector) observeStartup() bool {
 }
 
 // observeHold follows the node's hold (core.Node.Hold) and reports
-// whether it changed. A hold that starts or changes its reason is logged
-// once, with what it waits for: at Warn, but for the start-up hold while
-// the start-up window runs (every member of a cluster starting together
-// has it), which is logged at Info and at Warn once the window has passed.
-// Its end is logged at Info; a change of the counts alone updates Status
-// without a log line. The node's hold is O(n) to read while no
-// coordinator is known, so it is read only when the status or the view
-// changed (a hold ends only by one of those; a solo hold by an election,
-// which changes the status) and otherwise once a second (holdEvery): a
-// start-up hold begins with no change at all.
+// whether it changed. A hold is logged once at Warn, with what it waits
+// for, when it starts or changes its reason, and its end once at Info. The
+// start-up hold is logged only once the start-up window has passed: every
+// member of a cluster starting together holds while it runs. A change of
+// the counts alone updates Status without a log line. The node's hold is
+// O(n) to read while no coordinator is known, so it is read only when the
+// status or the view changed (a hold ends only by one of those; a solo
+// hold by an election, which changes the status), at the start of Run,
+// and otherwise once a second (holdEvery).
 func (e *Elector) observeHold() bool {
 	h := e.node.Hold()
 	next := Hold{Reason: h.Reason, Voters: h.Voters, Need: h.Need}
@@ -377,16 +376,16 @@ func (e *Elector) observeHold() bool {
 	e.hold = next
 	early := next.Reason == core.HoldExpect && e.node.Now() < e.node.Config().ExpectWindow
 	switch {
-	case next.Reason == prev.Reason && (!next.Held() || e.holdWarned || early):
-	case next.Held():
-		log := e.log.Warn
-		if early {
-			log = e.log.Info
+	case next.Held() && !early && (next.Reason != prev.Reason || !e.holdWarned):
+		e.holdWarned = true
+		e.log.Warn(next.String(), "hold", next.Reason, "voters", next.Voters, "need", next.Need)
+	case !next.Held() && prev.Held():
+		if e.holdWarned {
+			e.log.Info("election hold over", "was", prev.Reason)
 		}
-		e.holdWarned = !early
-		log(next.String(), "hold", next.Reason, "voters", next.Voters, "need", next.Need)
-	default:
-		e.log.Info("election hold over", "was", prev.Reason)
+		e.holdWarned = false
+	case next.Reason != prev.Reason:
+		e.holdWarned = false
 	}
 	return next != prev
 }
