@@ -232,12 +232,41 @@ func (p *peterson) pass(m Message) {
 	}
 }
 
-// local takes back a message that found no other working member: only an
-// active's own message means something (it is the only one left).
+// local takes back a message that found no other working member: an
+// active's own message (it is the only one left), or a relay's own
+// wake-up call (nobody else stands: stand).
 func (p *peterson) local(m Message) {
-	if m.Type == MsgElection && m.Initiator == p.n.self.ID && p.n.electing &&
-		m.Term == p.term && !p.relay {
+	if m.Type != MsgElection || m.Initiator != p.n.self.ID || !p.n.electing || m.Term != p.term {
+		return
+	}
+	switch {
+	case !p.relay:
 		p.handle(m)
+	case m.Phase == wakeUp:
+		p.stand()
+	}
+}
+
+// stand: the wake-up call this relay sent has come back to it, round the
+// ring or for want of another working member, so no other voter stands in
+// this election. A resigned coordinator's hand-off has found no successor:
+// it leaves the election, and its idle timer starts the next one, in which
+// it stands (as the ring's lap that lists no voter). Any other relay stands
+// now if it may (a voter that does not sit out): otherwise the election
+// would end with no active, and every election after it that this node
+// starts as a relay alike.
+func (p *peterson) stand() {
+	n := p.n
+	switch {
+	case p.handingOff:
+		p.abandon()
+	case n.self.NonVoter || n.sitsOut():
+		n.drop(DropOrder)
+	default:
+		p.relay, p.d, p.phase, p.second = false, n.rank(), 1, false
+		p.timer = p.idleTicks()
+		n.setState(StateActive)
+		p.emit(p.d, false)
 	}
 }
 
@@ -331,6 +360,10 @@ func (p *peterson) handle(m Message) {
 // voter) nor a duplicate.
 func (p *peterson) forward(m Message) {
 	wake := m.Phase == wakeUp
+	if wake && m.Initiator == p.n.self.ID {
+		p.stand()
+		return
+	}
 	if m.Initiator == p.n.self.ID || wake && p.woken || !wake && m.Phase <= p.last {
 		p.n.drop(DropOrder)
 		return
