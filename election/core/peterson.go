@@ -118,7 +118,7 @@ func (n *Node) Phases() int {
 func (p *peterson) reset() {
 	p.relay, p.d, p.e, p.phase, p.second, p.last, p.woken = false, Rank{}, Rank{}, 0, false, 0, false
 	p.heard = false
-	p.timer, p.sentTo, p.waiting = 0, "", false
+	p.timer, p.sentTo, p.waiting, p.held = 0, "", false, 0
 }
 
 // idleTicks bounds the silence within an election: the longest a node waits
@@ -144,7 +144,7 @@ func (p *peterson) start() bool {
 		n.electing = true
 		n.setState(StateCandidate)
 		p.waiting, p.base = true, n.term
-		n.beginPreVote(preVoteElection, "")
+		p.preVote()
 		return true
 	}
 	p.begin(electionTerm(n.term))

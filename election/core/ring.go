@@ -62,7 +62,7 @@ type lapID struct {
 // reset ends this node's part in the election (the link keeps delivering
 // what it has queued, and remembers failed members until the next election).
 func (r *ring) reset() {
-	r.timer, r.own, r.seen, r.sentTo, r.waiting = 0, 0, r.seen[:0], "", false
+	r.timer, r.own, r.seen, r.sentTo, r.waiting, r.held = 0, 0, r.seen[:0], "", false, 0
 }
 
 // start opens a lap, unless this node already takes part in an election:
@@ -81,7 +81,7 @@ func (r *ring) start() bool {
 	if r.n.preVoteNeeded() {
 		r.join()
 		r.waiting, r.base = true, r.n.term
-		r.n.beginPreVote(preVoteElection, "")
+		r.preVote()
 		return true
 	}
 	r.open(r.n.nextTerm())
@@ -129,7 +129,7 @@ func (r *ring) join() {
 		r.link.begin()
 	}
 	if r.waiting {
-		r.waiting = false
+		r.waiting, r.held = false, 0
 		r.n.endPreVote()
 	}
 	r.n.electing = true
