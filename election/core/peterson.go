@@ -159,11 +159,12 @@ func (p *peterson) preVoted() {
 	if !p.n.electing || !p.waiting {
 		return
 	}
-	if t := electionTerm(p.base); p.n.term <= t {
-		p.begin(t)
-		return
+	t := electionTerm(p.base)
+	if p.n.term > t {
+		t = electionTerm(p.n.term)
 	}
-	p.begin(electionTerm(p.n.term))
+	p.begin(t)
+	p.vouch()
 }
 
 // begin starts the election of term t. A member backing off after it

@@ -99,6 +99,7 @@ func (r *ring) preVoted() {
 	if !n.electing || !r.waiting {
 		return
 	}
+	r.vouch()
 	t := MakeTerm(r.base.Epoch()+1, n.tag)
 	switch {
 	case t > n.term:

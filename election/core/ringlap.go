@@ -140,6 +140,10 @@ func (l *lap) seniorWait() int {
 	return above * n.cfg.AnswerTimeout
 }
 
+// vouch: the pre-vote of the election this node takes part in passed
+// (link.vouched).
+func (l *lap) vouch() { l.link.vouched = true }
+
 // record accepts c as coordinator in term t as a COORDINATOR lap tells
 // it, the lap reaching c hops after this node.
 //
