@@ -286,7 +286,11 @@ func (r *ring) onCoordinator(m Message) {
 		n.learnRating(m.Coordinator, m.Value.Rating)
 	}
 	r.record(m.Coordinator, m.Term, hops)
-	r.announce(m, at)
+	if at < 0 {
+		r.coord = m // a straggler outside the list, told by the member that gave up on it (lap.announce)
+	} else {
+		r.announce(m, at)
+	}
 	n.maybePreempt()
 }
 

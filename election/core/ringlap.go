@@ -188,10 +188,20 @@ func (l *lap) accept(c string, t Term, hops int) {
 }
 
 // announce sends the COORDINATOR lap m on from position at (in its list,
-// or on the ring); the lap ends at its Initiator.
+// or on the ring); the lap ends at its Initiator. A lap that goes along
+// its list passes a straggler by: a member this node gave up on in the
+// ELECTION lap, which acknowledged after all (it was slow, not dead) and
+// so took part late, outside the list. This node sends it m too, so that it
+// learns the outcome now rather than from a heartbeat, which a member
+// outside the watchers of a large cluster hears about once a second.
 func (l *lap) announce(m Message, at int) {
 	l.coord = m
 	l.coordTo, _ = l.link.send(m, l.coordRoute, at)
+	if s := l.link.straggler; s != "" && l.coordRoute == listed && listIndex(m.List, s, 0) < 0 {
+		l.link.straggler = ""
+		m.To = s
+		l.n.send(m)
+	}
 }
 
 // restart abandons the election and starts the next one, in a new term,
