@@ -118,7 +118,7 @@ func (n *Node) Phases() int {
 func (p *peterson) reset() {
 	p.relay, p.d, p.e, p.phase, p.second, p.last, p.woken = false, Rank{}, Rank{}, 0, false, 0, false
 	p.heard = false
-	p.timer, p.sentTo, p.waiting = 0, "", false
+	p.timer, p.sentTo, p.waiting, p.held = 0, "", false, 0
 }
 
 // idleTicks bounds the silence within an election: the longest a node waits
@@ -144,7 +144,7 @@ func (p *peterson) start() bool {
 		n.electing = true
 		n.setState(StateCandidate)
 		p.waiting, p.base = true, n.term
-		n.beginPreVote(preVoteElection, "")
+		p.preVote()
 		return true
 	}
 	p.begin(electionTerm(n.term))
@@ -159,11 +159,12 @@ func (p *peterson) preVoted() {
 	if !p.n.electing || !p.waiting {
 		return
 	}
-	if t := electionTerm(p.base); p.n.term <= t {
-		p.begin(t)
-		return
+	t := electionTerm(p.base)
+	if p.n.term > t {
+		t = electionTerm(p.n.term)
 	}
-	p.begin(electionTerm(p.n.term))
+	p.begin(t)
+	p.vouch()
 }
 
 // begin starts the election of term t. A member backing off after it
@@ -236,12 +237,41 @@ func (p *peterson) pass(m Message) {
 	}
 }
 
-// local takes back a message that found no other working member: only an
-// active's own message means something (it is the only one left).
+// local takes back a message that found no other working member: an
+// active's own message (it is the only one left), or a relay's own
+// wake-up call (nobody else stands: stand).
 func (p *peterson) local(m Message) {
-	if m.Type == MsgElection && m.Initiator == p.n.self.ID && p.n.electing &&
-		m.Term == p.term && !p.relay {
+	if m.Type != MsgElection || m.Initiator != p.n.self.ID || !p.n.electing || m.Term != p.term {
+		return
+	}
+	switch {
+	case !p.relay:
 		p.handle(m)
+	case m.Phase == wakeUp:
+		p.stand()
+	}
+}
+
+// stand: the wake-up call this relay sent has come back to it, round the
+// ring or for want of another working member, so no other voter stands in
+// this election. A resigned coordinator's hand-off has found no successor:
+// it leaves the election, and its idle timer starts the next one, in which
+// it stands (as the ring's lap that lists no voter). Any other relay stands
+// now if it may (a voter that does not sit out): otherwise the election
+// would end with no active, and every election after it that this node
+// starts as a relay alike.
+func (p *peterson) stand() {
+	n := p.n
+	switch {
+	case p.handingOff:
+		p.abandon()
+	case n.self.NonVoter || n.sitsOut():
+		n.drop(DropOrder)
+	default:
+		p.relay, p.d, p.phase, p.second = false, n.rank(), 1, false
+		p.timer = p.idleTicks()
+		n.setState(StateActive)
+		p.emit(p.d, false)
 	}
 }
 
@@ -335,6 +365,10 @@ func (p *peterson) handle(m Message) {
 // voter) nor a duplicate.
 func (p *peterson) forward(m Message) {
 	wake := m.Phase == wakeUp
+	if wake && m.Initiator == p.n.self.ID {
+		p.stand()
+		return
+	}
 	if m.Initiator == p.n.self.ID || wake && p.woken || !wake && m.Phase <= p.last {
 		p.n.drop(DropOrder)
 		return

@@ -62,7 +62,7 @@ type lapID struct {
 // reset ends this node's part in the election (the link keeps delivering
 // what it has queued, and remembers failed members until the next election).
 func (r *ring) reset() {
-	r.timer, r.own, r.seen, r.sentTo, r.waiting = 0, 0, r.seen[:0], "", false
+	r.timer, r.own, r.seen, r.sentTo, r.waiting, r.held = 0, 0, r.seen[:0], "", false, 0
 }
 
 // start opens a lap, unless this node already takes part in an election:
@@ -81,7 +81,7 @@ func (r *ring) start() bool {
 	if r.n.preVoteNeeded() {
 		r.join()
 		r.waiting, r.base = true, r.n.term
-		r.n.beginPreVote(preVoteElection, "")
+		r.preVote()
 		return true
 	}
 	r.open(r.n.nextTerm())
@@ -99,6 +99,7 @@ func (r *ring) preVoted() {
 	if !n.electing || !r.waiting {
 		return
 	}
+	r.vouch()
 	t := MakeTerm(r.base.Epoch()+1, n.tag)
 	switch {
 	case t > n.term:
@@ -134,7 +135,7 @@ func (r *ring) join() {
 		r.link.begin()
 	}
 	if r.waiting {
-		r.waiting = false
+		r.waiting, r.held = false, 0
 		r.n.endPreVote()
 	}
 	r.n.electing = true
@@ -294,7 +295,11 @@ func (r *ring) onCoordinator(m Message) {
 		n.learnRating(m.Coordinator, m.Value.Rating)
 	}
 	r.record(m.Coordinator, m.Term, hops)
-	r.announce(m, at)
+	if at < 0 {
+		r.coord = m // a straggler outside the list, told by the member that gave up on it (lap.announce)
+	} else {
+		r.announce(m, at)
+	}
 	n.maybePreempt()
 }
 

@@ -28,6 +28,9 @@ type lap struct {
 	// term it had seen when it wanted to.
 	waiting bool
 	base    Term
+	// held: ticks left before the pre-vote of the election this node
+	// waits to start begins (seniorWait); 0: not held.
+	held int
 }
 
 // ringAlgorithm is a ring that embeds a lap: the lap hands it the
@@ -80,12 +83,66 @@ func (l *lap) step(m Message) {
 // election's timer ran out in this tick.
 func (l *lap) tickTimers() bool {
 	l.link.tick()
+	if l.held > 0 {
+		if l.held--; l.held == 0 && l.waiting && l.n.electing {
+			l.beginPreVote()
+		}
+	}
 	if !l.n.electing || l.timer <= 0 || l.waiting {
 		return false
 	}
 	l.timer--
 	return l.timer <= 0
 }
+
+// preVote begins the pre-vote of the election this node wants to start
+// (waiting), or holds it back for seniorWait ticks.
+func (l *lap) preVote() {
+	if l.held = l.seniorWait(); l.held == 0 {
+		l.n.beginPreVote(preVoteElection, "")
+	}
+}
+
+// beginPreVote ends the hold: the pre-vote begins, unless the view has
+// changed so that none is needed (every other voter left it).
+func (l *lap) beginPreVote() {
+	if !l.n.preVoteNeeded() {
+		l.alg.preVoted()
+		return
+	}
+	l.n.beginPreVote(preVoteElection, "")
+}
+
+// seniorWait is how long a member whose detector gave up on the
+// coordinator holds back its pre-vote when the coordinator's heartbeats
+// fan out (View mode, a large cluster) and no quorum guard makes every
+// voter hear every round: AnswerTimeout for each live voter ranked above
+// it, the suspect aside, up to HeartbeatWatchers of them. The watchers hear
+// every round and give up on a silent coordinator together; the members
+// outside hear it seldom and go on refusing a pre-vote for longer. A
+// pre-vote asks the nearest voters below by rank, so the top survivor's
+// question reaches watchers that gave up too, and its lap then reaches the
+// others, who join it. A lower watcher asking at once would ask members
+// outside, be refused, follow the coordinator again on their word, and
+// refuse the top survivor in turn, until the detectors' next round.
+func (l *lap) seniorWait() int {
+	n := l.n
+	if n.suspect == "" || n.cfg.QuorumSize > 0 || !n.fanningOut() {
+		return 0
+	}
+	r := n.view.r
+	above := 0
+	for k := r.RankOf(r.Index(n.self.ID)) + 1; k < r.Len() && above < n.cfg.HeartbeatWatchers; k++ {
+		if p := r.ByRank(k); !p.NonVoter && p.ID != n.suspect && n.view.alive(p.ID) {
+			above++
+		}
+	}
+	return above * n.cfg.AnswerTimeout
+}
+
+// vouch: the pre-vote of the election this node takes part in passed
+// (link.vouched).
+func (l *lap) vouch() { l.link.vouched = true }
 
 // record accepts c as coordinator in term t as a COORDINATOR lap tells
 // it, the lap reaching c hops after this node.
@@ -131,10 +188,20 @@ func (l *lap) accept(c string, t Term, hops int) {
 }
 
 // announce sends the COORDINATOR lap m on from position at (in its list,
-// or on the ring); the lap ends at its Initiator.
+// or on the ring); the lap ends at its Initiator. A lap that goes along
+// its list passes a straggler by: a member this node gave up on in the
+// ELECTION lap, which acknowledged after all (it was slow, not dead) and
+// so took part late, outside the list. This node sends it m too, so that it
+// learns the outcome now rather than from a heartbeat, which a member
+// outside the watchers of a large cluster hears about once a second.
 func (l *lap) announce(m Message, at int) {
 	l.coord = m
 	l.coordTo, _ = l.link.send(m, l.coordRoute, at)
+	if s := l.link.straggler; s != "" && l.coordRoute == listed && listIndex(m.List, s, 0) < 0 {
+		l.link.straggler = ""
+		m.To = s
+		l.n.send(m)
+	}
 }
 
 // restart abandons the election and starts the next one, in a new term,
@@ -187,6 +254,9 @@ func (l *lap) peerDown(id string) {
 // timer.
 func (l *lap) deadline() int {
 	d := l.link.deadline()
+	if l.held > 0 {
+		d = min(d, l.held)
+	}
 	if l.n.electing && l.timer > 0 && !l.waiting {
 		d = min(d, l.timer)
 	}
@@ -199,6 +269,9 @@ func (l *lap) deadline() int {
 // quiet.
 func (l *lap) skip(k int) {
 	l.link.skip(k)
+	if l.held > 0 {
+		l.held -= k
+	}
 	if l.n.electing && l.timer > 0 && !l.waiting {
 		l.timer -= k
 	}

@@ -98,6 +98,15 @@ type link struct {
 	// came after all: its receiver has the message, and so does the member
 	// after it (peterson.step).
 	forked Term
+	// straggler is the receiver of that hop, in this election: it is
+	// working, but a lap that went on without it does not list it
+	// (lap.announce tells it the outcome).
+	straggler string
+	// vouched: this node's pre-vote for this election passed, so it
+	// reaches a majority; the members it gives up on in the election are
+	// refusing its hops (they sit out: link.refuses) or died since, and do
+	// not make it isolated (tick).
+	vouched bool
 }
 
 // send hands m to the first working member after position from (this
@@ -263,7 +272,7 @@ func (l *link) late(a Message) {
 		if g.m.To != "" && acknowledges(a, g.m) {
 			l.measured(g.sent)
 			if g.m.Type == MsgElection {
-				l.forked = g.m.Term
+				l.forked, l.straggler = g.m.Term, a.From
 			}
 			*g = gaveUp{}
 			return
@@ -389,6 +398,7 @@ func (l *link) deposed(m Message) {
 // careful if there is one (itself included).
 func (l *link) begin() {
 	clear(l.failed)
+	l.vouched, l.straggler = false, ""
 	l.suspect = ""
 	if l.leader != l.n.self.ID {
 		l.suspect = l.leader
@@ -429,7 +439,7 @@ func (l *link) tick() {
 	g.m.List = nil // not needed to match its Ack, and not to be kept alive
 	l.gave[l.gaveAt%uint8(len(l.gave))] = g
 	l.gaveAt++
-	if l.n.cfg.QuorumSize > 0 && len(l.failed) > l.n.cfg.QuorumSize-l.n.majority() && l.unreached() {
+	if l.n.cfg.QuorumSize > 0 && !l.vouched && len(l.failed) > l.n.cfg.QuorumSize-l.n.majority() && l.unreached() {
 		l.n.setIsolated(true)
 	}
 	l.busy = false

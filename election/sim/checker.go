@@ -127,6 +127,12 @@ func (c *Checker) gone(sn *simNode) {
 	delete(c.askEnd, sn.id)
 }
 
+// stalled forgets the confirmation of a node whose process stopped
+// (Sim.Stall): it cannot act on it while it does not run, and when it
+// resumes its lease is checked before it does anything else
+// (core.Node.Advance); its next step says whether it still leads.
+func (c *Checker) stalled(sn *simNode) { delete(c.confirmed, sn.id) }
+
 // noteLease records the lease a guarded coordinator asks for now (the
 // lease of the round it sent in this step, or of its next one).
 func (c *Checker) noteLease(sn *simNode) {

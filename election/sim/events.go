@@ -13,8 +13,9 @@ type evKind uint8
 const (
 	evTick evKind = iota
 	evDeliver
-	evDown // view: a PeerDown reaches node
-	evUp   // view: a PeerUp reaches node
+	evDown   // view: a PeerDown reaches node
+	evUp     // view: a PeerUp reaches node
+	evResume // a stalled node runs again (Stall)
 )
 
 // event is 192 bytes, nearly all of them the message: a burst of a
@@ -88,7 +89,15 @@ func (s *Sim) Step() bool {
 		return true
 	}
 	sn := s.nodes[e.node]
+	if sn.stalled && sn.up && e.kind != evResume {
+		s.hold(sn, e) // a stalled node takes its input when it resumes
+		return true
+	}
 	switch e.kind {
+	case evResume:
+		if !s.resume(sn, e.at) {
+			return true
+		}
 	case evDeliver:
 		if !e.forged {
 			s.inFlight[e.msg.Type]--
@@ -195,8 +204,8 @@ func (s *Sim) tickPhase(ph int) {
 	slices.Sort(due) // the heap pops one tick's nodes in ring order already
 	for _, i := range due {
 		sn := s.nodes[i]
-		if !sn.up {
-			continue // crashed (a trigger may crash a later node of this tick)
+		if !sn.up || sn.stalled {
+			continue // crashed (a trigger may crash a later node of this tick), or stalled
 		}
 		s.syncTo(sn, t-1)
 		s.takeQuiet(sn) // the counts of the messages before the tick go first
@@ -216,7 +225,7 @@ func (s *Sim) tickPhase(ph int) {
 func (s *Sim) sync(sn *simNode) { s.syncTo(sn, s.phases[sn.phase].ticks) }
 
 func (s *Sim) syncTo(sn *simNode, tick int) {
-	if k := tick - sn.synced; k > 0 {
+	if k := tick - sn.synced; k > 0 && !sn.stalled {
 		if sn.quiet && k >= sn.node.NextDeadline()-sn.node.Now() {
 			s.takeQuiet(sn) // Skip ticks: the counts of the messages go first
 		}

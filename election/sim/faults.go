@@ -66,7 +66,7 @@ func (s *Sim) Crash(id string) error {
 
 func (s *Sim) crash(sn *simNode) {
 	s.takeQuiet(sn)
-	sn.up = false
+	sn.up, sn.stalled = false, false
 	sn.last, sn.leads = core.Status{ID: sn.id}, false
 	s.tracef("%s: crashed", sn.id)
 	s.check.partitioned() // a crash shrinks majorities too
@@ -75,6 +75,68 @@ func (s *Sim) crash(sn *simNode) {
 	// who knows, and every live member probes the dead node itself: a cut
 	// between the two does not keep it alive in anyone's view.
 	s.gossip(sn.id, evDown, core.Peer{ID: sn.id}, true)
+}
+
+// Stall stops a node's process for ms virtual milliseconds, as SIGSTOP
+// or a long GC pause does: it neither ticks nor sends, the messages and
+// view changes that reach it wait (in order) until it resumes, and the
+// membership views of the others do not change. When it resumes, its
+// clock catches up as the runtime's loop does after a late wake
+// (election/wake.go): the ticks before its next deadline count as on
+// time (core.Node.Skip), the rest as one late step (core.Node.Advance);
+// then it takes what waited.
+func (s *Sim) Stall(id string, ms int64) error {
+	sn, ok := s.find(id)
+	if !ok {
+		return fmt.Errorf("sim: stall: unknown node %q", id)
+	}
+	if ms <= 0 || ms > maxMs {
+		return fmt.Errorf("sim: stall %s: ms = %d: want 1 to %d", id, ms, maxMs)
+	}
+	if !sn.up {
+		return nil
+	}
+	if !sn.stalled {
+		s.input(sn)
+		s.flush(sn)
+	}
+	if s.stallEnd == nil {
+		s.stallEnd = map[int32]int64{}
+	}
+	end := max(s.now+ms, s.stallEnd[sn.idx])
+	s.stallEnd[sn.idx], sn.stalled = end, true
+	s.check.stalled(sn)
+	s.schedule(event{at: end, kind: evResume, node: sn.idx})
+	s.tracef("%s: stalled until %dms", sn.id, end)
+	return nil
+}
+
+// hold defers an input of a stalled node to the moment it resumes (after
+// its evResume, which was scheduled first).
+func (s *Sim) hold(sn *simNode, e event) {
+	e.at = s.stallEnd[sn.idx]
+	s.schedule(e)
+}
+
+// resume ends the stall of sn that ends at at (an earlier evResume of a
+// stall that was extended, or of a node that crashed since, does
+// nothing) and brings its clock to the present. It reports whether sn
+// resumed; its Ready is to be flushed then.
+func (s *Sim) resume(sn *simNode, at int64) bool {
+	if !sn.stalled || s.stallEnd[sn.idx] != at {
+		return false
+	}
+	sn.stalled = false
+	delete(s.stallEnd, sn.idx)
+	s.tracef("%s: resumed", sn.id)
+	if k := s.phases[sn.phase].ticks - sn.synced; k > 0 {
+		onTime := min(k, sn.node.NextDeadline()-sn.node.Now()-1)
+		sn.node.Skip(onTime)
+		s.takeQuiet(sn)
+		sn.node.Advance(k - onTime)
+		sn.synced += k
+	}
+	return true
 }
 
 // Restart brings a crashed node back with no state: it starts asleep and

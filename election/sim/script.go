@@ -64,7 +64,7 @@ func init() {
 		"resign": (*Script).resign, "rating": (*Script).rating, "network": (*Script).network,
 		"deliver": (*Script).deliver, "advance": (*Script).advance, "stabilize": (*Script).stabilize,
 		"status": (*Script).status, "messages": (*Script).messages, "check": (*Script).checkCmd,
-		"block": (*Script).block, "forge": (*Script).forge, "isolate": (*Script).isolate, "views": (*Script).views,
+		"block": (*Script).block, "stall": (*Script).stall, "forge": (*Script).forge, "isolate": (*Script).isolate, "views": (*Script).views,
 	}
 }
 
@@ -434,6 +434,19 @@ func (sc *Script) targets(a args, key, except string) ([]string, error) {
 		out[i] = sc.resolve(id)
 	}
 	return out, nil
+}
+
+// stall ID ms=N: ID's process stops for N virtual ms (Sim.Stall).
+func (sc *Script) stall(a args) error {
+	id, err := a.pos(0)
+	if err != nil {
+		return err
+	}
+	ms, err := a.int("ms", 0)
+	if err != nil {
+		return err
+	}
+	return sc.sim.Stall(sc.resolve(id), int64(ms))
 }
 
 // block from=ID|all|(..) to=ID|all|(..) [views=off]: drop messages one way

@@ -115,6 +115,8 @@ type Sim struct {
 	// inFlightAll sums inFlight.
 	inFlightAll int
 	stopped     bool // a runaway storm stopped the run (see runaway)
+	// stallEnd: per stalled node (by index), the virtual ms it resumes at.
+	stallEnd map[int32]int64
 	// Ticks are event-driven: a node is ticked only when a timer of its
 	// own can fire (core.Node.NextDeadline). Each node ticks at a phase
 	// (an offset within TickMs); a phase counts its ticks, and a node's
@@ -149,6 +151,9 @@ type simNode struct {
 	// hand over but counts (core.Node.HasReady), which wait in its Ready
 	// (takeQuiet).
 	quiet bool
+	// stalled: the node's process does not run (Stall); its ticks wait
+	// and its inputs are held until it resumes.
+	stalled bool
 
 	id   string
 	last core.Status // the status of the node's last Ready
