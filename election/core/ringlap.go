@@ -127,13 +127,13 @@ func (l *lap) beginPreVote() {
 // refuse the top survivor in turn, until the detectors' next round.
 func (l *lap) seniorWait() int {
 	n := l.n
-	if n.suspect == "" || n.cfg.QuorumSize > 0 || !n.fanningOut() {
+	if n.det.suspect == "" || n.cfg.QuorumSize > 0 || !n.fanningOut() {
 		return 0
 	}
 	r := n.view.r
 	above := 0
 	for k := r.RankOf(r.Index(n.self.ID)) + 1; k < r.Len() && above < n.cfg.HeartbeatWatchers; k++ {
-		if p := r.ByRank(k); !p.NonVoter && p.ID != n.suspect && n.view.alive(p.ID) {
+		if p := r.ByRank(k); !p.NonVoter && p.ID != n.det.suspect && n.view.alive(p.ID) {
 			above++
 		}
 	}
