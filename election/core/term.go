@@ -6,6 +6,12 @@ import "slices"
 // term, follows a coordinator, becomes one and forgets one
 // (docs/design.md, "Terms are fencing tokens").
 
+// startElection stands, unless something holds this node back: it is a
+// non-voter, its term could not be made (mayRaiseTo), it is a Textbook
+// bully member backing off (backsOffTextbook), or with the guard its view
+// lacks a majority (quorumShort). A held node loses its candidacy and
+// tries again when its idle timer runs out; it follows a coordinator it
+// hears meanwhile.
 func (n *Node) startElection(cause ElectionCause) {
 	if n.self.NonVoter {
 		if n.state == StateSleep {
@@ -17,26 +23,16 @@ func (n *Node) startElection(cause ElectionCause) {
 		n.refuseTerm() // the term space is used up, or the allowance is
 		return
 	}
-	if n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.backingOff() && n.coordinator != n.self.ID {
-		// A Textbook bully member that failed to lead lately does not
-		// stand (it would win at once, nobody above it answering; View
-		// mode has the pre-vote for this); it tries again when its idle
-		// timer runs out after the back-off.
-		n.idle = 0
-		if n.state == StateSleep || n.state == StateCandidate {
-			n.setState(StateLost)
+	held := n.backsOffTextbook()
+	if !held {
+		n.hand.yielded = false
+		if n.coordinator != "" && n.coordinator != n.self.ID {
+			n.unfollow() // a candidate does not know the outcome yet
 		}
-		return
+		held = n.quorumShort() && n.coordinator != n.self.ID
 	}
-	n.hand.yielded = false
 	n.idle = 0
-	if n.coordinator != "" && n.coordinator != n.self.ID {
-		n.unfollow() // a candidate does not know the outcome yet
-	}
-	if n.quorumShort() && n.coordinator != n.self.ID {
-		// No election of this node's can win a lease (hold.go): it holds,
-		// its idle timer checks again, and it follows a coordinator it
-		// hears meanwhile.
+	if held {
 		if n.state == StateSleep || n.state == StateCandidate {
 			n.setState(StateLost)
 		}
@@ -45,6 +41,14 @@ func (n *Node) startElection(cause ElectionCause) {
 	if n.enter().start() {
 		n.countStart(cause)
 	}
+}
+
+// backsOffTextbook reports a Textbook bully member that failed to lead
+// lately: it does not stand (it would win at once, nobody above it
+// answering; View mode has the pre-vote for this) until its back-off has
+// run out.
+func (n *Node) backsOffTextbook() bool {
+	return n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.backingOff() && n.coordinator != n.self.ID
 }
 
 // The epoch allowance bounds how fast a member's epoch rises, whatever
