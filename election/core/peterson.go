@@ -175,7 +175,7 @@ func (p *peterson) preVoted() {
 // predecessors, this one and the one that skipped it, and if this one
 // stood its value would be taken for the skipper's and the maximum lost:
 // every active ends a relay and nobody wins, election after election
-// (issue 13). As a relay it forwards whatever still reaches it.
+// As a relay it forwards whatever still reaches it.
 func (p *peterson) begin(t Term) {
 	if !p.n.mayRaiseTo(t) {
 		p.abandon() // past MaxEpoch, or beyond the epoch allowance (term.go)
@@ -317,7 +317,7 @@ func (p *peterson) onElection(m Message) {
 			// newer term (an Ack carries it), so that its election, which
 			// cannot pass this node, starts again above it. Voters that
 			// all restarted (a redeploy) while non-voters kept a higher
-			// term stalled here for ever (issue 13 item 3). A follower
+			// term would stall here for ever. A follower
 			// that hears its coordinator says nothing: the sender is a
 			// straggler of an election that coordinator won, and the
 			// COORDINATOR lap will reach it.

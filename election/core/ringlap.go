@@ -337,10 +337,10 @@ func lapHops(start, self, c, size int) int {
 // follower's detector would (at most a lap's timeout). The node passes the
 // lap on but does not follow: the view may be right (the member died since
 // the lap collected it) or behind (a paused member resumed, and gossip has
-// not told every member yet). Restarting the election at once, as the
-// rings did, made every such member veto the outcome, lap after lap, until
-// gossip caught up: an epoch from 49 to 313 in 1.3 s after a paused ring
-// coordinator resumed (issue 13 item 6). A live coordinator's heartbeat
+// not told every member yet). Restarting the election at once would make
+// every such member veto the outcome, lap after lap, until gossip caught
+// up (hundreds of epochs in a second after a paused ring coordinator
+// resumed). A live coordinator's heartbeat
 // ends the doubt; the view holding it dead does not stop the heartbeats.
 func doubtTicks(n *Node, hops int) int {
 	d := (hops+1)*hopTicks(n) + n.cfg.HeartbeatInterval*min(n.cfg.HeartbeatMisses, 1<<20)

@@ -62,7 +62,7 @@ const maxHopWait = 8
 //     failures come together (a rack, a redeploy, a kill of two processes),
 //     so another member may be dead too. Without the Acks a lap handed to it
 //     is lost, and so is every lap after it until membership notices, which
-//     takes memberlist seconds (issue 13 item 6). An election replaces a
+//     takes memberlist seconds. An election replaces a
 //     coordinator when this node knew one (the old coordinator itself
 //     included: it may be the member that is cut off), or when its term
 //     is past the first epoch (a restarted node knows no coordinator, but
@@ -376,7 +376,7 @@ func (l *link) noteLeader(at int) {
 // it through the pre-vote, have heard nothing from it for that long while
 // it can still be reached: it is cut off from them, and the members that
 // still reach it would elect it again, lap after lap, and nobody would
-// hear it (issue 13 item 7). It backs off as a coordinator whose lease
+// hear it. It backs off as a coordinator whose lease
 // lapsed does (Node.backOff): it does not stand, refuses the election's
 // hops (refuses) and follows the winner; after the back-off it may
 // displace the winner, if a majority answers its preemption check. A
