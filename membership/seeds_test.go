@@ -188,13 +188,17 @@ func TestRestartAtNewAddress(t *testing.T) {
 				// after failure detection of the old one after a crash), and
 				// its news of the earlier life's death does not reach the
 				// elector, which sees the restart once.
+				host, port, err := net.SplitHostPort(n2.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, _ := strconv.Atoi(port)
+				want := packAddr(net.ParseIP(host), uint16(p))
 				if !waitUntil(waitTimeout, func() bool {
-					for _, mb := range m.ml.Members() {
-						if mb.Name == "n2" {
-							return mb.Address() == n2.Addr()
-						}
-					}
-					return false
+					// What memberlist holds, as its callbacks recorded it
+					// under its lock: its own *Node is not safe to read.
+					got, ok := m.table.heldAddr("n2")
+					return ok && got == want
 				}) {
 					t.Fatalf("%s: memberlist does not hold n2 at %s", m.LocalID(), n2.Addr())
 				}
