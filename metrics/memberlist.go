@@ -71,6 +71,19 @@ func GoMetricsConfig() *gometrics.Config {
 	return c
 }
 
+// MustInstallMemberlistSink returns a new MemberlistSink installed as
+// go-metrics' global sink (Install), for a main package. It panics if
+// go-metrics refuses it, which it does only for a configuration it cannot
+// use: GoMetricsConfig is fixed, so that is a defect, not a condition to
+// handle.
+func MustInstallMemberlistSink() *MemberlistSink {
+	s := NewMemberlistSink()
+	if err := s.Install(); err != nil {
+		panic(err)
+	}
+	return s
+}
+
 // Install makes s go-metrics' global sink, with GoMetricsConfig. It
 // replaces whatever sink the process had: call it once, early, from main.
 func (s *MemberlistSink) Install() error {

@@ -198,3 +198,23 @@ func familySum(f *dto.MetricFamily) float64 {
 	}
 	return sum
 }
+
+// MustInstallMemberlistSink installs a sink that go-metrics' global
+// functions then report to (a sample with no node label is counted as
+// unrouted by it); the test puts the binary's own sink back.
+func TestMustInstallMemberlistSink(t *testing.T) {
+	prev, err := globalSink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := prev.Install(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	s := MustInstallMemberlistSink()
+	gometrics.IncrCounter([]string{"memberlist", "tcp", "accept"}, 1)
+	if got := s.Unrouted(); got == 0 {
+		t.Fatal("the installed sink saw no unrouted sample; one was sent through go-metrics' global functions")
+	}
+}
