@@ -76,7 +76,7 @@ func TestClaimStaleNotRetried(t *testing.T) {
 		f := newStaleFence(t)
 		c := newCluster(t, voters(3), f.callbacks)
 		term, _ := c.waitAgreed(time.Second, "c", 0)
-		time.Sleep(time.Second) // 20 heartbeat intervals: the retry period
+		<-time.After(time.Second) // 20 heartbeat intervals: the retry period
 		synctest.Wait()
 		claims, started := f.counts()
 		if key := "c@" + core.Term(term).String(); claims[key] != 1 || len(claims) != 1 || len(started) != 0 {

@@ -186,7 +186,7 @@ func TestHandlerHealthReady(t *testing.T) {
 			!hasReason(r, "alone: no seed reachable") || !hasReason(r, "waiting for expected members: 1 of 2 voters visible") {
 			t.Errorf("running, holding: healthz %d, readyz %d %q; want 200, 503 alone and waiting", health, ready, r.Reasons)
 		}
-		time.Sleep(2 * time.Second) // the window passes: it leads alone
+		<-time.After(2 * time.Second) // the window passes: it leads alone
 		synctest.Wait()
 		if _, ready, r := probe(t, h); ready != http.StatusServiceUnavailable || r.Coordinator != "a" || !slices.Equal(r.Reasons, []string{tr.JoinProblem()}) {
 			t.Errorf("leading alone with a join problem: readyz %d %+v; want 503 alone, coordinator a", ready, r)
@@ -218,7 +218,7 @@ func TestHandlerReadyNoQuorum(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- e.Run(ctx) }()
-		time.Sleep(time.Second)
+		<-time.After(time.Second)
 		synctest.Wait()
 		_, ready, r := probe(t, election.NewHandler(e, nil))
 		if want := []string{"no quorum: 1 of 3 voters visible (QuorumSize), a coordinator needs 2"}; ready != http.StatusServiceUnavailable || !slices.Equal(r.Reasons, want) {

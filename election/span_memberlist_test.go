@@ -166,13 +166,15 @@ func TestMemberlistSpansThroughLapses(t *testing.T) {
 	outage := func(over func(n *realNode, term uint64) bool) bool {
 		n, sp := leader()
 		drop.Store(true)
+		poll := time.NewTicker(time.Millisecond)
 		for !over(n, sp.Term) {
-			time.Sleep(time.Millisecond)
+			<-poll.C
 		}
+		poll.Stop()
 		drop.Store(false)
 		leader()
 		now, _, live := election.LeadingSpan(n.el)
-		time.Sleep(2 * lease) // a fresh lease for the next outage
+		<-time.After(2 * lease) // a fresh lease for the next outage
 		return !live || now != sp
 	}
 	drops := ackDrops()

@@ -156,7 +156,7 @@ func newSpanMonitor(c *cluster, log *spanLog) *spanMonitor {
 // reports whether done did.
 func (m *spanMonitor) run(d time.Duration, done func() bool) bool {
 	for end := time.Now().Add(d); time.Now().Before(end); {
-		time.Sleep(time.Millisecond)
+		<-time.After(time.Millisecond)
 		synctest.Wait()
 		m.check()
 		if done != nil && done() {
@@ -289,7 +289,7 @@ func TestSpanMethods(t *testing.T) {
 		// coordinator abdicates.
 		c.net.SetDrop(dropAcks)
 		for leader.Check(term) == nil {
-			time.Sleep(time.Millisecond)
+			<-time.After(time.Millisecond)
 		}
 		c.net.SetDrop(nil)
 		c.waitAgreed(time.Second, "c", term-1)
