@@ -368,7 +368,7 @@ func (e *Elector) observeStartup() bool {
 // and otherwise once a second (holdEvery).
 func (e *Elector) observeHold() bool {
 	h := e.node.Hold()
-	next := Hold{Reason: h.Reason, Voters: h.Voters, Need: h.Need}
+	next := Hold{Reason: h.Reason, Voters: h.Voters, Need: h.Need, Found: h.Found}
 	if h.Until > 0 {
 		next.Until = e.origin.Add(time.Duration(h.Until) * e.cfg.Tick)
 	}

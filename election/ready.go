@@ -78,13 +78,9 @@ func (e *Elector) noCoordinator(st Status) string {
 	}
 	switch h.Reason {
 	case core.HoldExpect:
-		found := h.Need
-		if q > 1 {
-			found = min(found, q/2+1)
-		}
 		then := fmt.Sprintf("electing with those visible once ExpectWindow (%v) passes", e.cfg.ExpectWindow)
-		if !e.cfg.Bootstrap && h.Voters < found {
-			then = fmt.Sprintf("no election before %d have been visible (Bootstrap is off)", found)
+		if h.Found > 0 {
+			then = fmt.Sprintf("no election before %d have been visible (Bootstrap is off)", h.Found)
 		}
 		return fmt.Sprintf("waiting for expected members: %d of %d voters visible (ExpectVoters); %s", h.Voters, h.Need, then)
 	case core.HoldQuorum:

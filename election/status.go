@@ -67,6 +67,10 @@ type Hold struct {
 	// Until is when the hold ends by itself (solo, promise); zero when
 	// only a change of the members ends it.
 	Until time.Time
+	// Found (expect) is how many voters this node must yet have seen
+	// before ExpectWindow may end the hold; 0 once it has, or with
+	// Config.Bootstrap.
+	Found int
 }
 
 // Held reports whether a hold is in force.

@@ -81,8 +81,8 @@ func TestExpectHoldsPastWindowUntilSeen(t *testing.T) {
 	if got := tickUntil(n, 5000, nil); got != -1 {
 		t.Fatalf("elected at tick %d having never seen 3 voters", got)
 	}
-	if h := n.Hold(); h.Reason != HoldExpect || h.Voters != 2 || h.Need != 3 {
-		t.Fatalf("Hold() = %+v, want expect 2 of 3", h)
+	if h := n.Hold(); h.Reason != HoldExpect || h.Voters != 2 || h.Need != 3 || h.Found != 3 {
+		t.Fatalf("Hold() = %+v, want expect 2 of 3, not found yet (3 to see)", h)
 	}
 	n.PeerUp(Peer{ID: "3", Rating: 3})
 	if got := tickUntil(n, 5100, nil); got < 0 {

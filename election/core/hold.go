@@ -50,6 +50,10 @@ type Hold struct {
 	// Until is the tick at which the hold ends by itself (HoldSolo,
 	// HoldPromise); 0 when only a change of the view ends it.
 	Until int
+	// Found (HoldExpect) is how many live voters the node must yet have
+	// seen before the start-up window may end the hold (foundVoters); 0
+	// once it has, or with Config.Bootstrap: then the window ends it.
+	Found int
 }
 
 // Hold reports what holds this node's election back, if anything. It is
@@ -60,7 +64,11 @@ func (n *Node) Hold() Hold {
 	}
 	switch {
 	case n.Startup().Holding && n.liveVoters() < n.cfg.ExpectVoters:
-		return Hold{Reason: HoldExpect, Voters: n.liveVoters(), Need: n.cfg.ExpectVoters}
+		h := Hold{Reason: HoldExpect, Voters: n.liveVoters(), Need: n.cfg.ExpectVoters}
+		if !n.start.exp.seen && !n.cfg.Bootstrap {
+			h.Found = n.foundVoters()
+		}
+		return h
 	case n.quorumShort():
 		return Hold{Reason: HoldQuorum, Voters: n.liveVoters(), Need: n.cfg.QuorumSize/2 + 1}
 	case n.soloHeld():
