@@ -273,8 +273,9 @@ func (e *Elector) observe(rd *core.Ready) {
 	}
 	e.status, e.electing = st, electing
 	e.trackElection()
-	if l := e.leadership(); l != e.last {
-		e.changeLeader(l)
+	newLeader := e.leadership() != e.last
+	if newLeader {
+		e.changeLeader(e.leadership())
 	}
 	e.publishLease()
 	e.observeLease()
@@ -284,8 +285,13 @@ func (e *Elector) observe(rd *core.Ready) {
 	if len(e.verifiers) > 0 {
 		e.checkVerifiers()
 	}
-	if changed {
+	if changed || newLeader {
 		e.updateSnapshot()
+	}
+	if newLeader {
+		// Last: a subscriber that wakes on the new Leadership finds
+		// Status, the handler and Check (publishLease) saying the same.
+		e.obs.publish(e.last)
 	}
 	if e.membersDirty {
 		e.countMembers()
@@ -426,9 +432,9 @@ func (e *Elector) trackElection() {
 	e.log.Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
 }
 
-// changeLeader reports a new Leadership: it ends this node's span
-// (Check fails, then its context is cancelled) before it announces
-// anything else, and starts a new span (its context exists, then Check
+// changeLeader takes in a new Leadership, which observe publishes once
+// Status and Check agree with it: it ends this node's span (Check fails,
+// then its context is cancelled) before it announces anything else, and starts a new span (its context exists, then Check
 // passes: publishLease) whenever this node leads, also again in a term it
 // led in before. OnNewLeader hears each (coordinator, term) once, however
 // often the coordinator is lost and found again in between.
@@ -452,7 +458,6 @@ func (e *Elector) changeLeader(l Leadership) {
 	if l.IsSelf {
 		e.startLeading(l)
 	}
-	e.obs.publish(l)
 }
 
 // startLeading starts a span of l and queues its Claim and

@@ -63,3 +63,38 @@ func TestSubscriptionClose(t *testing.T) {
 		late.Close()
 	})
 }
+
+// TestSubscriberSeesStatus: a subscriber that wakes on a Leadership finds
+// Status, IsLeader and the fencing check agreeing with it: the snapshot and
+// the lease are in place before the Leadership is published.
+func TestSubscriberSeesStatus(t *testing.T) {
+	for range 200 {
+		synctest.Test(t, func(t *testing.T) {
+			e, err := election.New(election.Config{Transport: electiontest.NewNetwork().MustJoin(election.Identity{Name: "1"})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub := e.Subscribe()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { done <- e.Run(ctx) }()
+			for l := range sub.C {
+				if !l.IsSelf {
+					continue
+				}
+				if st := e.Status(); st.Coordinator != "1" || st.Term != l.Term {
+					t.Errorf("subscriber woke on %v; Status says %q at term %d", l, st.Coordinator, st.Term)
+				}
+				if !e.IsLeader() || e.Check(l.Term) != nil {
+					t.Errorf("subscriber woke on %v; IsLeader %v, Check %v", l, e.IsLeader(), e.Check(l.Term))
+				}
+				break
+			}
+			sub.Close()
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		})
+	}
+}
