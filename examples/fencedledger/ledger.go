@@ -66,12 +66,18 @@ func ReadLedger(ctx context.Context, db *sql.DB) ([]Row, error) {
 }
 
 // CheckLedger returns an error naming the first row whose term is below an
-// earlier row's: a write the fence should have refused.
+// earlier row's (a write the fence should have refused), or whose seq does
+// not follow the last one of its term (a row written twice or lost in the
+// order of one leader's writes).
 func CheckLedger(rows []Row) error {
 	var top Row
 	for _, r := range rows {
-		if r.Term < top.Term {
+		switch {
+		case r.Term < top.Term:
 			return fmt.Errorf("stale write accepted: row %d (term %d seq %d by %s) after row %d (term %d seq %d by %s)",
+				r.ID, r.Term, r.Seq, r.Node, top.ID, top.Term, top.Seq, top.Node)
+		case r.Term == top.Term && r.Seq <= top.Seq:
+			return fmt.Errorf("seq out of order: row %d (term %d seq %d by %s) after row %d (term %d seq %d by %s)",
 				r.ID, r.Term, r.Seq, r.Node, top.ID, top.Term, top.Seq, top.Node)
 		}
 		top = r

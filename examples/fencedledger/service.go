@@ -48,6 +48,12 @@ type Service struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	runErr error
+	// seqTerm and seq are the last row this replica wrote: a term's rows
+	// are numbered 1, 2, ... across all its spans (a lease that lapses and
+	// comes back in the same term continues the count). Only lead touches
+	// them, and the elector runs one span's leader work at a time.
+	seqTerm uint64
+	seq     int64
 }
 
 // Start opens the store, joins the cluster and starts the elector.
@@ -122,7 +128,9 @@ func (s *Service) lead(ctx context.Context, term uint64) {
 	defer ended()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	var seq int64
+	if s.seqTerm != term {
+		s.seqTerm, s.seq = term, 0
+	}
 	next := time.Now()
 	for {
 		select {
@@ -140,8 +148,8 @@ func (s *Service) lead(ctx context.Context, term uint64) {
 			continue
 		}
 		next = time.Now().Add(s.cfg.Interval)
-		seq++
-		s.write(ctx, term, seq)
+		s.seq++
+		s.write(ctx, term, s.seq)
 	}
 }
 

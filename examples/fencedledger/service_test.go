@@ -151,7 +151,8 @@ func testHandOver(t *testing.T, quorum int) {
 	t.Logf("%d rows, terms %v", len(rows), terms)
 }
 
-// CheckLedger must catch a row whose term is below an earlier row's.
+// CheckLedger must catch a row whose term is below an earlier row's, and
+// a seq that does not grow within its term.
 func TestCheckLedger(t *testing.T) {
 	good := []Row{{1, 5, 1, "a"}, {2, 5, 2, "a"}, {3, 7, 1, "b"}, {4, 7, 2, "b"}}
 	if err := CheckLedger(good); err != nil {
@@ -161,6 +162,11 @@ func TestCheckLedger(t *testing.T) {
 	err := CheckLedger(bad)
 	if err == nil || !strings.Contains(err.Error(), "row 5 (term 5 seq 3 by a) after row 4") {
 		t.Fatalf("CheckLedger = %v, want the stale row 5 named", err)
+	}
+	again := append(good, Row{5, 7, 2, "b"})
+	err = CheckLedger(again)
+	if err == nil || !strings.Contains(err.Error(), "seq out of order: row 5 (term 7 seq 2 by b) after row 4") {
+		t.Fatalf("CheckLedger = %v, want the repeated seq of row 5 named", err)
 	}
 }
 
