@@ -13,7 +13,7 @@ import "slices"
 //     announcement), so failover keeps its detection floor of K·H;
 //   - every live voter when the quorum guard is on: the lease needs a
 //     majority of acknowledgements every round, so with the guard the
-//     coordinator's cost is O(QuorumSize), not O(n);
+//     coordinator's cost is O(voters), not O(n);
 //   - a rotating slice of the other members, about HeartbeatBatch a round,
 //     so that each of them hears the coordinator once per period of
 //     ceil(rest / HeartbeatBatch) rounds.
@@ -71,7 +71,7 @@ func (n *Node) fanningOut() bool {
 // fast reports whether p hears every round: a watcher (in ws) or, with
 // the quorum guard, a voter.
 func (n *Node) fast(p Peer, ws []string) bool {
-	if n.cfg.QuorumSize > 0 && !p.NonVoter {
+	if n.guard.on() && !p.NonVoter {
 		return true
 	}
 	return slices.Contains(ws, p.ID)
@@ -91,7 +91,7 @@ func (n *Node) watchers(ws []string, coord string) []string {
 // rest counts the live members other than coord that are not fast, given
 // the watchers ws.
 func (n *Node) rest(coord string, ws []string) int {
-	if n.cfg.QuorumSize == 0 {
+	if !n.guard.on() {
 		k := n.liveCount() - len(ws)
 		if n.view.alive(coord) && n.view.r.Index(coord) >= 0 {
 			k-- // coord itself
@@ -140,7 +140,7 @@ func (n *Node) heartbeatFanOut() {
 		f.period = target
 	}
 	// Every round: the watchers, or every live voter with the guard.
-	if n.cfg.QuorumSize > 0 {
+	if n.guard.on() {
 		for i := 0; i < n.view.r.Len(); i++ {
 			if p := n.view.r.At(i); p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
 				n.sendHeartbeat(p.ID, 0)
