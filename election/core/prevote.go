@@ -237,10 +237,7 @@ func (n *Node) askPreVote(wide bool) int {
 	r := n.view.r
 	self := r.RankOf(r.Index(n.self.ID))
 	asked := 0
-	eligible := func(p Peer) bool {
-		return p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) && !pv.granted[p.ID] &&
-			(wide || p.ID != n.det.suspect && p.ID != pv.hint)
-	}
+	eligible := func(p Peer) bool { return n.mayAskPreVote(p, wide) }
 	ask := func(p Peer) bool {
 		if !eligible(p) {
 			return true
@@ -259,6 +256,14 @@ func (n *Node) askPreVote(wide bool) int {
 	}
 	pv.timer, pv.asked = n.slowWait(), n.now
 	return asked
+}
+
+// mayAskPreVote reports whether a round without the guard asks p: a live
+// voter other than this node that has not granted it yet and, unless the
+// round is wide, neither the suspect nor the hint.
+func (n *Node) mayAskPreVote(p Peer, wide bool) bool {
+	return p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) && !n.pv.granted[p.ID] &&
+		(wide || p.ID != n.det.suspect && p.ID != n.pv.hint)
 }
 
 // quorumAsk is what a quorum round keeps of one voter it asked: the tick
@@ -465,17 +470,34 @@ func (n *Node) onPreVoteAck(m Message) {
 		n.drop(DropUnexpected)
 		return
 	}
-	n.det.rtts.add(n.now, n.now-pv.asked)
-	asked := pv.asked
-	if a, ok := pv.asks[m.From]; ok {
-		asked = a.at
-		n.measuredAnswer(asked)
-	}
+	asked := n.answerRoundTrip(m)
 	if pv.kind == preVotePreempt || m.Confirmed {
 		pv.granted[m.From] = true
 		n.preVoteDecide()
 		return
 	}
+	n.preVoteRefused(m, asked)
+}
+
+// answerRoundTrip measures the round trip of an answer to the round in
+// progress (Node.rtts from the round's last question; a quorum round's
+// own estimate from the last question to its sender), and returns the
+// tick that question was asked at.
+func (n *Node) answerRoundTrip(m Message) (asked int) {
+	pv := &n.pv
+	n.det.rtts.add(n.now, n.now-pv.asked)
+	asked = pv.asked
+	if a, ok := pv.asks[m.From]; ok {
+		asked = a.at
+		n.measuredAnswer(asked)
+	}
+	return asked
+}
+
+// preVoteRefused counts a refusal of the round in progress, m, whose
+// question was asked at tick asked.
+func (n *Node) preVoteRefused(m Message, asked int) {
+	pv := &n.pv
 	pv.refused[m.From] = true
 	if n.guard.on() && m.Phase > 0 {
 		// Refused for a promise that runs out in Phase ticks: ask it
