@@ -59,7 +59,7 @@ type guard struct {
 // may have been a stretched lease (restartPromise).
 func (g *guard) configure(c *Config) {
 	g.size, g.lease, g.leaseMax, g.margin, g.interval = c.QuorumSize, c.QuorumLease, c.QuorumLeaseMax, c.LeaseMargin, c.HeartbeatInterval
-	if g.size > 1 {
+	if g.needsOthers() {
 		g.grantEnd = g.leaseMax + g.marginFor(g.leaseMax)
 	}
 }
@@ -85,16 +85,15 @@ func (g *guard) leased() bool { return g.size > 0 && g.confirmed }
 // is confirmed.
 func (g *guard) counts(confirmed bool) bool { return confirmed || g.size == 0 }
 
-// short reports whether, with a quorum of more than one, voters live
-// voters are fewer than a majority of it: no election can win a lease
-// with those.
-func (g *guard) short(voters int) bool { return g.size > 1 && voters < g.majority() }
+// needsOthers reports whether a majority of the quorum takes other
+// voters than this node (a quorum of more than one).
+func (g *guard) needsOthers() bool { return g.size > 1 }
 
 // sufficient is how many live voters a node must have seen to have found
 // its cluster, given the expectation expect: with a quorum of more than
 // one, a majority of it if that is fewer (a lease needs no more).
 func (g *guard) sufficient(expect int) int {
-	if g.size > 1 {
+	if g.needsOthers() {
 		return min(expect, g.majority())
 	}
 	return expect
@@ -124,7 +123,7 @@ func (g *guard) bound(now int, t Term) bool { return now < g.grantEnd && g.grant
 // may have made before it restarted (configure), and has acknowledged
 // nobody since.
 func (g *guard) restartPromise(now int) bool {
-	return g.size > 1 && g.grantTerm == 0 && now < g.grantEnd
+	return g.needsOthers() && g.grantTerm == 0 && now < g.grantEnd
 }
 
 // grant records the promise that acknowledging round of term t, which

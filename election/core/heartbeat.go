@@ -231,7 +231,7 @@ func (n *Node) Health() int { return n.det.health }
 // acknowledge; non-voters never count toward a majority and do not
 // acknowledge either.
 func (n *Node) ackHeartbeat(m Message) {
-	if n.self.NonVoter {
+	if n.self.NonVoter || !n.guard.on() {
 		return
 	}
 	if lease, ok := n.guard.grant(n.now, m.Term, m.Lease); ok {

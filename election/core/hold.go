@@ -84,5 +84,5 @@ func (n *Node) Hold() Hold {
 // voters in its view, so no election of its can succeed until the view
 // grows. It does not stand meanwhile (startElection).
 func (n *Node) quorumShort() bool {
-	return n.guard.short(n.liveVoters())
+	return n.guard.needsOthers() && n.liveVoters() < n.guard.majority()
 }

@@ -160,7 +160,7 @@ func (n *Node) preVoteNeeded() bool {
 		if n.cfg.Mode != View && n.coordinator == n.self.ID {
 			return false // Textbook bully: a lower member's ELECTION makes it win anew
 		}
-		return n.guard.majority() > 1 || n.guard.bound(n.now, n.term)
+		return n.guard.needsOthers() || n.guard.bound(n.now, n.term)
 	}
 	if n.cfg.Mode != View {
 		return false
