@@ -16,13 +16,16 @@ import (
 //
 // The guard keeps its own books: the voter's promise (grant), the
 // coordinator's rounds, acks and lease (newRound, noteAck, extend), its
-// lapse and abdication with back-off (cannotLead, backOff),
-// and isolation. Its methods read only its fields and their arguments;
-// the Node acts on what they say (heartbeat.go sends the rounds and the
-// acks, confirms and steps down). Without the guard (size 0) it is a
-// no-op part: its books stay at zero, and its predicates give a cluster
-// without the guard's answer (every coordinator holds, no promise binds,
-// nobody is isolated).
+// lapse and abdication with back-off (cannotLead, backOff), and
+// isolation. Its methods read only its fields and their arguments (the
+// tick, the term); the Node acts on what they say (heartbeat.go sends the
+// rounds and the acks, confirms and steps down). Without the guard (size
+// 0) it is a no-op part: the promise, the rounds, the acks and the lease
+// stay at zero, nobody is isolated, every coordinator holds (confirmed
+// follows the coordinator), and its predicates give the answer of a
+// cluster without the guard. The back-off serves without the guard too:
+// a ring coordinator cut off from those that deposed it backs off
+// (link.deposed).
 
 // guard is the quorum guard's state of one node.
 type guard struct {
@@ -183,8 +186,8 @@ func (g *guard) settleLead(now int, t Term) bool {
 
 // The coordinator's side: its rounds, the acks and the lease.
 
-// sentRound is one heartbeat round: its term and number, the tick it was sent
-// at and the lease it asked for.
+// sentRound is one heartbeat round: its term and number, the tick it was
+// sent at and the lease it asked for.
 type sentRound struct {
 	term  Term
 	seq   uint64
@@ -202,13 +205,12 @@ type voterAck struct {
 	end int
 }
 
-// newLeadership starts a leadership in term t at now: no acks yet, no lease.
-// A coordinator that declares again while no majority has confirmed it
-// (again) keeps the tick it first declared at, so that it still abdicates
-// abdicateWait after that (cannotLead), and one whose lease lapsed keeps
-// the abdication that the lapse set, an interval after it. The rounds of
-// the terms it led before stay (roundOf); those of t, if it declares in t
-// again, go: their numbers start again at 1.
+// newLeadership starts a leadership in term t at now: no acks yet, no
+// lease. One declared again while no majority has confirmed it (again:
+// Node.becomeCoordinator says why) keeps the tick it first declared at,
+// or, if its lease lapsed, the abdication that the lapse set, an interval
+// after it. The rounds of the terms it led before stay (roundOf); those
+// of t, if it declares in t again, go: their numbers start again at 1.
 func (g *guard) newLeadership(now int, t Term, again bool) {
 	clear(g.acks)
 	if g.acks == nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The stretched quorum lease (heartbeat.go: leaseAsk, grant,
+// The stretched quorum lease (guard.go: leaseAsk, grant; heartbeat.go:
 // onHeartbeatAck; docs/design.md, "Leases"). The cluster tests run the
 // default timings of viewCfg (H 5, K 3, QuorumLease 15, LeaseMargin 2,
 // QuorumLeaseMax 8 * 15) on testNet, with the heartbeat acks held back by
