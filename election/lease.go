@@ -200,7 +200,7 @@ func (e *Elector) publishLease() {
 func (e *Elector) observeIsolated() bool {
 	v := e.node.Isolated()
 	if v == e.isolated || e.self.Algorithm == core.Bully {
-		return false // bully has no such rule (Node.sitsOut is the rings')
+		return false // bully has no such rule (the core guard's sitsOut is the rings')
 	}
 	e.isolated = v
 	e.upd.SittingOut, e.upd.SittingOutChanged = v, true

@@ -326,7 +326,7 @@ func (b *bully) win() {
 	// one, and they hear a heartbeat once a rotation period (about 10 s
 	// among 1,000 members), so an announcement now would leave them
 	// reporting none until then.
-	deferRest := n.cfg.QuorumSize > 0 && n.fanningOut()
+	deferRest := n.guard.on() && n.fanningOut()
 	n.guard.announceRest = deferRest
 	if n.cfg.Mode == View && !deferRest {
 		n.reserve(n.liveCount() - 1) // the live peers: one allocation, not a doubling series
@@ -359,7 +359,7 @@ func (b *bully) win() {
 			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Term: t, BestEffort: lossy && !n.fast(p, ws)})
 		}
 	}
-	if n.cfg.QuorumSize > 0 {
+	if !n.guard.holds() {
 		n.heartbeat() // collect the acks that confirm us
 	}
 }
@@ -387,7 +387,7 @@ func (b *bully) onElection(m Message) {
 	// it as the message gives it, so its rank needs no look-up.
 	from := Rank{m.Rating, m.From}
 	switch {
-	case n.self.NonVoter || n.hand.yielded && n.coordinator == "" || n.backingOff() || n.cutOff():
+	case n.self.NonVoter || n.hand.yielded && n.coordinator == "" || n.guard.backingOff(n.now) || n.cutOff():
 		// Not standing: a resign hand-off is under way, or this node
 		// failed to hold a majority lease lately (abdicate), or its own
 		// pre-votes found no majority to answer them (cutOff). Answering
@@ -405,7 +405,7 @@ func (b *bully) onElection(m Message) {
 	if n.cfg.Mode == Textbook {
 		n.send(Message{Type: MsgAnswer, To: m.From})
 		switch {
-		case n.coordinator == n.self.ID && n.cfg.QuorumSize > 0:
+		case n.coordinator == n.self.ID && n.guard.on():
 			// The coordinator's own election would name it again at
 			// once; with the guard it announces itself to the sender in
 			// the term it holds instead of a new one, which would throw
@@ -413,7 +413,7 @@ func (b *bully) onElection(m Message) {
 			// until their promises run out) and, when it is cut off
 			// from the majority, restart its wait to abdicate.
 			n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.self.ID})
-		case n.cfg.QuorumSize > 0 && b.vouches(m.From):
+		case n.guard.on() && b.vouches(m.From):
 			// It follows a coordinator that holds a majority lease and
 			// outranks the sender: its own election would end only in
 			// that coordinator's announcement, and meanwhile it and every
@@ -470,7 +470,7 @@ func (b *bully) onElectionView(m Message, stale bool) {
 func (b *bully) vouches(sender string) bool {
 	n := b.n
 	if n.coordinator == "" || n.det.misses >= n.cfg.HeartbeatMisses-1 || !n.view.alive(n.coordinator) ||
-		n.cfg.QuorumSize > 0 && !n.guard.confirmed {
+		!n.guard.holds() {
 		// With the guard, a coordinator without its majority lease is
 		// not worth defending: the connected majority must elect.
 		return false

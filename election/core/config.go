@@ -158,6 +158,10 @@ func DefaultConfig() Config {
 	return c
 }
 
+// maxLeaseTicks bounds QuorumLeaseMax (Message.Lease is a uint32, and a
+// promise's end must not overflow).
+const maxLeaseTicks = 1 << 30
+
 func (c *Config) setDefaults() {
 	def := func(p *int, v int) {
 		if *p == 0 {

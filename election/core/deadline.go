@@ -100,7 +100,7 @@ func (n *Node) ticksToTimer(health int) int {
 		d = min(d, max(ticks, 1))
 	}
 	// checkLease
-	if n.guard.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID {
+	if n.leaseHeld() {
 		at(n.guard.leaseEnd)
 	}
 	// tickCoolOff
@@ -128,7 +128,7 @@ func (n *Node) ticksToTimer(health int) int {
 		in(n.cfg.StartupDelay - n.idle)
 	case n.coordinator == n.self.ID:
 		in(n.cfg.HeartbeatInterval - n.det.hbTimer)
-		if n.cfg.QuorumSize > 0 && !n.guard.confirmed {
+		if !n.guard.holds() {
 			return 1 // a pending coordinator re-counts its acks every tick
 		}
 	case n.coordinator != "":
@@ -170,9 +170,7 @@ func (n *Node) skip(k int) {
 		n.idle += k
 	case n.coordinator == n.self.ID:
 		n.det.hbTimer += k
-		if n.cfg.QuorumSize > 0 && n.guard.confirmed && n.now-n.guard.confirmedAt > 8*n.cfg.QuorumLease {
-			n.guard.failedLeads = 0 // as tickCoordinator: a leadership that lasted
-		}
+		n.guard.lasted(n.now) // as tickCoordinator: a leadership that lasted
 	case n.coordinator != "":
 		n.skipFollower(k)
 	case !n.electing:

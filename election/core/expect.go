@@ -10,7 +10,7 @@ package core
 // bootstrap_expect) or, without an expectation, until its view has
 // stopped changing for one StartupDelay period. After the window a node
 // that has found its cluster (seen ExpectVoters voters at a check, or
-// with the guard a majority of QuorumSize: foundVoters) elects with
+// with the guard a majority of the quorum: foundVoters) elects with
 // whatever it sees, and says so (Startup). One that never has keeps
 // holding unless Config.Bootstrap is set: a node that cannot reach its
 // cluster (dead seeds, another key) never leads on its own.
@@ -57,15 +57,10 @@ func (n *Node) holdFirstElection() bool {
 
 // foundVoters is how many live voters a node must have seen at a check
 // before the window may end its hold without Config.Bootstrap: the
-// expectation, or with the quorum guard a majority of QuorumSize if that
+// expectation, or with the quorum guard a majority of the quorum if that
 // is fewer (a lease needs no more, and a cluster restarted with a member
 // missing must still elect).
-func (n *Node) foundVoters() int {
-	if n.cfg.QuorumSize > 1 {
-		return min(n.cfg.ExpectVoters, n.cfg.QuorumSize/2+1)
-	}
-	return n.cfg.ExpectVoters
-}
+func (n *Node) foundVoters() int { return n.guard.sufficient(n.cfg.ExpectVoters) }
 
 // restartHeld reports that this node, with the quorum guard, is still in
 // the hold every starting voter keeps for a promise it may have made
@@ -75,7 +70,7 @@ func (n *Node) foundVoters() int {
 // and each failed round would log and count an election started. It
 // follows a coordinator it hears meanwhile.
 func (n *Node) restartHeld() bool {
-	return n.cfg.QuorumSize > 1 && n.guard.grantTerm == 0 && n.now < n.guard.grantEnd
+	return n.guard.restartPromise(n.now)
 }
 
 // Startup is the start-up hold as a node reports it.

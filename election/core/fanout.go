@@ -13,7 +13,7 @@ import "slices"
 //     announcement), so failover keeps its detection floor of K·H;
 //   - every live voter when the quorum guard is on: the lease needs a
 //     majority of acknowledgements every round, so with the guard the
-//     coordinator's cost is O(QuorumSize), not O(n);
+//     coordinator's cost is O(voters), not O(n);
 //   - a rotating slice of the other members, about HeartbeatBatch a round,
 //     so that each of them hears the coordinator once per period of
 //     ceil(rest / HeartbeatBatch) rounds.
@@ -71,7 +71,7 @@ func (n *Node) fanningOut() bool {
 // fast reports whether p hears every round: a watcher (in ws) or, with
 // the quorum guard, a voter.
 func (n *Node) fast(p Peer, ws []string) bool {
-	if n.cfg.QuorumSize > 0 && !p.NonVoter {
+	if n.guard.on() && !p.NonVoter {
 		return true
 	}
 	return slices.Contains(ws, p.ID)
@@ -91,7 +91,7 @@ func (n *Node) watchers(ws []string, coord string) []string {
 // rest counts the live members other than coord that are not fast, given
 // the watchers ws.
 func (n *Node) rest(coord string, ws []string) int {
-	if n.cfg.QuorumSize == 0 {
+	if !n.guard.on() {
 		k := n.liveCount() - len(ws)
 		if n.view.alive(coord) && n.view.r.Index(coord) >= 0 {
 			k-- // coord itself
@@ -119,38 +119,16 @@ func (n *Node) promise() uint32 {
 	return uint32(min((n.det.fan.promised+1)*n.cfg.HeartbeatInterval, maxEvery))
 }
 
-// heartbeatFanOut sends one fanned-out round.
+// heartbeatFanOut sends one fanned-out round: to the members that hear
+// every round, to the former watchers (their new period), and to the
+// rotation's share of the others.
 func (n *Node) heartbeatFanOut() {
 	f := &n.det.fan
 	f.prev, f.watch = f.watch, f.prev[:0]
 	f.watch = n.watchers(f.watch, n.self.ID)
 	rest := n.rest(n.self.ID, f.watch)
-	target := n.periodFor(rest)
-	switch {
-	case f.period == 0: // the term's first round: followers expect the view's period
-		f.period, f.promised, f.since = target, target, n.det.hbSeq
-	case target <= f.period:
-		f.period, f.promised, f.since = target, target, n.det.hbSeq
-	case target > f.promised:
-		// Promise the longer period through a whole lap at the current
-		// one before switching to it.
-		f.promised, f.since = target, n.det.hbSeq
-	case n.det.hbSeq >= f.since+uint64(f.period):
-		// Everyone in the rotation has been promised at least target.
-		f.period = target
-	}
-	// Every round: the watchers, or every live voter with the guard.
-	if n.cfg.QuorumSize > 0 {
-		for i := 0; i < n.view.r.Len(); i++ {
-			if p := n.view.r.At(i); p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
-				n.sendHeartbeat(p.ID, 0)
-			}
-		}
-	} else {
-		for _, id := range f.watch {
-			n.sendHeartbeat(id, 0)
-		}
-	}
+	f.retarget(n.periodFor(rest), n.det.hbSeq)
+	n.heartbeatFast(f.watch)
 	every := n.promise()
 	// Former watchers learn their new period at once.
 	for _, id := range f.prev {
@@ -158,8 +136,48 @@ func (n *Node) heartbeatFanOut() {
 			n.sendHeartbeat(id, every)
 		}
 	}
-	// The rotation: enough members from the cursor on that a lap takes at
-	// most period rounds.
+	n.heartbeatRotation(rest, every)
+}
+
+// retarget moves the rotation's period towards target, the period the
+// view gives, in round seq: a shorter one at once; a longer one promised
+// through a whole lap at the current period before the switch to it.
+func (f *fanOut) retarget(target int, seq uint64) {
+	switch {
+	case f.period == 0: // the term's first round: followers expect the view's period
+		f.period, f.promised, f.since = target, target, seq
+	case target <= f.period:
+		f.period, f.promised, f.since = target, target, seq
+	case target > f.promised:
+		// Promise the longer period through a whole lap at the current
+		// one before switching to it.
+		f.promised, f.since = target, seq
+	case seq >= f.since+uint64(f.period):
+		// Everyone in the rotation has been promised at least target.
+		f.period = target
+	}
+}
+
+// heartbeatFast sends the round to the members that hear every round: the
+// watchers ws, or every live voter with the guard.
+func (n *Node) heartbeatFast(ws []string) {
+	if !n.guard.on() {
+		for _, id := range ws {
+			n.sendHeartbeat(id, 0)
+		}
+		return
+	}
+	for i := 0; i < n.view.r.Len(); i++ {
+		if p := n.view.r.At(i); p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
+			n.sendHeartbeat(p.ID, 0)
+		}
+	}
+}
+
+// heartbeatRotation sends the round, promising every, to enough of the
+// rest members from the cursor on that a lap takes at most period rounds.
+func (n *Node) heartbeatRotation(rest int, every uint32) {
+	f := &n.det.fan
 	r := n.view.r
 	want, start := (rest+f.period-1)/f.period, f.cursor
 	for i, sent := 0, 0; i < r.Len() && sent < want; i++ {

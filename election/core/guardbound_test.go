@@ -18,7 +18,7 @@ func TestBoundCoordinatorNeedsMajorityWithoutItself(t *testing.T) {
 		if !bound {
 			n.guard.grantEnd = 0
 		}
-		if n.bound() {
+		if n.guard.bound(n.now, n.term) {
 			t.Fatal("bound before the new term")
 		}
 		t3 := MakeTerm(3, Tag("4"))
@@ -26,8 +26,8 @@ func TestBoundCoordinatorNeedsMajorityWithoutItself(t *testing.T) {
 		n.becomeCoordinator(t3)
 		n.heartbeat()
 		n.Ready()
-		if n.bound() != bound {
-			t.Fatalf("bound() = %v, want %v", n.bound(), bound)
+		if n.guard.bound(n.now, n.term) != bound {
+			t.Fatalf("guard.bound = %v, want %v", n.guard.bound(n.now, n.term), bound)
 		}
 		ack := func(from string) {
 			n.Step(Message{Type: MsgHeartbeatAck, From: from, To: "4", Term: t3, Seq: n.det.hbSeq})

@@ -151,9 +151,7 @@ func (n *Node) tickHandoff() {
 // named no successor (Confirmed: it abdicated), the followers elect at
 // once, as if their detectors had given up on it.
 func (n *Node) onReleased(m Message) {
-	if n.guard.grantTerm == m.Term {
-		n.guard.grantEnd = 0
-	}
+	n.guard.forgetPromise(m.Term)
 	if n.cfg.Algorithm != Bully && !m.Confirmed && n.term == m.Term &&
 		(n.coordinator == m.From || n.coordinator == "") {
 		// The old coordinator opened its successor's lap as it released
@@ -213,7 +211,7 @@ func (n *Node) awaitSuccessor(from string) {
 // in the rings) only after a preemption check has shown that it reaches a
 // majority.
 func (n *Node) maybePreempt() {
-	if n.self.NonVoter || n.hand.yielded || n.electing || n.pv.active || n.hand.handingOff || n.backingOff() ||
+	if n.self.NonVoter || n.hand.yielded || n.electing || n.pv.active || n.hand.handingOff || n.guard.backingOff(n.now) ||
 		n.coordinator == "" || n.coordinator == n.self.ID || n.now < n.hand.preemptAfter {
 		return
 	}
@@ -223,7 +221,7 @@ func (n *Node) maybePreempt() {
 	}
 	rings := n.cfg.Algorithm != Bully
 	switch {
-	case n.cfg.QuorumSize > 0 || rings:
+	case n.guard.on() || rings:
 		// The rings check in every mode, with the guard or without, and
 		// bully with the guard in both modes: a member that reaches only
 		// a minority would otherwise take the role, lose the others'

@@ -1,16 +1,12 @@
 package core
 
-import (
-	"cmp"
-	"slices"
-)
-
 // Heartbeats (docs/design.md, "Failure detection" and "Leases"): the
 // coordinator's heartbeat rounds, the follower's failure detector that
 // counts their silence, the node's own health score, and the quorum lease
-// that rides on the rounds' acknowledgements: the follower's promise
-// (grant), the coordinator's lease (renewLease), its lapse (checkLease)
-// and the abdication and back-off of a coordinator that cannot hold one.
+// that rides on the rounds' acknowledgements (guard.go keeps its books;
+// the Node acts on them here): the follower's promise (ackHeartbeat), the
+// coordinator's lease (renewLease), its lapse (checkLease) and the
+// abdication of a coordinator that cannot hold one.
 
 // detector is the failure detector of a follower and the heartbeat rounds
 // of a coordinator. Invariant: a follower starts an election on its
@@ -44,11 +40,9 @@ type detector struct {
 }
 
 func (n *Node) tickCoordinator() {
-	if n.cfg.QuorumSize > 0 && !n.guard.confirmed {
+	if !n.guard.holds() {
 		n.renewLease() // a promise to another term may just have run out
-		lapsed := n.guard.leaseEnd > 0 && n.now-n.guard.leaseEnd >= n.cfg.HeartbeatInterval && n.det.lag == 0 && n.det.health == 0
-		never := n.guard.leaseEnd == 0 && n.now-n.guard.declared > n.abdicateWait()
-		if !n.guard.confirmed && (lapsed || never) {
+		if n.guard.cannotLead(n.now, n.det.lag == 0 && n.det.health == 0) {
 			// Before this tick's heartbeat round, not after it: a round
 			// sent with the release can arrive after it and make the
 			// follower follow the coordinator again: a member that still
@@ -63,9 +57,7 @@ func (n *Node) tickCoordinator() {
 		n.det.hbTimer = 0
 		n.heartbeat()
 	}
-	if n.cfg.QuorumSize > 0 && n.guard.confirmed && n.now-n.guard.confirmedAt > 8*n.cfg.QuorumLease {
-		n.guard.failedLeads = 0 // a leadership that lasted: forget the back-off
-	}
+	n.guard.lasted(n.now) // a leadership that lasted: forget the back-off
 }
 
 // heartbeat sends a heartbeat round to every member the coordinator should
@@ -74,18 +66,7 @@ func (n *Node) tickCoordinator() {
 // tick of the newest round a majority acknowledged.
 func (n *Node) heartbeat() {
 	n.det.hbSeq++
-	if n.cfg.QuorumSize > 0 {
-		if n.guard.rttFresh {
-			// Forget a slow spell within about 16 acknowledged rounds.
-			// A round whose acks have not come back yet says nothing
-			// about the round trip: decaying then shortened the lease
-			// each round asked before the first acks of a term arrived.
-			n.guard.rttHigh -= (n.guard.rttHigh + 15) / 16
-			n.guard.rttFresh = false
-		}
-		// Only the guard reads the rounds (acks, leases, round trips).
-		n.guard.rounds = append(trimRounds(n.guard.rounds, n.now-n.cfg.QuorumLeaseMax), round{term: n.term, seq: n.det.hbSeq, at: n.now, lease: n.leaseAsk()})
-	}
+	n.guard.newRound(n.now, n.term, n.det.hbSeq)
 	if n.fanningOut() {
 		n.heartbeatFanOut() // fanout.go
 	} else {
@@ -97,83 +78,17 @@ func (n *Node) heartbeat() {
 		}
 	}
 	n.det.lag /= 2 // reported for a few rounds after the late tick
-	if n.cfg.QuorumSize > 0 {
-		n.renewLease()
-	}
-}
-
-// round is one heartbeat round: its term and number, the tick it was sent
-// at and the lease it asked for.
-type round struct {
-	term  Term
-	seq   uint64
-	at    int
-	lease int
-}
-
-// lastRound returns the newest round of the current term, if any (rounds
-// of the terms before are kept to measure their late acks).
-func (n *Node) lastRound() (round, bool) {
-	if k := len(n.guard.rounds); k > 0 && n.guard.rounds[k-1].term == n.term {
-		return n.guard.rounds[k-1], true
-	}
-	return round{}, false
-}
-
-// maxLeaseTicks bounds QuorumLeaseMax (Message.Lease is a uint32, and a
-// promise's end must not overflow).
-const maxLeaseTicks = 1 << 30
-
-// leaseAsk is the lease this coordinator asks its voters for: QuorumLease,
-// stretched while its rounds' acknowledgements come back late (a loaded
-// or paused host, a slow network) to twice the recent round trip plus a
-// heartbeat interval, so that a round's acks arrive within its lease and
-// the next round renews it before it lapses; at most QuorumLeaseMax. A
-// round trip longer than QuorumLease otherwise means no lease ever holds
-// (docs/design.md, "Leases").
-func (n *Node) leaseAsk() int {
-	return min(max(n.cfg.QuorumLease, 2*n.guard.rttHigh+n.cfg.HeartbeatInterval), n.cfg.QuorumLeaseMax)
+	n.renewLease()
 }
 
 // LeaseAsk returns the lease in ticks this node asks its voters for while
 // it is coordinator with the quorum guard (QuorumLease, or stretched:
 // leaseAsk), and 0 otherwise.
 func (n *Node) LeaseAsk() int {
-	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID {
+	if !n.guard.on() || n.coordinator != n.self.ID {
 		return 0
 	}
-	return n.leaseAsk()
-}
-
-// leaseMargin is the margin a voter adds to a lease of l ticks: one tick
-// for the driver's rounding, and LeaseMargin - 1 scaled with the lease, so
-// that a stretched lease tolerates the same clock-rate difference.
-func (n *Node) leaseMargin(l int) int {
-	if l <= n.cfg.QuorumLease {
-		return n.cfg.LeaseMargin
-	}
-	return 1 + ((n.cfg.LeaseMargin-1)*l+n.cfg.QuorumLease-1)/n.cfg.QuorumLease
-}
-
-// wireLease is the Message.Lease form of a lease: 0 for QuorumLease.
-func (n *Node) wireLease(l int) uint32 {
-	if l == n.cfg.QuorumLease {
-		return 0
-	}
-	return uint32(l)
-}
-
-// trimRounds drops the rounds sent before tick from (their acks could no
-// longer give a lease), reusing rs.
-func trimRounds(rs []round, from int) []round {
-	i := 0
-	for i < len(rs) && rs[i].at < from {
-		i++
-	}
-	if i == 0 {
-		return rs
-	}
-	return append(rs[:0], rs[i:]...)
+	return n.guard.leaseAsk()
 }
 
 // heartbeatTo sends the current round to one member (a member that has
@@ -183,15 +98,11 @@ func (n *Node) heartbeatTo(id string) { n.sendHeartbeat(id, n.heartbeatEvery(id)
 // sendHeartbeat sends the current round to id, telling it to expect the
 // next within every ticks (0: H).
 func (n *Node) sendHeartbeat(id string, every uint32) {
-	if every != 0 && n.cfg.QuorumSize > 0 && !n.guard.confirmed {
+	if every != 0 && !n.guard.holds() {
 		n.det.fan.owed = append(n.det.fan.owed, id) // told "unconfirmed" for a period
 	}
-	var lease uint32
-	if r, ok := n.lastRound(); ok && n.cfg.QuorumSize > 0 {
-		lease = n.wireLease(r.lease)
-	}
 	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.guard.confirmed, Seq: n.det.hbSeq,
-		Phase: uint32(min(n.det.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: lease})
+		Phase: uint32(min(n.det.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: n.guard.wireAsk(n.term)})
 }
 
 func (n *Node) onHeartbeat(m Message) {
@@ -216,7 +127,22 @@ func (n *Node) onHeartbeat(m Message) {
 	// that the coordinator lives, but does not say whether its lease
 	// holds now (with the guard; without it every coordinator counts as
 	// confirmed).
-	older := n.cfg.QuorumSize > 0 && m.Seq != 0 && m.Seq <= n.det.lastSeq
+	older := n.guard.on() && m.Seq != 0 && m.Seq <= n.det.lastSeq
+	n.heardRound(m)
+	if !older {
+		n.setConfirmed(n.guard.counts(m.Confirmed))
+		if m.Confirmed {
+			n.guard.setIsolated(false) // it hears a coordinator that a majority confirms
+		}
+	}
+	n.ackHeartbeat(m)
+	n.maybePreempt()
+}
+
+// heardRound resets the detector on a round of the coordinator it
+// follows: the silence ends, and the round says when the next is due
+// (Every) and how late the coordinator's loop ran (Phase).
+func (n *Node) heardRound(m Message) {
 	if m.Seq > n.det.lastSeq+1 && n.det.lastSeq > 0 && n.det.every == n.cfg.HeartbeatInterval {
 		// Heartbeats the coordinator sent that never arrived (a member
 		// that hears every round; the others hear one round in a period).
@@ -232,16 +158,6 @@ func (n *Node) onHeartbeat(m Message) {
 	if n.det.relayed == m.From {
 		n.det.relayed = "" // heard directly again
 	}
-	if !older {
-		n.setConfirmed(m.Confirmed || n.cfg.QuorumSize == 0)
-		if m.Confirmed {
-			n.setIsolated(false) // it hears a coordinator that a majority confirms
-		}
-	}
-	if n.cfg.QuorumSize > 0 {
-		n.grant(m)
-	}
-	n.maybePreempt()
 }
 
 // tickFollower is the heartbeat failure detector (docs/design.md, "Failure
@@ -309,48 +225,23 @@ func (n *Node) tickHealth(k int) {
 // runtime's loop wakes at every tick while it is above 0 (election/wake.go).
 func (n *Node) Health() int { return n.det.health }
 
-// grant acknowledges a heartbeat round (quorum guard). An acknowledgement
-// is a promise: until the lease the round asks for (QuorumLease, or a
-// stretched one up to QuorumLeaseMax) and its margin after its receipt,
-// this node acknowledges no coordinator of another term, so no other
-// coordinator can gather a majority before the lease it helps to hold has
-// run out on the coordinator's clock (docs/design.md, "Leases"). A promise
-// only grows: a shorter lease asked later does not shorten one already
-// given. The ack names the lease promised. Non-voters never count toward
-// a majority and do not acknowledge.
-func (n *Node) grant(m Message) {
-	if n.self.NonVoter || n.now < n.guard.grantEnd && n.guard.grantTerm != m.Term {
+// ackHeartbeat acknowledges a heartbeat round, with the guard: the
+// acknowledgement is a promise (guard.grant), and names the lease
+// promised. A voter bound by a promise to another term does not
+// acknowledge; non-voters never count toward a majority and do not
+// acknowledge either.
+func (n *Node) ackHeartbeat(m Message) {
+	if n.self.NonVoter || !n.guard.on() {
 		return
 	}
-	l := n.cfg.QuorumLease
-	if m.Lease != 0 {
-		l = min(max(int(m.Lease), n.cfg.QuorumLease), n.cfg.QuorumLeaseMax)
+	if lease, ok := n.guard.grant(n.now, m.Term, m.Lease); ok {
+		n.send(Message{Type: MsgHeartbeatAck, To: m.From, Seq: m.Seq, Lease: lease})
 	}
-	end := n.now + l + n.leaseMargin(l)
-	if n.guard.grantTerm == m.Term {
-		end = max(end, n.guard.grantEnd)
-	}
-	n.guard.grantTerm, n.guard.grantEnd = m.Term, end
-	n.send(Message{Type: MsgHeartbeatAck, To: m.From, Seq: m.Seq, Lease: n.wireLease(l)})
-}
-
-// bound reports whether this node has promised its acknowledgement to a
-// coordinator of another term than its own current one and the promise still holds.
-func (n *Node) bound() bool { return n.now < n.guard.grantEnd && n.guard.grantTerm != n.term }
-
-// voterAck is what a coordinator keeps of one voter's acknowledgements:
-// the newest round it acknowledged, and the tick until which its promises
-// are known to hold on the coordinator's clock (the acknowledged round's
-// send tick plus the lease promised: the voter received the round after
-// it was sent).
-type voterAck struct {
-	seq uint64
-	end int
 }
 
 func (n *Node) onHeartbeatAck(m Message) {
 	r, known := n.measureRoundTrip(m)
-	if n.coordinator != n.self.ID || m.Term != n.term || n.cfg.QuorumSize == 0 || m.Seq == 0 || m.Seq > n.det.hbSeq {
+	if n.coordinator != n.self.ID || m.Term != n.term || !n.guard.on() || m.Seq == 0 || m.Seq > n.det.hbSeq {
 		n.drop(DropUnexpected)
 		return
 	}
@@ -358,73 +249,34 @@ func (n *Node) onHeartbeatAck(m Message) {
 		n.drop(DropUnexpected) // a non-voter never counts toward a majority
 		return
 	}
-	a := n.guard.acks[m.From]
-	if m.Seq <= a.seq {
-		return
+	if n.guard.noteAck(m.From, m.Seq, r, known, m.Lease) {
+		n.renewLease()
 	}
-	a.seq = m.Seq
-	if known {
-		l := n.cfg.QuorumLease
-		if m.Lease != 0 {
-			l = int(m.Lease)
-		}
-		a.end = max(a.end, r.at+min(l, r.lease))
-	}
-	n.guard.acks[m.From] = a
-	n.renewLease()
 }
 
-// measureRoundTrip raises rttHigh by the round trip of the round m
-// acknowledges, if this node remembers it, and returns that round. It
-// measures an ack that comes too late to give a lease, and one of a term
-// this node has left (Step hands it over although the term is stale): a
-// coordinator that abdicates before its first acks arrive, while the
-// others elect a newer term, must still learn how slow its round trips
-// were, or it asks for too short a lease each time it leads again.
-func (n *Node) measureRoundTrip(m Message) (round, bool) {
-	r, known := n.roundOf(m)
-	if known && n.cfg.QuorumSize > 0 {
-		n.guard.rttHigh, n.guard.rttFresh = max(n.guard.rttHigh, n.now-r.at), true
+// measureRoundTrip raises the guard's recent round trips by that of the
+// round m acknowledges, if this node remembers it, and returns that
+// round. It measures an ack that comes too late to give a lease, and one
+// of a term this node has left (Step hands it over although the term is
+// stale): a coordinator that abdicates before its first acks arrive,
+// while the others elect a newer term, must still learn how slow its
+// round trips were, or it asks for too short a lease each time it leads
+// again.
+func (n *Node) measureRoundTrip(m Message) (sentRound, bool) {
+	r, known := n.guard.roundOf(m.Term, m.Seq)
+	if known {
+		n.guard.measure(n.now, r)
 	}
 	return r, known
 }
 
-// roundOf finds the round that m acknowledges, of this node's current
-// term or of one it led before, if it is still remembered (rounds are
-// kept for QuorumLeaseMax, across terms: a coordinator that abdicates
-// before its acks come back may lead again, in a newer term, before they
-// do).
-func (n *Node) roundOf(m Message) (round, bool) {
-	if m.Seq == 0 {
-		return round{}, false
-	}
-	for _, r := range n.guard.rounds {
-		if r.seq == m.Seq && r.term == m.Term {
-			return r, true
-		}
-	}
-	return round{}, false
-}
-
-// renewLease moves the lease end to the send tick of the newest round that
-// a majority of QuorumSize (this node included) acknowledged, plus
-// QuorumLease, and confirms a pending coordinator at once. A coordinator
-// still bound by its own promise to another term (bound) does not count
-// itself until that promise runs out: it needs acks from a majority
-// without itself. Every such majority meets every majority the other
-// term's lease could rest on in a member that is free of its promise to
-// that term, so the leases still never overlap; and the connected
-// majority's winner, often the member that still heard the cut-off
-// coordinator (and so still acknowledged it), leads as soon as the others
-// acknowledge it instead of a lease and a margin after its last
-// acknowledgement of the old coordinator.
+// renewLease moves the lease end on with the acks so far (guard.extend)
+// and confirms a pending coordinator at once: it leads, tells the
+// non-voters it held back (announceConfirmed), and heartbeats the
+// confirmation to all, the members owed one included (payOwed).
 func (n *Node) renewLease() {
-	if end := n.quorumLeaseEnd(n.bound()); end > n.guard.leaseEnd {
-		n.guard.leaseEnd = end
-	}
-	if !n.guard.confirmed && n.now < n.guard.leaseEnd {
+	if n.guard.extend(n.now, n.term) {
 		n.setConfirmed(true)
-		n.guard.confirmedAt = n.now
 		n.setState(StateCoordinator)
 		n.announceConfirmed()
 		n.heartbeat()
@@ -455,46 +307,16 @@ func (n *Node) announceConfirmed() {
 	}
 }
 
-// quorumLeaseEnd returns the tick at which the lease given by the acks so
-// far lapses: the tick until which need voters besides this one are bound
-// by their promises (the need-th latest of their ends, voterAck); 0 when
-// fewer have acknowledged. Alone (need 0) the lease is the newest round's.
-// It is a floor on the configured size, not on the live view. A bound node
-// does not count itself: it needs one ack more.
-func (n *Node) quorumLeaseEnd(bound bool) int {
-	need := n.cfg.QuorumSize / 2 // acks needed besides our own
-	if bound {
-		need++
-	}
-	r, ok := n.lastRound()
-	if !ok {
-		return 0
-	}
-	if need == 0 {
-		return r.at + r.lease
-	}
-	if len(n.guard.acks) < need {
-		return 0
-	}
-	ends := n.guard.scratch[:0]
-	for _, a := range n.guard.acks {
-		ends = append(ends, a.end)
-	}
-	slices.SortFunc(ends, func(a, b int) int { return cmp.Compare(b, a) })
-	n.guard.scratch = ends
-	return ends[need-1]
-}
-
-// tickCoordinatorLease re-evaluates the lease at once (an ack can confirm a
-// pending coordinator without waiting for the next tick).
-func (n *Node) tickCoordinatorLease() { n.renewLease() }
+// leaseHeld reports whether, with the guard, this node is a coordinator
+// that a majority's lease confirms.
+func (n *Node) leaseHeld() bool { return n.coordinator == n.self.ID && n.guard.leased() }
 
 // LeaseEnd returns the tick at which this coordinator's quorum lease
 // lapses, and false when the node is not a coordinator holding a lease
 // (quorum guard off, a follower, or a lease not yet confirmed). The driver
 // turns it into a deadline on its monotonic clock.
 func (n *Node) LeaseEnd() (int, bool) {
-	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.guard.confirmed {
+	if !n.leaseHeld() {
 		return 0, false
 	}
 	return n.guard.leaseEnd, true
@@ -512,86 +334,36 @@ func (n *Node) LeaseEnd() (int, bool) {
 // only its own lag would not do either: a loaded coordinator that is
 // merely slow would then abdicate too.
 func (n *Node) checkLease() {
-	if n.guard.confirmed && n.cfg.QuorumSize > 0 && n.coordinator == n.self.ID && n.now >= n.guard.leaseEnd {
+	if n.leaseHeld() && n.now >= n.guard.leaseEnd {
 		n.setConfirmed(false)
 		n.setState(StateCandidate)
 	}
 }
 
-// abdicateWait is how long after declaring a coordinator that no majority
-// confirms waits before it abdicates: two leases and a margin, of the
-// lease it asks for (a stretched one when its round trips were slow: the
-// acks of its first rounds may take that long).
-func (n *Node) abdicateWait() int {
-	l := n.leaseAsk()
-	return 2*l + n.leaseMargin(l)
-}
-
-// abdicate: with the guard, a coordinator whose lease lapsed a heartbeat
-// interval ago (and whose own loop ran on time), or that no majority
-// confirmed within abdicateWait of declaring, cannot reach a majority. It
-// steps down and releases its followers, who elect at once (the connected
-// majority does not wait for its detectors, nor defend a coordinator that
-// some of it still hears), and displaces the new coordinator only after a
-// back-off that doubles with each failed leadership, from 2 leases to 64.
+// abdicate: with the guard, a coordinator that cannot reach a majority
+// (guard.cannotLead) steps down and releases its followers, who elect at
+// once (the connected majority does not wait for its detectors, nor
+// defend a coordinator that some of it still hears), and displaces the
+// new coordinator only after a back-off that doubles with each failed
+// leadership, from 2 leases to 64.
 func (n *Node) abdicate() {
-	n.backOff()
+	n.guard.backOff(n.now)
 	if n.hand.handingOff {
 		return
 	}
 	n.beginHandoff("", false, false)
 }
 
-// backOff starts the back-off of a coordinator that failed to lead: it
-// doubles with each failed leadership, from 2 leases to 64.
-func (n *Node) backOff() {
-	n.guard.failedLeads = min(n.guard.failedLeads+1, 6)
-	n.guard.coolUntil = n.now + n.cfg.QuorumLease<<n.guard.failedLeads
-}
-
-// backingOff reports an abdicated node's back-off: it does not stand in
-// elections nor displace a coordinator.
-func (n *Node) backingOff() bool { return n.now < n.guard.coolUntil }
-
-// sitsOut reports whether this node stays out of the rings' elections: it
-// does not stand, and it refuses the hops that ask for an Ack, so that its
-// predecessor passes it over (link.refuses). A node backing off does; so
-// does, with the guard, a node that has found that it cannot reach a
-// majority (isolated): the members of its election it gave up on leave
-// fewer than a majority it reaches (link.tick), or its last election
-// pre-vote failed for want of a majority's answers. A member that reaches
-// only one other (a cut that memberlist's indirect probes hide from the
-// view) would otherwise stay in the ring, and every lap through it went
-// back to that one member: the members after it would hear nothing, and
-// the active/relay ring would restart election after election once a
-// deposed coordinator's back-off ran out before the election ended (a
-// loaded host; docs/design.md, "Rings on a slow host").
-// A pre-vote or preemption check that a majority answers, or a heartbeat
-// of a confirmed coordinator, ends it.
-func (n *Node) sitsOut() bool { return n.backingOff() || n.guard.isolated }
-
 // Isolated reports, with the quorum guard, that this node found it cannot
-// reach a majority of QuorumSize (sitsOut): the rings keep it out of their
-// elections until a majority answers it. The driver logs the changes.
+// reach a majority of the quorum (guard.sitsOut): the rings keep it out of
+// their elections until a majority answers it. The driver logs the
+// changes.
 func (n *Node) Isolated() bool { return n.guard.isolated }
-
-// setIsolated records whether this node can reach a majority (sitsOut);
-// only the guard sets it.
-func (n *Node) setIsolated(v bool) {
-	if n.guard.isolated == v || v && n.cfg.QuorumSize == 0 {
-		return
-	}
-	n.guard.isolated = v
-}
 
 // tickCoolOff ends an abdicated node's back-off: it may displace the
 // coordinator again by the preemption policy.
 func (n *Node) tickCoolOff() {
-	if n.guard.coolUntil == 0 || n.now < n.guard.coolUntil {
-		return
-	}
-	n.guard.coolUntil = 0
-	if n.hand.yielded {
+	if n.guard.cooledOff(n.now) && n.hand.yielded {
 		n.hand.yielded = false
 		n.maybePreempt()
 	}
@@ -603,7 +375,7 @@ func (n *Node) tickCoolOff() {
 // on and this node is a confirmed coordinator.
 func (n *Node) VerifyRound() uint64 {
 	n.forget()
-	if n.cfg.QuorumSize == 0 || n.coordinator != n.self.ID || !n.guard.confirmed {
+	if !n.leaseHeld() {
 		return 0
 	}
 	n.heartbeat()
@@ -612,17 +384,11 @@ func (n *Node) VerifyRound() uint64 {
 }
 
 // Verified reports whether, while this node still leads, voters that make
-// a majority of QuorumSize with it have acknowledged round seq of the
+// a majority of the quorum with it have acknowledged round seq of the
 // current term or a later one.
 func (n *Node) Verified(seq uint64) bool {
 	if seq == 0 || seq > n.det.hbSeq || n.coordinator != n.self.ID || !n.guard.confirmed {
 		return false
 	}
-	k := 0
-	for _, a := range n.guard.acks {
-		if a.seq >= seq {
-			k++
-		}
-	}
-	return k >= n.cfg.QuorumSize/2
+	return n.guard.verified(seq)
 }

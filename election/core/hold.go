@@ -70,7 +70,7 @@ func (n *Node) Hold() Hold {
 		}
 		return h
 	case n.quorumShort():
-		return Hold{Reason: HoldQuorum, Voters: n.liveVoters(), Need: n.cfg.QuorumSize/2 + 1}
+		return Hold{Reason: HoldQuorum, Voters: n.liveVoters(), Need: n.guard.majority()}
 	case n.soloHeld():
 		return Hold{Reason: HoldSolo, Voters: 1, Until: n.start.soloUntil}
 	case n.state == StateSleep && n.restartHeld():
@@ -80,9 +80,9 @@ func (n *Node) Hold() Hold {
 }
 
 // quorumShort reports that, with the guard, this node's view holds fewer
-// live voters than a majority of QuorumSize: its pre-vote asks only the
+// live voters than a majority of the quorum: its pre-vote asks only the
 // voters in its view, so no election of its can succeed until the view
 // grows. It does not stand meanwhile (startElection).
 func (n *Node) quorumShort() bool {
-	return n.cfg.QuorumSize > 1 && n.liveVoters() < n.cfg.QuorumSize/2+1
+	return n.guard.needsOthers() && n.liveVoters() < n.guard.majority()
 }

@@ -111,7 +111,7 @@ type Message struct {
 	// Lease: on a Heartbeat, the lease in ticks the coordinator asks its
 	// voters to promise, when its round trips made it stretch the lease
 	// beyond QuorumLease; on a HeartbeatAck, the lease the voter promised.
-	// 0 means QuorumLease (quorum guard only; heartbeat.go).
+	// 0 means QuorumLease (quorum guard only; guard.go).
 	Lease uint32
 	// Seq: on a Heartbeat the coordinator's round number in its term (1,
 	// 2, ...); on a HeartbeatAck the round acknowledged. The quorum lease

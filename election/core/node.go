@@ -98,13 +98,8 @@ func InitNode(n *Node, cfg Config) error {
 	self, _ := cfg.Roster.Get(cfg.ID)
 	n.cfg, n.self, n.tag = cfg, self, Tag(cfg.ID)
 	n.view.r, n.view.mode = cfg.Roster, cfg.Mode
+	n.guard.configure(&n.cfg)
 	n.out.rd.Status = n.Status()
-	if cfg.QuorumSize > 1 {
-		// A node that has just started may have acknowledged another
-		// coordinator before it restarted: it keeps that promise unknown,
-		// which may have been a stretched lease.
-		n.guard.grantEnd = cfg.QuorumLeaseMax + n.leaseMargin(cfg.QuorumLeaseMax)
-	}
 	switch cfg.Algorithm {
 	case Bully:
 		n.alg = &bully{n: n}
@@ -158,16 +153,14 @@ func (n *Node) Bootstrap(coordinator string, term Term) {
 	n.epochClock = 0 // a set-up, not a raise: the allowance stays whole
 	if coordinator == n.self.ID {
 		n.becomeCoordinator(term)
-		if n.cfg.QuorumSize > 0 { // settled: as if the majority had just acked
-			n.guard.grantTerm, n.guard.grantEnd = term, 0
-			n.guard.leaseEnd = n.now + n.cfg.QuorumLease
-			n.tickCoordinatorLease()
+		if n.guard.settleLead(n.now, term) {
+			n.renewLease() // confirm it at once
 		}
 		return
 	}
 	n.follow(coordinator, term, true)
-	if n.cfg.QuorumSize > 0 && !n.self.NonVoter { // settled: as if it had just acked
-		n.guard.grantTerm, n.guard.grantEnd = term, n.now+n.cfg.QuorumLease+n.cfg.LeaseMargin
+	if !n.self.NonVoter {
+		n.guard.settleFollower(n.now, term)
 	}
 }
 
@@ -472,7 +465,7 @@ type Counters struct {
 // leads reports whether this node leads: it is the coordinator and, with
 // the guard, a majority confirmed it.
 func (n *Node) leads() bool {
-	return n.coordinator == n.self.ID && (n.cfg.QuorumSize == 0 || n.guard.confirmed)
+	return n.coordinator == n.self.ID && n.guard.holds()
 }
 
 // claimsLeadership reports whether m names a member other than self as
@@ -596,7 +589,7 @@ func (n *Node) Status() Status {
 // reported is the coordinator Status reports: with the quorum guard, only
 // one that holds a lease.
 func (n *Node) reported() string {
-	if n.cfg.QuorumSize == 0 || n.guard.confirmed {
+	if n.guard.holds() {
 		return n.coordinator
 	}
 	return ""

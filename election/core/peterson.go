@@ -181,7 +181,7 @@ func (p *peterson) begin(t Term) {
 		p.abandon() // past MaxEpoch, or beyond the epoch allowance (term.go)
 		return
 	}
-	if !p.n.sitsOut() && !p.unheard {
+	if !p.n.guard.sitsOut(p.n.now) && !p.unheard {
 		p.join(t, true)
 		return
 	}
@@ -208,7 +208,7 @@ func (p *peterson) join(t Term, stand bool) {
 	p.term = t
 	n.electing = true
 	p.timer = p.idleTicks()
-	if !stand || n.self.NonVoter || p.handingOff || n.sitsOut() {
+	if !stand || n.self.NonVoter || p.handingOff || n.guard.sitsOut(n.now) {
 		p.relay = true
 		n.setState(StateRelay)
 		return
@@ -265,7 +265,7 @@ func (p *peterson) stand() {
 	switch {
 	case p.handingOff:
 		p.abandon()
-	case n.self.NonVoter || n.sitsOut():
+	case n.self.NonVoter || n.guard.sitsOut(n.now):
 		n.drop(DropOrder)
 	default:
 		p.relay, p.d, p.phase, p.second = false, n.rank(), 1, false

@@ -5,7 +5,7 @@ package core
 // quorum guard, when a member it reaches does not hear a coordinator either
 // (so a member cut off from everyone, or one whose detector fired alone,
 // does not start a term that would depose a healthy coordinator when the
-// link comes back); with the guard, when a majority of QuorumSize is free of
+// link comes back); with the guard, when a majority of the quorum is free of
 // its promises to another term (so a minority never raises the term, and a
 // winner can gather its lease), in Textbook mode too, which that test needs
 // no view for (a cut-off member deposed the majority's coordinator through
@@ -96,7 +96,7 @@ func (n *Node) slowWait() int { return n.cfg.AnswerTimeout << n.pv.slow }
 // majority answers, or a change in the view, ends it.
 // Textbook mode only: in View mode a candidate asks the members its view
 // holds alive, and one it cannot reach leaves the view.
-func (n *Node) cutOff() bool { return n.cfg.QuorumSize > 0 && n.cfg.Mode == Textbook && n.pv.slow > 0 }
+func (n *Node) cutOff() bool { return n.guard.on() && n.cfg.Mode == Textbook && n.pv.slow > 0 }
 
 // guardWait is how long a quorum round (quorumRound) waits for the
 // answers to a wave of its questions: twice RoundTrip, doubled for each
@@ -147,7 +147,7 @@ func (n *Node) measuredAnswer(at int) {
 
 // quorumRound reports whether the round in progress needs a majority's
 // answers: an election's pre-vote with the guard, or a preemption check.
-func (n *Node) quorumRound() bool { return n.cfg.QuorumSize > 0 || n.pv.kind == preVotePreempt }
+func (n *Node) quorumRound() bool { return n.guard.on() || n.pv.kind == preVotePreempt }
 
 // preVoteNeeded reports whether raising the term needs a pre-vote: with
 // the guard, a majority of more than one (or a promise of this node's own)
@@ -156,11 +156,11 @@ func (n *Node) quorumRound() bool { return n.cfg.QuorumSize > 0 || n.pv.kind == 
 // view decides alone), or a member alone that is held back (soloHeld): its
 // round asks nobody, fails, and the election is abandoned.
 func (n *Node) preVoteNeeded() bool {
-	if n.cfg.QuorumSize > 0 {
+	if n.guard.on() {
 		if n.cfg.Mode != View && n.coordinator == n.self.ID {
 			return false // Textbook bully: a lower member's ELECTION makes it win anew
 		}
-		return n.cfg.QuorumSize/2 > 0 || n.bound()
+		return n.guard.needsOthers() || n.guard.bound(n.now, n.term)
 	}
 	if n.cfg.Mode != View {
 		return false
@@ -197,7 +197,7 @@ func (n *Node) noteDeparture(id string) {
 // from raising the term (without the guard; the guard's own rule decides
 // with it).
 func (n *Node) soloHeld() bool {
-	return n.cfg.QuorumSize == 0 && n.now < n.start.soloUntil && !n.otherVoterAlive()
+	return !n.guard.on() && n.now < n.start.soloUntil && !n.otherVoterAlive()
 }
 
 // beginPreVote starts a round. hint names a coordinator that resigned to
@@ -237,10 +237,7 @@ func (n *Node) askPreVote(wide bool) int {
 	r := n.view.r
 	self := r.RankOf(r.Index(n.self.ID))
 	asked := 0
-	eligible := func(p Peer) bool {
-		return p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) && !pv.granted[p.ID] &&
-			(wide || p.ID != n.det.suspect && p.ID != pv.hint)
-	}
+	eligible := func(p Peer) bool { return n.mayAskPreVote(p, wide) }
 	ask := func(p Peer) bool {
 		if !eligible(p) {
 			return true
@@ -259,6 +256,14 @@ func (n *Node) askPreVote(wide bool) int {
 	}
 	pv.timer, pv.asked = n.slowWait(), n.now
 	return asked
+}
+
+// mayAskPreVote reports whether a round without the guard asks p: a live
+// voter other than this node that has not granted it yet and, unless the
+// round is wide, neither the suspect nor the hint.
+func (n *Node) mayAskPreVote(p Peer, wide bool) bool {
+	return p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) && !n.pv.granted[p.ID] &&
+		(wide || p.ID != n.det.suspect && p.ID != n.pv.hint)
 }
 
 // quorumAsk is what a quorum round keeps of one voter it asked: the tick
@@ -349,7 +354,7 @@ func (n *Node) quorumTimer() {
 			next = min(next, a.free)
 		}
 	}
-	if n.now < n.guard.grantEnd {
+	if n.guard.promised(n.now) {
 		next = min(next, n.guard.grantEnd)
 	}
 	pv.timer = max(next-n.now, 1)
@@ -428,8 +433,8 @@ func (n *Node) onPreVote(m Message) {
 		g.grantedElection(m.From)
 	}
 	a := Message{Type: MsgPreVoteAck, To: m.From, Seq: m.Seq, Confirmed: ok, Coordinator: heard}
-	if !ok && heard == "" && n.cfg.QuorumSize > 0 {
-		a.Phase = uint32(n.guard.grantEnd - n.now) // refused for a promise: free in Phase ticks
+	if !ok && heard == "" && n.guard.on() {
+		a.Phase = uint32(n.guard.freeIn(n.now)) // refused for a promise: free in Phase ticks
 	}
 	n.send(a)
 }
@@ -441,11 +446,11 @@ func (n *Node) grantsPreVote(m Message) (ok bool, heard string) {
 		return true, "" // the answer itself is what counts
 	}
 	leading := n.coordinator == n.self.ID && n.state == StateCoordinator
-	if n.cfg.QuorumSize > 0 {
+	if n.guard.on() {
 		if leading {
 			return false, n.self.ID
 		}
-		return n.now >= n.guard.grantEnd, ""
+		return !n.guard.promised(n.now), ""
 	}
 	c := n.coordinator
 	if leading || c != "" && c != m.From && c != m.Coordinator && n.det.misses < n.cfg.HeartbeatMisses-1 && n.view.alive(c) {
@@ -465,19 +470,36 @@ func (n *Node) onPreVoteAck(m Message) {
 		n.drop(DropUnexpected)
 		return
 	}
-	n.det.rtts.add(n.now, n.now-pv.asked)
-	asked := pv.asked
-	if a, ok := pv.asks[m.From]; ok {
-		asked = a.at
-		n.measuredAnswer(asked)
-	}
+	asked := n.answerRoundTrip(m)
 	if pv.kind == preVotePreempt || m.Confirmed {
 		pv.granted[m.From] = true
 		n.preVoteDecide()
 		return
 	}
+	n.preVoteRefused(m, asked)
+}
+
+// answerRoundTrip measures the round trip of an answer to the round in
+// progress (Node.rtts from the round's last question; a quorum round's
+// own estimate from the last question to its sender), and returns the
+// tick that question was asked at.
+func (n *Node) answerRoundTrip(m Message) (asked int) {
+	pv := &n.pv
+	n.det.rtts.add(n.now, n.now-pv.asked)
+	asked = pv.asked
+	if a, ok := pv.asks[m.From]; ok {
+		asked = a.at
+		n.measuredAnswer(asked)
+	}
+	return asked
+}
+
+// preVoteRefused counts a refusal of the round in progress, m, whose
+// question was asked at tick asked.
+func (n *Node) preVoteRefused(m Message, asked int) {
+	pv := &n.pv
 	pv.refused[m.From] = true
-	if n.cfg.QuorumSize > 0 && m.Phase > 0 {
+	if n.guard.on() && m.Phase > 0 {
 		// Refused for a promise that runs out in Phase ticks: ask it
 		// again then rather than a wave later (the promises of the old
 		// coordinator's followers run out together, a little after their
@@ -486,7 +508,7 @@ func (n *Node) onPreVoteAck(m Message) {
 		pv.timer = min(pv.timer, int(m.Phase))
 	}
 	c := m.Coordinator
-	if n.cfg.QuorumSize == 0 && c != "" && c != n.self.ID && m.Term.Tag() == Tag(c) && m.Term >= n.term {
+	if !n.guard.on() && c != "" && c != n.self.ID && m.Term.Tag() == Tag(c) && m.Term >= n.term {
 		// Refused: the answerer hears c. Follow c on its word; its own
 		// heartbeats (or their absence) decide from here.
 		n.endPreVote()
@@ -513,7 +535,7 @@ func (n *Node) measureLate(m Message) {
 }
 
 // preVoteDecide ends the round when it has what it needs: a majority of
-// QuorumSize (this node included when it is free) with the guard or for a
+// the quorum (this node included when it is free) with the guard or for a
 // preemption check, one grant without it.
 func (n *Node) preVoteDecide() {
 	pv := &n.pv
@@ -521,7 +543,7 @@ func (n *Node) preVoteDecide() {
 	need := 1
 	if n.quorumRound() {
 		need = n.majority() - 1 // this node counts itself...
-		if pv.kind == preVoteElection && n.now < n.guard.grantEnd {
+		if pv.kind == preVoteElection && n.guard.promised(n.now) {
 			need++ // ...unless a promise of its own still holds
 		}
 	}
@@ -533,11 +555,11 @@ func (n *Node) preVoteDecide() {
 	switch kind {
 	case preVoteElection:
 		pv.slow = 0
-		n.setIsolated(false)
+		n.guard.setIsolated(false)
 		n.enter().preVoted()
 	case preVotePreempt:
 		pv.pslow = 0
-		n.setIsolated(false)
+		n.guard.setIsolated(false)
 		n.sendPreempt()
 	}
 }
@@ -545,8 +567,8 @@ func (n *Node) preVoteDecide() {
 // majority is a majority of the configured size; without the guard, of the
 // voters in the view.
 func (n *Node) majority() int {
-	if n.cfg.QuorumSize > 0 {
-		return n.cfg.QuorumSize/2 + 1
+	if n.guard.on() {
+		return n.guard.majority()
 	}
 	v := 0
 	for i := 0; i < n.view.r.Len(); i++ {
@@ -606,9 +628,9 @@ func (n *Node) preVoteFailed() {
 		n.hand.preemptAfter = n.now + n.preemptRetry()
 		return
 	}
-	if n.cfg.QuorumSize == 0 || len(n.pv.granted)+len(n.pv.refused) < n.majority()-1 {
+	if !n.guard.on() || len(n.pv.granted)+len(n.pv.refused) < n.majority()-1 {
 		n.pv.slow = min(n.pv.slow+1, maxSlow)
-		n.setIsolated(true) // (with the guard: fewer than a majority answered)
+		n.guard.setIsolated(true) // (with the guard: fewer than a majority answered)
 	}
 	n.enter().reset()
 	n.electing = false

@@ -26,7 +26,7 @@ func guardedCandidate(t *testing.T, alg Algorithm) *Node {
 		t.Fatal(err)
 	}
 	n.Bootstrap("64", MakeTerm(1, Tag("64")))
-	for n.bound() {
+	for n.guard.bound(n.now, n.term) {
 		n.Tick()
 	}
 	n.Ready()

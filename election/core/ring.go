@@ -147,7 +147,7 @@ func (r *ring) join() {
 // handing off (resigned, no successor known yet), do not stand.
 func (r *ring) entry() Peer {
 	p := r.n.self
-	p.NonVoter = p.NonVoter || r.handingOff || r.n.sitsOut()
+	p.NonVoter = p.NonVoter || r.handingOff || r.n.guard.sitsOut(r.n.now)
 	return p
 }
 

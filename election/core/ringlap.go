@@ -127,7 +127,7 @@ func (l *lap) beginPreVote() {
 // refuse the top survivor in turn, until the detectors' next round.
 func (l *lap) seniorWait() int {
 	n := l.n
-	if n.det.suspect == "" || n.cfg.QuorumSize > 0 || !n.fanningOut() {
+	if n.det.suspect == "" || n.guard.on() || !n.fanningOut() {
 		return 0
 	}
 	r := n.view.r
@@ -178,7 +178,7 @@ func (l *lap) accept(c string, t Term, hops int) {
 	}
 	if c == n.self.ID {
 		n.becomeCoordinator(t)
-		if n.cfg.QuorumSize > 0 {
+		if !n.guard.holds() {
 			n.heartbeat() // collect the acks that confirm us
 		}
 		return

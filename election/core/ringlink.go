@@ -220,9 +220,9 @@ func (l *link) ack(m Message) {
 
 // refuses reports whether this node turns down an ELECTION hop that asks
 // for an Ack (every hop in Textbook mode), counting it as dropped: a
-// member backing off (Node.backingOff: it abdicated, or an election
+// member backing off (guard.backingOff: it abdicated, or an election
 // deposed it, see deposed: it could not reach the others), or one that
-// found it cannot reach a majority (Node.sitsOut), takes no part
+// found it cannot reach a majority (guard.sitsOut), takes no part
 // in elections, so the sender passes it over as it would a dead member and
 // the lap goes round the members that reach each other. Forwarding it
 // instead would hand the lap to members it may not reach, and a ring that
@@ -230,7 +230,7 @@ func (l *link) ack(m Message) {
 // winner's heartbeats.
 func (l *link) refuses(m Message) bool {
 	l.deposed(m)
-	if !l.n.sitsOut() || l.n.cfg.Mode == View && m.Coordinator != l.n.self.ID {
+	if !l.n.guard.sitsOut(l.n.now) || l.n.cfg.Mode == View && m.Coordinator != l.n.self.ID {
 		return false // (Textbook mode acknowledges every hop)
 	}
 	l.n.drop(DropUnexpected)
@@ -377,7 +377,7 @@ func (l *link) noteLeader(at int) {
 // it can still be reached: it is cut off from them, and the members that
 // still reach it would elect it again, lap after lap, and nobody would
 // hear it. It backs off as a coordinator whose lease
-// lapsed does (Node.backOff): it does not stand, refuses the election's
+// lapsed does (guard.backOff): it does not stand, refuses the election's
 // hops (refuses) and follows the winner; after the back-off it may
 // displace the winner, if a majority answers its preemption check. A
 // coordinator deposed sooner was overtaken by a racing election, not cut
@@ -388,7 +388,7 @@ func (l *link) deposed(m Message) {
 		return
 	}
 	if n.now-l.ledFrom >= n.cfg.HeartbeatInterval*(n.cfg.HeartbeatMisses-1) {
-		n.backOff()
+		n.guard.backOff(n.now)
 	}
 	l.ledTerm = 0
 }
@@ -439,8 +439,8 @@ func (l *link) tick() {
 	g.m.List = nil // not needed to match its Ack, and not to be kept alive
 	l.gave[l.gaveAt%uint8(len(l.gave))] = g
 	l.gaveAt++
-	if l.n.cfg.QuorumSize > 0 && !l.vouched && len(l.failed) > l.n.cfg.QuorumSize-l.n.majority() && l.unreached() {
-		l.n.setIsolated(true)
+	if !l.vouched && l.n.guard.leavesNoMajority(len(l.failed)) && l.unreached() {
+		l.n.guard.setIsolated(true)
 	}
 	l.busy = false
 	h.m = h.m.Clone() // the list must not share memory with a copy that arrived
@@ -448,7 +448,7 @@ func (l *link) tick() {
 }
 
 // unreached reports, with the guard, whether the members this node gave
-// up on in this election leave fewer than a majority of QuorumSize that it
+// up on in this election leave fewer than a majority of the quorum that it
 // reaches: the live voters of its view, itself included, that did not fail.
 func (l *link) unreached() bool {
 	r, reach := l.n.view.r, 0

@@ -118,7 +118,7 @@ func TestCutOffRingMemberSitsOut(t *testing.T) {
 			}
 		}
 		n.Ready()
-		if got := n.sitsOut(); got != (quorum > 0) {
+		if got := n.guard.sitsOut(n.now); got != (quorum > 0) {
 			t.Fatalf("quorum %d: after giving up on 1, 2 and 3 of 5, sitsOut = %v", quorum, got)
 		}
 		if quorum == 0 {
@@ -141,7 +141,7 @@ func TestCutOffRingMemberSitsOut(t *testing.T) {
 		// A heartbeat from a coordinator a majority confirms ends it.
 		n.Step(Message{Type: MsgHeartbeat, From: "4", To: "5", Term: MakeTerm(next.Epoch()+1, Tag("4")),
 			Coordinator: "4", Confirmed: true, Seq: 1})
-		if n.sitsOut() {
+		if n.guard.sitsOut(n.now) {
 			t.Fatal("still sitting out after a confirmed coordinator's heartbeat")
 		}
 	}

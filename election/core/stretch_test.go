@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The stretched quorum lease (heartbeat.go: leaseAsk, grant,
+// The stretched quorum lease (guard.go: leaseAsk, grant; heartbeat.go:
 // onHeartbeatAck; docs/design.md, "Leases"). The cluster tests run the
 // default timings of viewCfg (H 5, K 3, QuorumLease 15, LeaseMargin 2,
 // QuorumLeaseMax 8 * 15) on testNet, with the heartbeat acks held back by
@@ -158,8 +158,8 @@ func TestLateAckOfLeftTermMeasured(t *testing.T) {
 	if got := n.Ready().Dropped[DropStaleTerm]; got != 1 {
 		t.Fatalf("stale_term drops %d, want 1", got)
 	}
-	if n.guard.rttHigh != 40 || n.leaseAsk() != 2*40+n.cfg.HeartbeatInterval {
-		t.Fatalf("round trip %d ticks, asks %d; want 40 and %d", n.guard.rttHigh, n.leaseAsk(), 2*40+n.cfg.HeartbeatInterval)
+	if n.guard.rttHigh != 40 || n.guard.leaseAsk() != 2*40+n.cfg.HeartbeatInterval {
+		t.Fatalf("round trip %d ticks, asks %d; want 40 and %d", n.guard.rttHigh, n.guard.leaseAsk(), 2*40+n.cfg.HeartbeatInterval)
 	}
 }
 
@@ -424,7 +424,7 @@ func TestLeaseEndWithinShorterPromises(t *testing.T) {
 // roundLease is the lease coordinator c asked for in round seq of term,
 // 0 if it no longer remembers the round.
 func roundLease(c *Node, term Term, seq uint64) int {
-	if r, ok := c.roundOf(Message{Term: term, Seq: seq}); ok {
+	if r, ok := c.guard.roundOf(term, seq); ok {
 		return r.lease
 	}
 	return 0

@@ -1,7 +1,5 @@
 package core
 
-import "slices"
-
 // Terms and coordinators: how a node starts an election, learns a newer
 // term, follows a coordinator, becomes one and forgets one
 // (docs/design.md, "Terms are fencing tokens").
@@ -48,7 +46,7 @@ func (n *Node) startElection(cause ElectionCause) {
 // answering; View mode has the pre-vote for this) until its back-off has
 // run out.
 func (n *Node) backsOffTextbook() bool {
-	return n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.backingOff() && n.coordinator != n.self.ID
+	return n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.guard.backingOff(n.now) && n.coordinator != n.self.ID
 }
 
 // The epoch allowance bounds how fast a member's epoch rises, whatever
@@ -148,7 +146,7 @@ func (n *Node) observeTerm(t Term) {
 	}
 	n.setTerm(t)
 	if n.coordinator != "" {
-		if n.coordinator == n.self.ID && n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.cfg.QuorumSize > 0 && n.guard.leaseEnd == 0 {
+		if n.coordinator == n.self.ID && n.cfg.Algorithm == Bully && n.cfg.Mode == Textbook && n.guard.neverConfirmed() {
 			// Deposed before any majority confirmed it: a failed
 			// leadership, as one that abdicates. In Textbook
 			// mode (no pre-vote) a bully member
@@ -156,7 +154,7 @@ func (n *Node) observeTerm(t Term) {
 			// abdication deadline would otherwise stand again at once, win
 			// (nobody above it answers) and depose the majority's
 			// coordinator in turn, over and over.
-			n.backOff()
+			n.guard.backOff(n.now)
 		}
 		n.unfollow()
 		if n.state == StateCoordinator || n.state == StateCandidate && !n.electing {
@@ -232,7 +230,7 @@ func (n *Node) becomeCoordinator(t Term) {
 	if wasElecting {
 		n.count().ElectionsWon++
 	}
-	if n.cfg.QuorumSize == 0 {
+	if !n.guard.on() {
 		n.setConfirmed(true)
 		n.setState(StateCoordinator)
 		return
@@ -248,21 +246,8 @@ func (n *Node) becomeCoordinator(t Term) {
 	// abdicateWait more, during which the member that still reaches it
 	// follows it and answers the connected majority's ELECTIONs for it.
 	n.setConfirmed(false)
-	clear(n.guard.acks)
-	if n.guard.acks == nil {
-		n.guard.acks = make(map[string]voterAck)
-	}
-	declared := n.now
-	switch {
-	case again && n.guard.leaseEnd > 0:
-		declared = n.guard.leaseEnd + n.cfg.HeartbeatInterval - n.abdicateWait() - 1
-	case again:
-		declared = n.guard.declared
-	}
-	// The rounds of the terms it led before stay (roundOf); those of t, if
-	// it declares in t again, go: their numbers start again at 1.
-	n.guard.rounds = slices.DeleteFunc(n.guard.rounds, func(r round) bool { return r.term == t })
-	n.guard.leaseEnd, n.det.hbSeq, n.guard.declared = 0, 0, declared
+	n.guard.newLeadership(n.now, t, again)
+	n.det.hbSeq = 0 // the rounds of t start again at 1 (guard.newLeadership)
 	n.setState(StateCandidate)
 }
 
@@ -304,7 +289,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 		n.pv.pslow = 0          // and its checks were slow for the previous one
 	}
 	n.setCoordinator(c)
-	n.setConfirmed(confirmed || n.cfg.QuorumSize == 0)
+	n.setConfirmed(n.guard.counts(confirmed))
 	n.det.silence, n.det.misses, n.idle, n.det.lastSeq, n.det.grace = 0, 0, 0, 0, 0
 	n.det.every = n.followerEvery(c) // until its first heartbeat says (fanout.go)
 	if wasElecting {

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The stretched quorum lease (core heartbeat.go, leaseAsk): a guarded cold
+// The stretched quorum lease (core guard.go, leaseAsk): a guarded cold
 // start of 5 bully voters whose one-way delays are 50-150 ms, so that a
 // heartbeat's round trip (100-300 ms) often exceeds the 150 ms lease, and
 // 100-300 and 150-400 ms, whose round trips often exceed the 320 ms that
