@@ -70,6 +70,12 @@ type preVoteRound struct {
 	// than a majority answered, each doubling the next one's wait; a
 	// check that succeeds, or a new coordinator to displace, ends it.
 	pslow int
+	// term is the node's term when the round began; interrupted says
+	// that following a coordinator ended the round before it decided
+	// (follow), so that a new round of the same term before the old
+	// one's deadline resumes it (beginPreVote).
+	term        Term
+	interrupted bool
 }
 
 // maxSlow caps preVoteRound.slow: a round waits at most 16 times T.
@@ -204,7 +210,22 @@ func (n *Node) soloHeld() bool {
 // this node: members that still follow it do not count it as heard.
 func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 	pv := &n.pv
+	if pv.interrupted && kind == preVoteElection && pv.term == n.term && n.quorumRound() && n.now < pv.deadline {
+		// A late heartbeat of the coordinator this round was for ended
+		// it, and the coordinator failed again: the round's questions
+		// are still on their way and their answers count, so it goes
+		// on. Asking every voter afresh at each such interruption puts
+		// n(n-1) questions on the network per late heartbeat when every
+		// voter is a candidate.
+		pv.interrupted, pv.active = false, true
+		n.preVoteDecide()
+		if pv.active {
+			n.quorumTimer()
+		}
+		return
+	}
 	pv.round++
+	pv.term, pv.interrupted = n.term, false
 	pv.kind, pv.active, pv.wide, pv.hint = kind, true, false, hint
 	clear(pv.granted)
 	clear(pv.refused)

@@ -272,6 +272,7 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	n.electing = false
 	n.det.suspect = ""
 	if n.pv.kind == preVoteElection {
+		n.pv.interrupted = n.pv.active
 		n.endPreVote()
 	}
 	n.setTerm(t)
