@@ -32,7 +32,7 @@ func runExplore(ctx context.Context, f *simFlags, stdout io.Writer) error {
 	if _, ferr := sim.ParseFaults(f.faults); ferr != nil {
 		return usagef("-faults: %v", ferr)
 	}
-	res, err := sim.Explore(sim.ExploreConfig{Algorithm: alg, N: n, Runs: f.explore, Seed: f.seed, Faults: f.faults, Context: ctx})
+	res, err := sim.Explore(sim.ExploreConfig{Algorithm: alg, N: n, Runs: f.explore, Seed: f.seed, Faults: f.faults, ViewOnly: f.view, Context: ctx})
 	if err != nil && ctx.Err() == nil {
 		return err
 	}

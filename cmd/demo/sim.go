@@ -29,7 +29,7 @@ func parseSimFlags(args []string, stdout io.Writer) (*simFlags, error) {
 	fs.StringVar(&f.ratings, "ratings", "", "ratings for the ids, comma-separated (default: rating = id)")
 	fs.StringVar(&f.crash, "crash", "", "ids down before the run (the previous coordinator is the highest-rated)")
 	fs.StringVar(&f.detect, "detect", "all", "ids that notice at time 0 and start an election, or all")
-	fs.BoolVar(&f.view, "view", false, "view mode: a membership view says who is alive (default textbook)")
+	fs.BoolVar(&f.view, "view", false, "view mode: a membership view says who is alive (default textbook; with -explore: every schedule in view mode, the runtime's, instead of one in four in textbook mode)")
 	fs.BoolVar(&f.shuffle, "shuffle", false, "random clockwise order from -seed")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the simulated network")
 	fs.Float64Var(&f.loss, "loss", 0, "probability that a message is lost")

@@ -27,6 +27,9 @@ type ExploreConfig struct {
 	// Faults selects the fault kinds and their weights (ParseFaults):
 	// "" or "classic" for the original schedule, "harsh" for every kind.
 	Faults string
+	// ViewOnly runs every schedule in View mode (the runtime's mode);
+	// otherwise one schedule in four runs in Textbook mode.
+	ViewOnly bool
 	// Context, when set, stops the exploration between runs once it is
 	// done: Explore returns what it has with the context's error.
 	Context context.Context
@@ -41,6 +44,9 @@ type ExploreResult struct {
 	MaxConvergenceMs int64  `json:"max_convergence_ms"`
 	Seed             uint64 `json:"seed"`
 	Faults           string `json:"faults"`
+	// Mode is "view" when every schedule ran in View mode (ViewOnly), ""
+	// when one in four ran in Textbook mode.
+	Mode string `json:"mode,omitempty"`
 	// Stretched counts the schedules in which a guarded coordinator asked
 	// for a lease longer than the configured one (slow round trips: the
 	// harsh "slow" spells); MaxLeaseMs is the longest lease asked.
@@ -73,7 +79,11 @@ func Explore(cfg ExploreConfig) (ExploreResult, error) {
 	if err != nil {
 		return ExploreResult{}, err
 	}
+	faults.viewOnly = cfg.ViewOnly
 	res := ExploreResult{Algorithm: cfg.Algorithm.String(), N: cfg.N, Runs: cfg.Runs, Seed: cfg.Seed, Faults: faults.String()}
+	if cfg.ViewOnly {
+		res.Mode = "view"
+	}
 	for i := 0; i < cfg.Runs; i++ {
 		if cfg.Context != nil && cfg.Context.Err() != nil {
 			res.Runs = i
@@ -181,6 +191,11 @@ func execScript(script string) (_ *Script, convergenceMs int64, err error) {
 // resigns and spurious detections; then the faults stop and the liveness
 // check runs. Half the schedules run with the quorum guard.
 func Schedule(alg core.Algorithm, n int, seed uint64, boundMs int64) string {
+	return classicSchedule(alg, n, seed, boundMs, false)
+}
+
+// classicSchedule is Schedule, in View mode only if viewOnly.
+func classicSchedule(alg core.Algorithm, n int, seed uint64, boundMs int64, viewOnly bool) string {
 	rng := rand.New(rand.NewPCG(seed, 0xfa017))
 	g := &schedule{rng: rng, n: n, down: map[int]bool{}}
 	quorum := ""
@@ -188,7 +203,7 @@ func Schedule(alg core.Algorithm, n int, seed uint64, boundMs int64) string {
 		quorum = " quorum=" + strconv.Itoa(n)
 	}
 	mode := "view"
-	if rng.IntN(4) == 0 {
+	if rng.IntN(4) == 0 && !viewOnly {
 		mode = "textbook"
 	}
 	g.b.WriteString(fmt.Sprintf("# explore: algorithm %s, n %d, seed %d\n\n", alg, n, seed))

@@ -111,3 +111,38 @@ func checkScript(script string) (convergenceMs int64, violations []string, err e
 	c, v, _, err := runScript(script)
 	return c, v, err
 }
+
+// TestExploreViewOnly: with ViewOnly every schedule runs in View mode, and
+// a seed's schedule is otherwise the one it is without ViewOnly (the mode
+// is drawn either way), so a seed names the same faults in both.
+func TestExploreViewOnly(t *testing.T) {
+	for _, spec := range []string{"classic", "harsh"} {
+		f, err := ParseFaults(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		textbook := 0
+		for seed := uint64(1); seed <= 40; seed++ {
+			mixed := ScheduleWith(core.Bully, 9, seed, 30_000, f)
+			v := f
+			v.viewOnly = true
+			only := ScheduleWith(core.Bully, 9, seed, 30_000, v)
+			if strings.Contains(only, "mode=textbook") {
+				t.Fatalf("%s seed %d: ViewOnly schedule in textbook mode", spec, seed)
+			}
+			if strings.Contains(mixed, "mode=textbook") {
+				textbook++
+			}
+			if strings.Replace(mixed, "mode=textbook", "mode=view", 1) != only {
+				t.Fatalf("%s seed %d: ViewOnly changed the schedule beyond its mode", spec, seed)
+			}
+		}
+		if textbook == 0 {
+			t.Fatalf("%s: no textbook schedule in 40 seeds without ViewOnly", spec)
+		}
+	}
+	res, err := Explore(ExploreConfig{Algorithm: core.Ring, N: 5, Runs: 3, Seed: 1, Faults: "harsh", ViewOnly: true})
+	if err != nil || res.Mode != "view" || res.Violations != 0 {
+		t.Fatalf("Explore(ViewOnly) = %+v, %v; want mode view, 0 violations", res, err)
+	}
+}

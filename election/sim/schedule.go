@@ -48,6 +48,8 @@ type Faults struct {
 	classic bool
 	weight  map[string]int
 	setup   map[string]bool
+	// viewOnly: every schedule in View mode (ExploreConfig.ViewOnly).
+	viewOnly bool
 }
 
 // ParseFaults reads a selection: "" or "classic" (the original schedule:
@@ -141,7 +143,7 @@ func (f Faults) String() string {
 // ScheduleWith writes one random fault schedule with the selected faults.
 func ScheduleWith(alg core.Algorithm, n int, seed uint64, boundMs int64, f Faults) string {
 	if f.classic {
-		return Schedule(alg, n, seed, boundMs)
+		return classicSchedule(alg, n, seed, boundMs, f.viewOnly)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x4a55c))
 	g := &harsh{schedule: schedule{rng: rng, n: n, down: map[int]bool{}}, f: f, nonvoter: map[int]bool{}}
@@ -163,7 +165,7 @@ func (g *harsh) write(alg core.Algorithm, seed uint64, boundMs int64) string {
 		extra += " quorum=" + strconv.Itoa(n)
 	}
 	mode := "view"
-	if rng.IntN(4) == 0 {
+	if rng.IntN(4) == 0 && !g.f.viewOnly { // the draw is made either way: a seed's faults do not depend on ViewOnly
 		mode = "textbook"
 	}
 	if g.f.setup["nonvoters"] && n >= 3 && rng.IntN(2) == 0 {
