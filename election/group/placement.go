@@ -255,4 +255,3 @@ func (g *Group) pushRating(e *entry, i int) {
 		g.touch(e)
 	}
 }
-
