@@ -76,8 +76,9 @@ type Group struct {
 	allTouched bool
 	harvested  []Update // Readies of nodes that were replaced or removed since the last Ready
 
-	out outbox
-	rd  Ready
+	out    outbox
+	counts Counters // since the last Ready
+	rd     Ready
 }
 
 // member is what the group knows of a member.

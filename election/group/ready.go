@@ -153,7 +153,7 @@ func (g *Group) atInstant() bool { return g.now%g.cfg.HeartbeatInterval == 0 }
 func (g *Group) Step(b Batch) {
 	g.settle()
 	if b.To != g.cfg.ID {
-		g.rd.Misaddressed += uint64(len(b.Pairs))
+		g.counts.Misaddressed += uint64(len(b.Pairs))
 		return
 	}
 	for i := range b.Pairs {
@@ -161,9 +161,9 @@ func (g *Group) Step(b Batch) {
 		e := g.names[p.Name]
 		switch {
 		case e == nil:
-			g.rd.UnknownName++
+			g.counts.UnknownName++
 		case p.Msg.From != b.From || p.Msg.To != b.To:
-			g.rd.Misaddressed++
+			g.counts.Misaddressed++
 		default:
 			e.node.Step(p.Msg)
 			g.touch(e)
@@ -279,6 +279,7 @@ func (g *Group) Ready() *Ready {
 	g.out.reclaim()
 	rd := &g.rd
 	rd.Batches, rd.Updates = rd.Batches[:0], rd.Updates[:0]
+	rd.Counters, g.counts = g.counts, Counters{}
 	if g.allTouched {
 		for _, e := range g.list {
 			g.collect(e)
