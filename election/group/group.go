@@ -66,6 +66,7 @@ type Group struct {
 	sharedAt uint64
 
 	spread       int  // the names under PlaceSpread
+	unbuilt      int  // names added whose node is not built yet (settle)
 	placeDirty   bool // the spread assignment must be worked out again (place)
 	scratchNames []*entry
 	scratchLoad  []int
@@ -186,6 +187,7 @@ func (g *Group) Has(name string) bool { return g.names[name] != nil }
 // collects what it queues.
 func (g *Group) Node(name string) *core.Node {
 	if e := g.names[name]; e != nil {
+		g.settle()
 		return e.node
 	}
 	return nil
@@ -226,12 +228,19 @@ func (g *Group) Add(name string, opts Options) error {
 	if g.names[name] != nil {
 		return fmt.Errorf("group: name %q: already in this group", name)
 	}
-	e := &entry{name: name, hash: spreadHash(name, ""), opts: opts, assigned: -1}
-	node, err := g.newNode(e)
-	if err != nil {
-		return fmt.Errorf("group: name %q: %w", name, err)
+	if opts.QuorumSize > 0 {
+		cfg := g.cfg
+		cfg.QuorumSize = opts.QuorumSize
+		cfg.Roster = core.MustRoster([]core.Peer{{ID: g.cfg.ID}})
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("group: name %q: Options.QuorumSize = %d: %w", name, opts.QuorumSize, err)
+		}
 	}
-	e.node = node
+	// The node is built by the next settle, once the spread assignment
+	// has taken the name in: built now, it would be told its ratings
+	// again at once, and its view would copy its roster.
+	e := &entry{name: name, hash: spreadHash(name, ""), opts: opts, assigned: -1}
+	g.unbuilt++
 	g.names[name] = e
 	g.list = append(g.list, e)
 	if opts.Placement == PlaceSpread {
@@ -308,13 +317,6 @@ func (g *Group) rebuildIfReady(e *entry) {
 	e.recreate = false
 	e.node = node
 	e.hb = heartbeats{}
-	if e.opts.Placement == PlaceSpread {
-		// A new node rates members without the first place's band: tell
-		// it the assignment again.
-		if a := e.assigned; a >= 0 {
-			g.pushRating(e, int(a))
-		}
-	}
 	g.touch(e)
 }
 
@@ -378,9 +380,24 @@ func (g *Group) touch(e *entry) {
 	}
 }
 
-// settle brings the spread assignment up to date before any input.
+// settle brings the spread assignment up to date and builds the nodes of
+// the names added since, before any input and before a node is read.
 func (g *Group) settle() {
 	if g.placeDirty {
 		g.place()
 	}
+	if g.unbuilt == 0 {
+		return
+	}
+	for _, e := range g.list {
+		if e.node == nil {
+			node, err := g.newNode(e)
+			if err != nil {
+				panic(fmt.Sprintf("group: name %q: %v", e.name, err)) // Add and PeerUp keep the inputs valid
+			}
+			e.node = node
+			g.touch(e)
+		}
+	}
+	g.unbuilt = 0
 }

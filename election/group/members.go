@@ -21,6 +21,8 @@ func (g *Group) PeerUp(p core.Peer) {
 	i, known := g.memberIdx[p.ID]
 	rerated := false
 	switch {
+	case !known && g.tagClash(p.ID):
+		return // a term names its winner by tag: the core refuses such a member too
 	case !known:
 		i = int32(g.addMember(p))
 		g.spreadChanged()
@@ -40,6 +42,17 @@ func (g *Group) PeerUp(p core.Peer) {
 		e.node.PeerUp(q)
 		g.touch(e)
 	}
+}
+
+// tagClash reports whether a member other than id has id's core.Tag.
+func (g *Group) tagClash(id string) bool {
+	t := core.Tag(id)
+	for i := range g.members {
+		if g.members[i].id != id && core.Tag(g.members[i].id) == t {
+			return true
+		}
+	}
+	return false
 }
 
 // PeerDown reports a member dead. Every name's node hears it in this

@@ -233,6 +233,9 @@ func (g *Group) reassign(e *entry, i int32) {
 		return
 	}
 	e.assigned = i
+	if e.node == nil {
+		return // built with the ratings of the assignment
+	}
 	for _, j := range [2]int32{old, i} {
 		if j >= 0 {
 			g.pushRating(e, int(j))

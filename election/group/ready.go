@@ -86,17 +86,32 @@ type outbox struct {
 type dest struct {
 	id     string
 	pairs  []Pair
+	peak   int  // the decaying high-water mark of its batches (reclaim)
 	urgent bool // a pair that must not wait for the round instant
 	listed bool // in pending
 }
 
-// reclaim empties the destinations the last Ready handed over.
+// reclaim empties the destinations the last Ready handed over. A buffer
+// that a burst grew (an election of every name at once: a pair per name
+// for each destination) is given back once its batches' high-water mark,
+// which falls by an eighth with each batch, is below a quarter of it:
+// idle members keep about what a round needs, and rounds of different
+// sizes (the core's heartbeat rotation) do not reallocate it.
 func (o *outbox) reclaim() {
 	for _, d := range o.handed {
-		o.dests[d].pairs = o.dests[d].pairs[:0]
+		x := &o.dests[d]
+		x.peak = max(len(x.pairs), x.peak-x.peak/8)
+		if cap(x.pairs) > minPairs && x.peak < cap(x.pairs)/4 {
+			x.pairs = nil
+		} else {
+			x.pairs = x.pairs[:0]
+		}
 	}
 	o.handed = o.handed[:0]
 }
+
+// minPairs is the batch buffer that reclaim always keeps.
+const minPairs = 16
 
 // queue adds p for to.
 func (o *outbox) queue(to string, p Pair, urgent bool) {
@@ -256,6 +271,7 @@ func (g *Group) realign() {
 // round is off the instants, the next round instant. A driver may Skip
 // the ticks before it.
 func (g *Group) NextDeadline() int {
+	g.settle()
 	h := g.cfg.HeartbeatInterval
 	next := g.now + h - g.now%h
 	d := next
