@@ -52,7 +52,7 @@ type Group struct {
 	members   []member
 	memberIdx map[string]int32
 	ring      []int32
-	version   uint64 // counts membership changes (sharedRoster)
+	version   uint64 // counts membership changes, liveness included (shared)
 
 	names   map[string]*entry
 	list    []*entry                   // the names in the order they were added

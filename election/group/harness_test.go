@@ -28,6 +28,8 @@ type cluster struct {
 	// unknown counts the pairs each member dropped for a name it does not
 	// host.
 	unknown map[string]uint64
+	// elections counts the elections started while counting.
+	elections uint64
 }
 
 // tally counts a link's packets in one interval: all of them, those
@@ -78,6 +80,24 @@ func (c *cluster) add(opts Options, names ...string) {
 		}
 	}
 	c.deliver()
+}
+
+// addStaggered adds names to every member a few at each tick over
+// spread ticks, so that their elections end, and their heartbeat rounds
+// run, at different phases.
+func (c *cluster) addStaggered(opts Options, spread int, names ...string) {
+	c.t.Helper()
+	for k := range spread {
+		for i := k; i < len(names); i += spread {
+			for _, id := range c.ids {
+				if err := c.groups[id].Add(names[i], opts); err != nil {
+					c.t.Fatal(err)
+				}
+			}
+		}
+		c.deliver()
+		c.tick()
+	}
 }
 
 // tick moves every live member one tick on and delivers what follows.
@@ -155,6 +175,11 @@ func (c *cluster) take(g *Group) {
 		c.t.Fatalf("%s dropped %+v", g.ID(), rd.Counters)
 	}
 	c.unknown[g.ID()] += rd.UnknownName
+	if c.counting {
+		for _, u := range rd.Updates {
+			c.elections += u.Ready.ElectionsStarted
+		}
+	}
 }
 
 // crash stops member id; every survivor's membership reports it dead in

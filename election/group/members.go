@@ -33,7 +33,10 @@ func (g *Group) PeerUp(p core.Peer) {
 		g.version++
 		g.spreadChanged()
 	}
-	g.members[i].alive = true
+	if !g.members[i].alive {
+		g.members[i].alive = true
+		g.version++
+	}
 	for _, e := range g.list {
 		q := g.peer(e, int(i))
 		if rerated {
@@ -64,6 +67,7 @@ func (g *Group) PeerDown(id string) {
 	}
 	g.settle()
 	g.members[i].alive = false
+	g.version++
 	for _, e := range g.list {
 		e.node.PeerDown(id)
 		g.touch(e)

@@ -260,6 +260,8 @@ func (g *Group) realign() {
 			e.node.VerifyRound()
 			e.hb.offPhase = false
 			g.touch(e)
+		} else if e.node.Status().State != core.StateCoordinator {
+			e.hb.offPhase = false // it no longer leads: nothing to move
 		}
 	}
 	g.allTouched = true
