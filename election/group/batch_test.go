@@ -67,7 +67,10 @@ func TestOnePacketPerDestinationPerInterval(t *testing.T) {
 		quorum int
 	}{{"no guard", 0}, {"guard", 20}} {
 		t.Run(tc.name, func(t *testing.T) {
-			const n, e = 20, 1000
+			n, e := 20, 1000
+			if testing.Short() {
+				e = 200
+			}
 			tweak := func(cfg *core.Config) { cfg.QuorumSize = tc.quorum }
 			c := newCluster(t, n, tweak)
 			ns := names(e)

@@ -1,6 +1,8 @@
 package group
 
 import (
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/coordelect/coordelect/election/core"
@@ -123,4 +125,87 @@ func (c *cluster) restart(id string) {
 		}
 	}
 	c.deliver()
+}
+
+// With PreemptNever a member that comes back takes none of its names
+// back while their new coordinators live.
+func TestSpreadReturnNoPreemption(t *testing.T) {
+	c := newCluster(t, 5, func(cfg *core.Config) { cfg.Preemption = core.PreemptNever })
+	ns := names(50)
+	c.add(Options{Placement: PlaceSpread}, ns...)
+	c.settle(ns, 200)
+	before := c.leaders(ns)
+	victim := before[ns[0]]
+	c.crash(victim)
+	c.settle(ns, 200)
+	during := c.leaders(ns)
+	c.restart(victim)
+	c.run(20 * c.h)
+	after := c.leaders(ns)
+	for _, name := range ns {
+		if after[name] != during[name] {
+			t.Errorf("%s moved from %s to %s when %s came back", name, during[name], after[name], victim)
+		}
+	}
+}
+
+// The spread assignment depends on the names, not on the order they were
+// added in: two members that add the same names in different orders give
+// every member the same rating for every name. It is load-bounded, and
+// weighted: a member of weight 3 leads about three times a member of
+// weight 1.
+func TestSpreadAssignment(t *testing.T) {
+	const n, e = 20, 1000
+	peers := make([]core.Peer, n)
+	for i := range peers {
+		peers[i] = core.Peer{ID: memberID(i), Rating: 1}
+	}
+	peers[5].Rating = 3
+	build := func(self int, order []string) *Group {
+		cfg := core.DefaultConfig()
+		cfg.ID, cfg.Roster, cfg.Mode = memberID(self), core.MustRoster(peers), core.View
+		g, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range order {
+			if err := g.Add(name, Options{Placement: PlaceSpread}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g.Ready()
+		return g
+	}
+	ns := names(e)
+	rev := slices.Clone(ns)
+	slices.Reverse(rev)
+	a, b := build(0, ns), build(7, rev)
+	first := map[string]int{}
+	for _, name := range ns {
+		ra, rb := a.Node(name).Roster(), b.Node(name).Roster()
+		top := core.Peer{}
+		for i := 0; i < ra.Len(); i++ {
+			p := ra.At(i)
+			q, _ := rb.Get(p.ID)
+			if p.Rating != q.Rating {
+				t.Fatalf("%s: %s rates %s %d, %s rates it %d", name, a.ID(), p.ID, p.Rating, b.ID(), q.Rating)
+			}
+			if p.Rank().Compare(top.Rank()) > 0 {
+				top = p
+			}
+		}
+		first[top.ID]++
+	}
+	share := float64(e) / float64(n+2) // the weights add up to 22
+	for id, k := range first {
+		w := 1.0
+		if id == memberID(5) {
+			w = 3
+		}
+		bound := math.Ceil(1.15 * share * w)
+		if float64(k) > bound || float64(k) < share*w/2 {
+			t.Errorf("%s (weight %.0f) ranks first for %d names, want at most %.0f and about %.0f", id, w, k, bound, share*w)
+		}
+	}
+	t.Logf("first places: weight 3 member %d; weight 1 members %v", first[memberID(5)], first)
 }
