@@ -209,3 +209,47 @@ func TestSpreadAssignment(t *testing.T) {
 	}
 	t.Logf("first places: weight 3 member %d; weight 1 members %v", first[memberID(5)], first)
 }
+
+// A crash that no membership layer reports: every name the crashed
+// member led is found by its followers' heartbeat detectors, in the same
+// few ticks for every name (their heartbeats came in the same batches),
+// and re-elects among the survivors.
+func TestSilentCrash(t *testing.T) {
+	const n, e = 20, 1000
+	c := newCluster(t, n, nil)
+	ns := names(e)
+	c.addStaggered(Options{Placement: PlaceSpread}, 7, ns...)
+	c.settle(ns, 300)
+	c.run(4 * c.h)
+	before := c.leaders(ns)
+	victim := before[ns[0]]
+	c.down[victim] = true // no PeerDown: the detectors must find it
+	first, last := -1, -1
+	for t0 := c.now; ; {
+		c.tick()
+		agreed := 0
+		for _, name := range ns {
+			if before[name] != victim {
+				continue
+			}
+			if _, err := c.leader(name); err == nil {
+				agreed++
+			}
+		}
+		if agreed > 0 && first < 0 {
+			first = c.now - t0
+		}
+		if agreed == c.loads(before)[victim] {
+			last = c.now - t0
+			break
+		}
+		if c.now-t0 > 200 {
+			t.Fatalf("%d of %s's names re-elected after 200 ticks", agreed, victim)
+		}
+	}
+	t.Logf("%s's %d names: the first agreed on a new leader %d ticks after the crash, the last %d (H = %d, K = 3)",
+		victim, c.loads(before)[victim], first, last, c.h)
+	if last-first > c.h {
+		t.Errorf("the names re-elected over %d ticks, more than a heartbeat interval", last-first)
+	}
+}
