@@ -108,3 +108,15 @@ func BenchmarkTick(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPlace: working the spread assignment out again for E names
+// over n = 20 members, which a new member, a change of rating or of
+// candidacy, or an added or removed spread name costs (once per call into
+// the group, however many changes it follows).
+func BenchmarkPlace(b *testing.B) {
+	g, _ := benchGroup(b, 20, 1000, PlaceSpread, memberID(1))
+	b.ReportAllocs()
+	for b.Loop() {
+		g.place()
+	}
+}

@@ -99,9 +99,15 @@
 // crash or a recovery changes no rating, so the names of the living never
 // move when a member fails; a member that joins, or a change of rating,
 // of candidacy or of the spread names, moves the few names whose first
-// place changes. A member that returns takes its names back only as the
-// core's preemption policy says (PreemptAlways: at once; PreemptNever:
-// never while their coordinators live).
+// place changes. The group works the assignment out again at the next
+// Ready or tick after such a change, however many came together, in
+// O(names * members) (BenchmarkPlace). A member that returns takes its
+// names back only as the core's preemption policy says (PreemptAlways:
+// at once; PreemptNever: never while their coordinators live).
+//
+// Members are never forgotten (as in a core.Roster): a member that left
+// for good still counts in the load bound, and its names' first places
+// stay with it.
 //
 // # Batching
 //

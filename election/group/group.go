@@ -380,10 +380,14 @@ func (g *Group) touch(e *entry) {
 	}
 }
 
-// settle brings the spread assignment up to date and builds the nodes of
-// the names added since, before any input and before a node is read.
+// settle builds the nodes of the names added since the last call (the
+// spread assignment first, so that they are built with its ratings),
+// before any input and before a node is read. The assignment itself is
+// brought up to date here only for them, and otherwise once per Ready
+// and per tick (place): a burst of membership events (a joining member
+// learns every other at once) then costs one assignment, not one each.
 func (g *Group) settle() {
-	if g.placeDirty {
+	if g.unbuilt > 0 && g.placeDirty {
 		g.place()
 	}
 	if g.unbuilt == 0 {
@@ -400,4 +404,12 @@ func (g *Group) settle() {
 		}
 	}
 	g.unbuilt = 0
+}
+
+// settlePlace is settle with the spread assignment brought up to date.
+func (g *Group) settlePlace() {
+	if g.placeDirty {
+		g.place()
+	}
+	g.settle()
 }

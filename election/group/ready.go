@@ -195,7 +195,7 @@ func (g *Group) Tick() { g.Skip(1) }
 
 // Skip does what k calls of Tick do.
 func (g *Group) Skip(k int) {
-	g.settle()
+	g.settlePlace()
 	h := g.cfg.HeartbeatInterval
 	for k > 0 {
 		d := h - g.now%h // ticks to the next instant
@@ -232,7 +232,7 @@ func (g *Group) Advance(k int) {
 	if k <= 0 {
 		return
 	}
-	g.settle()
+	g.settlePlace()
 	h := g.cfg.HeartbeatInterval
 	if (g.now+k)/h > g.now/h {
 		g.out.flush = true
@@ -293,7 +293,7 @@ func (g *Group) NextDeadline() int {
 // the previous Ready. Call it after every call into the group (every
 // input and tick).
 func (g *Group) Ready() *Ready {
-	g.settle()
+	g.settlePlace()
 	g.out.reclaim()
 	rd := &g.rd
 	rd.Batches, rd.Updates = rd.Batches[:0], rd.Updates[:0]
