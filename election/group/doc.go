@@ -46,7 +46,8 @@
 // A dead member is thus detected once, and every name it led starts its
 // election in that one PeerDown. The group knows every member it has
 // seen (members are never forgotten, as in a core.Roster); a name added
-// later starts with the members the group holds alive.
+// later starts with the members the group holds alive (every member it
+// knows, in Textbook mode).
 //
 // # Candidates
 //
