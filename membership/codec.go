@@ -121,10 +121,24 @@ func appendMessage(dst []byte, m core.Message) ([]byte, error) {
 		return dst, err
 	}
 	start := len(dst)
-	b := append(dst, byte(m.Type),
+	b := appendHead(dst, m)
+	b = appendString(appendString(b, m.From), m.To)
+	b = appendFields(b, m)
+	if n := len(b) - start; n > maxBodySize {
+		return dst, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
+	}
+	return b, nil
+}
+
+// appendHead appends a message's type and flags.
+func appendHead(b []byte, m core.Message) []byte {
+	return append(b, byte(m.Type),
 		boolFlag(m.Confirmed, flagConfirmed)|boolFlag(m.Released, flagReleased)|boolFlag(m.Every != 0, flagEvery)|
 			boolFlag(m.Lease != 0, flagLease))
-	b = appendString(appendString(b, m.From), m.To)
+}
+
+// appendFields appends a message's fields after From and To.
+func appendFields(b []byte, m core.Message) []byte {
 	b = binary.AppendUvarint(b, uint64(m.Term))
 	b = binary.AppendVarint(b, m.Rating)
 	b = appendString(appendString(b, m.Coordinator), m.Initiator)
@@ -144,10 +158,7 @@ func appendMessage(dst []byte, m core.Message) ([]byte, error) {
 		b = binary.AppendVarint(b, p.Rating)
 		b = append(b, boolFlag(p.NonVoter, flagNonVoter))
 	}
-	if n := len(b) - start; n > maxBodySize {
-		return dst, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
-	}
-	return b, nil
+	return b
 }
 
 func checkEncodable(m core.Message) error {
@@ -202,13 +213,8 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 	if n := len(b) - r.off; r.err == nil && n > maxBodySize {
 		return frameHeader{}, m, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
 	}
-	m.Type = core.MsgType(r.byte())
-	if r.err == nil && (m.Type == 0 || int(m.Type) >= core.NumMsgTypes) {
-		r.fail("unknown message type %d", m.Type)
-	}
-	f := r.flags(flagConfirmed | flagReleased | flagEvery | flagLease)
-	m.Confirmed, m.Released = f&flagConfirmed != 0, f&flagReleased != 0
-	r.body(&m, f&flagEvery != 0, f&flagLease != 0)
+	every, lease := r.head(&m)
+	r.body(&m, every, lease)
 	if r.err == nil && r.off != len(b) {
 		r.fail("%d trailing bytes", len(b)-r.off)
 	}
@@ -218,9 +224,26 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 	return h, m, nil
 }
 
+// head reads a message's type and flags, and reports whether Every and
+// Lease follow.
+func (r *reader) head(m *core.Message) (every, lease bool) {
+	m.Type = core.MsgType(r.byte())
+	if r.err == nil && (m.Type == 0 || int(m.Type) >= core.NumMsgTypes) {
+		r.fail("unknown message type %d", m.Type)
+	}
+	f := r.flags(flagConfirmed | flagReleased | flagEvery | flagLease)
+	m.Confirmed, m.Released = f&flagConfirmed != 0, f&flagReleased != 0
+	return f&flagEvery != 0, f&flagLease != 0
+}
+
 // body reads the message fields after the header.
 func (r *reader) body(m *core.Message, every, lease bool) {
 	m.From, m.To = r.str(), r.str()
+	r.fields(m, every, lease)
+}
+
+// fields reads the message fields after From and To.
+func (r *reader) fields(m *core.Message, every, lease bool) {
 	m.Term = core.Term(r.uvarint())
 	m.Rating = r.varint()
 	m.Coordinator, m.Initiator = r.str(), r.str()

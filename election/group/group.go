@@ -1,0 +1,415 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Options configure one name of a Group.
+type Options struct {
+	// Placement ranks the name's candidates. Default PlaceRating.
+	Placement Placement
+	// Abstain: this member does not stand for the name. It follows the
+	// name's coordinator as a non-voter (core.Peer.NonVoter): it reports
+	// the coordinator, never stands, and, with the quorum guard, does not
+	// acknowledge heartbeats (it is no part of the name's majority).
+	// Default false: the member stands, unless its core.Config's Roster
+	// marks it NonVoter (then it stands for no name).
+	Abstain bool
+	// QuorumSize is the quorum guard's size for this name: the number of
+	// members that stand for it (core.Config.QuorumSize). 0: the group's
+	// core.Config.QuorumSize.
+	QuorumSize int
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.Placement >= numPlacements {
+		errs = append(errs, fmt.Errorf("group: Options.Placement = %v: want PlaceRating or PlaceSpread", o.Placement))
+	}
+	if o.QuorumSize < 0 {
+		errs = append(errs, fmt.Errorf("group: Options.QuorumSize = %d: must be 0 (the group's) or the name's number of candidates", o.QuorumSize))
+	}
+	return errors.Join(errs...)
+}
+
+// Group hosts the named elections of one member: each name is a
+// core.Node, fed by the group. See the package documentation for the
+// contract. A Group is not safe for concurrent use; one goroutine owns
+// it, as a core.Node's owner does.
+type Group struct {
+	cfg core.Config // every name's node's configuration but Roster and QuorumSize; defaults filled in
+	now int         // ticks since New
+
+	// The membership, shared by every name. members is append-only
+	// (a member's index never changes; selfIndex is this member); ring
+	// is the ring order the names' rosters take (core.Roster's order:
+	// the initial roster's, then each newcomer before the first member
+	// with a greater ID).
+	members   []member
+	memberIdx map[string]int32
+	ring      []int32
+	version   uint64 // counts membership changes, liveness included (shared)
+
+	names   map[string]*entry
+	list    []*entry                   // the names in the order they were added
+	abstain map[string]map[string]bool // name -> peers that do not stand for it (PeerCandidate)
+
+	// shared is the roster of the PlaceRating names whose candidacies
+	// are the members' own (no Abstain anywhere), built for the
+	// membership version sharedAt; their nodes share it until their view
+	// changes (core copies it then).
+	shared   *core.Roster
+	sharedAt uint64
+
+	spread       int  // the names under PlaceSpread
+	unbuilt      int  // names added whose node is not built yet (settle)
+	placeDirty   bool // the spread assignment must be worked out again (place)
+	scratchNames []*entry
+	scratchLoad  []int
+
+	// touched lists the names called into since the last Ready;
+	// allTouched says every name was (a tick).
+	touched    []*entry
+	allTouched bool
+	harvested  []Update // Readies of nodes that were replaced or removed since the last Ready
+
+	out    outbox
+	counts Counters // since the last Ready
+	rd     Ready
+}
+
+// member is what the group knows of a member.
+type member struct {
+	id       string
+	rating   int64
+	nonVoter bool // stands for no name
+	alive    bool
+}
+
+// selfIndex is this member's index in Group.members.
+const selfIndex = 0
+
+// entry is one name.
+type entry struct {
+	name string
+	hash uint64 // spreadHash(name, ""): the name's order in place
+	node *core.Node
+	opts Options
+	// assigned is the member the spread assignment gives the name's
+	// first place to (place); -1: none, or not spread.
+	assigned int32
+
+	touched bool
+	removed bool
+	// recreate: this member's candidacy changed (SetCandidate); the node
+	// is built anew once its hand-off, if any, is over.
+	recreate bool
+
+	hb heartbeats // the name's heartbeat rounds as the batching sees them (ready.go)
+}
+
+// New returns a group with no names for the member cfg.ID, which knows
+// the members in cfg.Roster (their ratings are their own; NonVoter means
+// a member stands for no name). Every name's node runs with cfg, but for
+// its Roster (the members with their ratings for that name) and, if its
+// Options say, its QuorumSize. cfg is validated as core.NewNode does.
+func New(cfg core.Config) (*Group, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	probe, err := core.NewNode(cfg) // fills in the defaults
+	if err != nil {
+		return nil, err
+	}
+	g := &Group{cfg: probe.Config(), memberIdx: make(map[string]int32, cfg.Roster.Len()),
+		names: make(map[string]*entry), abstain: make(map[string]map[string]bool)}
+	g.cfg.Roster = nil
+	self, _ := cfg.Roster.Get(cfg.ID)
+	g.members = append(g.members, member{id: self.ID, rating: self.Rating, nonVoter: self.NonVoter, alive: true})
+	g.memberIdx[self.ID] = selfIndex
+	for i := 0; i < cfg.Roster.Len(); i++ {
+		p := cfg.Roster.At(i)
+		if p.ID != cfg.ID {
+			g.memberIdx[p.ID] = int32(len(g.members))
+			g.members = append(g.members, member{id: p.ID, rating: p.Rating, nonVoter: p.NonVoter, alive: true})
+		}
+		g.ring = append(g.ring, g.memberIdx[p.ID])
+	}
+	return g, nil
+}
+
+// addMember appends p to the members, alive, and inserts it in the ring
+// before the first member with a greater ID.
+func (g *Group) addMember(p core.Peer) int {
+	i := len(g.members)
+	g.members = append(g.members, member{id: p.ID, rating: p.Rating, nonVoter: p.NonVoter, alive: true})
+	g.memberIdx[p.ID] = int32(i)
+	at := slices.IndexFunc(g.ring, func(j int32) bool { return core.CompareID(p.ID, g.members[j].id) < 0 })
+	if at < 0 {
+		at = len(g.ring)
+	}
+	g.ring = slices.Insert(g.ring, at, int32(i))
+	g.version++
+	return i
+}
+
+// ID returns this member's ID.
+func (g *Group) ID() string { return g.cfg.ID }
+
+// Now returns the ticks the group has counted since New.
+func (g *Group) Now() int { return g.now }
+
+// Config returns the core configuration every name runs with (defaults
+// filled in; Roster nil: each name has its own).
+func (g *Group) Config() core.Config { return g.cfg }
+
+// Len returns the number of names.
+func (g *Group) Len() int { return len(g.list) }
+
+// Names returns the names, in the order they were added.
+func (g *Group) Names() []string {
+	out := make([]string, len(g.list))
+	for i, e := range g.list {
+		out[i] = e.name
+	}
+	return out
+}
+
+// Has reports whether the group hosts name.
+func (g *Group) Has(name string) bool { return g.names[name] != nil }
+
+// Node returns name's node, or nil, for reading (Status, LeaseEnd,
+// Roster, ...). Calls that change it go through With, so that the group
+// collects what it queues.
+func (g *Group) Node(name string) *core.Node {
+	if e := g.names[name]; e != nil {
+		g.settle()
+		return e.node
+	}
+	return nil
+}
+
+// Options returns the options name runs with.
+func (g *Group) Options(name string) (Options, bool) {
+	if e := g.names[name]; e != nil {
+		return e.opts, true
+	}
+	return Options{}, false
+}
+
+// With calls f with name's node, for a local request (Resign,
+// TransferTo, CompleteHandoff, VerifyRound, Detect): the next Ready
+// carries what it queued. It returns f's error, or an error naming the
+// name if the group does not host it.
+func (g *Group) With(name string, f func(n *core.Node) error) error {
+	e := g.names[name]
+	if e == nil {
+		return fmt.Errorf("group: name %q: not in this group", name)
+	}
+	g.settle()
+	g.touch(e)
+	return f(e.node)
+}
+
+// Add starts an election named name, with this member standing for it
+// unless opts.Abstain. Its node starts as core.NewNode's does (asleep:
+// it listens for a coordinator for StartupDelay, then elects).
+func (g *Group) Add(name string, opts Options) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if err := opts.validate(); err != nil {
+		return fmt.Errorf("group: name %q: %w", name, err)
+	}
+	if g.names[name] != nil {
+		return fmt.Errorf("group: name %q: already in this group", name)
+	}
+	if opts.QuorumSize > 0 {
+		cfg := g.cfg
+		cfg.QuorumSize = opts.QuorumSize
+		cfg.Roster = core.MustRoster([]core.Peer{{ID: g.cfg.ID}})
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("group: name %q: Options.QuorumSize = %d: %w", name, opts.QuorumSize, err)
+		}
+	}
+	// The node is built by the next settle, once the spread assignment
+	// has taken the name in: built now, it would be told its ratings
+	// again at once, and its view would copy its roster.
+	e := &entry{name: name, hash: spreadHash(name, ""), opts: opts, assigned: -1}
+	g.unbuilt++
+	g.names[name] = e
+	g.list = append(g.list, e)
+	if opts.Placement == PlaceSpread {
+		g.spread++
+		g.placeDirty = true
+	}
+	g.touch(e)
+	return nil
+}
+
+// Remove ends the election named name. If this member leads it, it
+// resigns first and completes the hand-off at once (the caller says, by
+// removing the name, that the work the leadership guarded has stopped):
+// the next Ready carries the resignation and the name's last Update.
+func (g *Group) Remove(name string) error {
+	e := g.names[name]
+	if e == nil {
+		return fmt.Errorf("group: name %q: not in this group", name)
+	}
+	g.settle()
+	_ = e.node.Resign() // ErrNotLeader, ErrNoSuccessor: nothing to hand over
+	e.node.CompleteHandoff()
+	g.harvest(e)
+	e.removed = true
+	delete(g.names, name)
+	g.list = slices.DeleteFunc(g.list, func(x *entry) bool { return x == e })
+	if e.opts.Placement == PlaceSpread {
+		g.spread--
+		g.placeDirty = true
+	}
+	return nil
+}
+
+// SetCandidate says whether this member stands for name from now on.
+// The core fixes a node's own candidacy when it is built, so a change
+// builds the name's node anew, as a member that restarts: a coordinator
+// that stops standing resigns first (the successor is the next candidate
+// by rating) and is rebuilt once its hand-off is over. The new node
+// learns the current coordinator and term from its heartbeats, as a
+// restarted member does.
+func (g *Group) SetCandidate(name string, stand bool) error {
+	e := g.names[name]
+	if e == nil {
+		return fmt.Errorf("group: name %q: not in this group", name)
+	}
+	if e.opts.Abstain == !stand {
+		return nil
+	}
+	g.settle()
+	e.opts.Abstain = !stand
+	if !stand {
+		_ = e.node.Resign() // ErrNotLeader, ErrNoSuccessor: nothing to hand over
+	}
+	e.recreate = true
+	g.touch(e)
+	if e.opts.Placement == PlaceSpread {
+		g.placeDirty = true
+	}
+	g.rebuildIfReady(e)
+	return nil
+}
+
+// rebuildIfReady builds e's node anew if its candidacy changed and no
+// hand-off is pending.
+func (g *Group) rebuildIfReady(e *entry) {
+	if !e.recreate || e.node.HandoffPending() {
+		return
+	}
+	g.harvest(e)
+	node, err := g.newNode(e)
+	if err != nil {
+		return // the configuration was valid when e was added, and membership changes keep it so
+	}
+	e.recreate = false
+	e.node = node
+	e.hb = heartbeats{}
+	g.touch(e)
+}
+
+// newNode builds e's node: the group's configuration with e's roster
+// (the members this member's view holds alive, or every known member
+// in Textbook mode, in ring order, rated for e) and e's QuorumSize.
+func (g *Group) newNode(e *entry) (*core.Node, error) {
+	cfg := g.cfg
+	if e.opts.QuorumSize > 0 {
+		cfg.QuorumSize = e.opts.QuorumSize
+	}
+	r, err := g.roster(e)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Roster = r
+	return core.NewNode(cfg)
+}
+
+// roster builds e's roster, or returns the shared one when e's ratings
+// and candidacies are the members' own.
+func (g *Group) roster(e *entry) (*core.Roster, error) {
+	plain := e.opts.Placement == PlaceRating && !e.opts.Abstain && len(g.abstain[e.name]) == 0
+	if plain && g.shared != nil && g.sharedAt == g.version {
+		return g.shared, nil
+	}
+	peers := make([]core.Peer, 0, len(g.ring))
+	for _, i := range g.ring {
+		if g.cfg.Mode == core.View && !g.members[i].alive {
+			continue
+		}
+		peers = append(peers, g.peer(e, int(i)))
+	}
+	r, err := core.NewRoster(peers)
+	if err == nil && plain {
+		g.shared, g.sharedAt = r, g.version
+	}
+	return r, err
+}
+
+// peer is member i as e's node sees it: rated for e, a non-voter unless
+// it stands for e.
+func (g *Group) peer(e *entry, i int) core.Peer {
+	return core.Peer{ID: g.members[i].id, Rating: g.rating(e, i), NonVoter: !g.stands(e, i, g.abstain[e.name])}
+}
+
+// harvest takes e's node's Ready (messages into the outbox, the Ready
+// into the next group Ready's Updates) before the node is replaced or
+// dropped.
+func (g *Group) harvest(e *entry) {
+	rd := e.node.Ready()
+	g.queueMessages(e, rd.Messages)
+	g.harvested = append(g.harvested, Update{Name: e.name, Ready: rd})
+}
+
+// touch notes that e was called into: the next Ready asks its node.
+func (g *Group) touch(e *entry) {
+	if !e.touched && !g.allTouched {
+		e.touched = true
+		g.touched = append(g.touched, e)
+	}
+}
+
+// settle builds the nodes of the names added since the last call (the
+// spread assignment first, so that they are built with its ratings),
+// before any input and before a node is read. The assignment itself is
+// brought up to date here only for them, and otherwise once per Ready
+// and per tick (place): a burst of membership events (a joining member
+// learns every other at once) then costs one assignment, not one each.
+func (g *Group) settle() {
+	if g.unbuilt > 0 && g.placeDirty {
+		g.place()
+	}
+	if g.unbuilt == 0 {
+		return
+	}
+	for _, e := range g.list {
+		if e.node == nil {
+			node, err := g.newNode(e)
+			if err != nil {
+				panic(fmt.Sprintf("group: name %q: %v", e.name, err)) // Add and PeerUp keep the inputs valid
+			}
+			e.node = node
+			g.touch(e)
+		}
+	}
+	g.unbuilt = 0
+}
+
+// settlePlace is settle with the spread assignment brought up to date.
+func (g *Group) settlePlace() {
+	if g.placeDirty {
+		g.place()
+	}
+	g.settle()
+}

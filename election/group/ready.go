@@ -1,0 +1,354 @@
+package group
+
+import (
+	"github.com/coordelect/coordelect/election/core"
+)
+
+// Pair is one name's message in a batch.
+type Pair struct {
+	Name string
+	Msg  core.Message
+}
+
+// Batch is what one member sends another in one packet: a message of
+// every name that has one for that destination. Every Pair's Msg is from
+// From to To.
+type Batch struct {
+	From, To string
+	Pairs    []Pair
+}
+
+// Clone returns a copy of b that shares no memory with it (Ready's
+// batches are the group's buffers; a driver that keeps one, or hands it
+// to another goroutine, clones it).
+func (b Batch) Clone() Batch {
+	ps := make([]Pair, len(b.Pairs))
+	for i, p := range b.Pairs {
+		ps[i] = Pair{Name: p.Name, Msg: p.Msg.Clone()}
+	}
+	b.Pairs = ps
+	return b
+}
+
+// Update is one name's core.Ready: its status, counters and what else
+// changed (its messages are in the group Ready's Batches).
+type Update struct {
+	Name  string
+	Ready *core.Ready
+}
+
+// Counters count what the group itself dropped.
+type Counters struct {
+	// UnknownName counts the pairs for a name this group does not host
+	// (it creates no name on a peer's word: Add does).
+	UnknownName uint64
+	// Misaddressed counts the pairs of batches not addressed to this
+	// member, and pairs whose message is not from the batch's sender to
+	// this member.
+	Misaddressed uint64
+}
+
+// Ready is what a Group hands over to its driver: the batches to send
+// (one per destination), each name's news, and what the group dropped.
+// It is the group's buffer, valid until the next call into the group.
+type Ready struct {
+	// Batches to send, one per destination. A batch holds the pairs of
+	// every name that queued something for that destination since it
+	// was last sent; routine heartbeats wait for the group's next round
+	// instant (see the package documentation, "Batching").
+	Batches []Batch
+	// Updates are the names whose node had something to report (core's
+	// HasReady: messages queued or its Status changed), plus the last
+	// Ready of nodes removed or rebuilt.
+	Updates []Update
+	Counters
+}
+
+// heartbeats is what the batching knows of a name's heartbeat rounds.
+type heartbeats struct {
+	known     bool      // a round has been seen
+	term      core.Term // the last round's term
+	seq       uint64    // its number
+	confirmed bool      // its Confirmed
+	urgent    bool      // it goes at once (see queueMessages)
+	offPhase  bool      // it was sent between two round instants
+}
+
+// outbox holds the pairs queued per destination until they are sent.
+type outbox struct {
+	dests   []dest
+	destIdx map[string]int32
+	pending []int32 // the destinations with pairs, in the order of their first
+	handed  []int32 // the destinations whose pairs the last Ready handed over
+	flush   bool    // a round instant has passed: every pending pair goes
+}
+
+type dest struct {
+	id     string
+	pairs  []Pair
+	peak   int  // the decaying high-water mark of its batches (reclaim)
+	urgent bool // a pair that must not wait for the round instant
+	listed bool // in pending
+}
+
+// reclaim empties the destinations the last Ready handed over. A buffer
+// that a burst grew (an election of every name at once: a pair per name
+// for each destination) is given back once its batches' high-water mark,
+// which falls by an eighth with each batch, is below a quarter of it:
+// idle members keep about what a round needs, and rounds of different
+// sizes (the core's heartbeat rotation) do not reallocate it.
+func (o *outbox) reclaim() {
+	for _, d := range o.handed {
+		x := &o.dests[d]
+		x.peak = max(len(x.pairs), x.peak-x.peak/8)
+		if cap(x.pairs) > minPairs && x.peak < cap(x.pairs)/4 {
+			x.pairs = nil
+		} else {
+			x.pairs = x.pairs[:0]
+		}
+	}
+	o.handed = o.handed[:0]
+}
+
+// minPairs is the batch buffer that reclaim always keeps.
+const minPairs = 16
+
+// queue adds p for to.
+func (o *outbox) queue(to string, p Pair, urgent bool) {
+	o.reclaim()
+	if o.destIdx == nil {
+		o.destIdx = make(map[string]int32)
+	}
+	d, ok := o.destIdx[to]
+	if !ok {
+		d = int32(len(o.dests))
+		o.dests = append(o.dests, dest{id: to})
+		o.destIdx[to] = d
+	}
+	x := &o.dests[d]
+	x.pairs = append(x.pairs, p)
+	x.urgent = x.urgent || urgent
+	if !x.listed {
+		x.listed = true
+		o.pending = append(o.pending, d)
+	}
+}
+
+// held reports whether pairs wait for the next round instant.
+func (o *outbox) held() bool { return len(o.pending) > 0 }
+
+// queueMessages queues e's messages. Routine heartbeats (a round of the
+// same term and confirmation as the name's previous round) wait for the
+// round instant; everything else goes with the next Ready: election
+// traffic, acknowledgements, releases, and the first round of a term or
+// of a change of confirmation, which followers act on.
+func (g *Group) queueMessages(e *entry, msgs []core.Message) {
+	for _, m := range msgs {
+		urgent := true
+		if m.Type == core.MsgHeartbeat && !m.Released {
+			hb := &e.hb
+			if !hb.known || m.Seq != hb.seq || m.Term != hb.term {
+				hb.urgent = !hb.known || m.Term != hb.term || m.Confirmed != hb.confirmed
+				hb.known, hb.term, hb.seq, hb.confirmed = true, m.Term, m.Seq, m.Confirmed
+				hb.offPhase = !g.atInstant()
+			}
+			urgent = hb.urgent
+		}
+		g.out.queue(m.To, Pair{Name: e.name, Msg: m}, urgent)
+	}
+}
+
+// atInstant reports whether the group's clock is at a round instant: a
+// multiple of HeartbeatInterval.
+func (g *Group) atInstant() bool { return g.now%g.cfg.HeartbeatInterval == 0 }
+
+// Step hands the group a batch that arrived for it: each pair goes to its
+// name's node. Pairs for names the group does not host are counted
+// (Counters.UnknownName) and dropped.
+func (g *Group) Step(b Batch) {
+	g.settle()
+	if b.To != g.cfg.ID {
+		g.counts.Misaddressed += uint64(len(b.Pairs))
+		return
+	}
+	for i := range b.Pairs {
+		p := &b.Pairs[i]
+		e := g.names[p.Name]
+		switch {
+		case e == nil:
+			g.counts.UnknownName++
+		case p.Msg.From != b.From || p.Msg.To != b.To:
+			g.counts.Misaddressed++
+		default:
+			e.node.Step(p.Msg)
+			g.touch(e)
+		}
+	}
+}
+
+// Tick advances every name's clock by one tick (core.Node.Skip(1), which
+// is one Tick). At a round instant (a multiple of HeartbeatInterval)
+// the routine heartbeats held since the last one go, and every name led
+// with the quorum guard whose rounds are off the instants is brought onto
+// them (realign).
+func (g *Group) Tick() { g.Skip(1) }
+
+// Skip does what k calls of Tick do.
+func (g *Group) Skip(k int) {
+	g.settlePlace()
+	h := g.cfg.HeartbeatInterval
+	for k > 0 {
+		d := h - g.now%h // ticks to the next instant
+		if k < d {
+			g.skipNodes(k)
+			return
+		}
+		g.skipNodes(d - 1)
+		g.now++
+		g.realign()
+		for _, e := range g.list {
+			e.node.Skip(1)
+		}
+		g.out.flush = true
+		k -= d
+	}
+}
+
+func (g *Group) skipNodes(k int) {
+	if k <= 0 {
+		return
+	}
+	g.now += k
+	for _, e := range g.list {
+		e.node.Skip(k)
+	}
+	g.allTouched = true
+}
+
+// Advance moves every name's clock on by k ticks at once, for a driver
+// whose loop ran late (core.Node.Advance: the lease sees the whole jump,
+// the detectors one tick).
+func (g *Group) Advance(k int) {
+	if k <= 0 {
+		return
+	}
+	g.settlePlace()
+	h := g.cfg.HeartbeatInterval
+	if (g.now+k)/h > g.now/h {
+		g.out.flush = true
+	}
+	g.now += k
+	for _, e := range g.list {
+		e.node.Advance(k)
+	}
+	g.allTouched = true
+}
+
+// realign sends, at a round instant, a round of every name this member
+// leads with the quorum guard (a confirmed lease) whose last round went
+// out between instants (core.Node.VerifyRound: a round now, and the next
+// HeartbeatInterval after it), so that its rounds fall on the instants
+// from then on and its heartbeats never wait. A name without the guard
+// cannot be moved so (VerifyRound needs the guard): its routine rounds
+// wait for the instant instead, each by the same few ticks.
+func (g *Group) realign() {
+	for _, e := range g.list {
+		if !e.hb.offPhase {
+			continue
+		}
+		if _, leads := e.node.LeaseEnd(); leads {
+			e.node.VerifyRound()
+			e.hb.offPhase = false
+			g.touch(e)
+		} else if e.node.Status().State != core.StateCoordinator {
+			e.hb.offPhase = false // it no longer leads: nothing to move
+		}
+	}
+	g.allTouched = true
+}
+
+// NextDeadline returns the earliest group tick (compared with Now) at
+// which Tick could do something: the earliest of the names' deadlines
+// (core.Node.NextDeadline) and, while heartbeats wait or a guarded
+// round is off the instants, the next round instant. A driver may Skip
+// the ticks before it.
+func (g *Group) NextDeadline() int {
+	g.settle()
+	h := g.cfg.HeartbeatInterval
+	next := g.now + h - g.now%h
+	d := next
+	if !g.out.held() {
+		d = g.now + 1<<40
+	}
+	for _, e := range g.list {
+		d = min(d, g.now+e.node.NextDeadline()-e.node.Now())
+		if e.hb.offPhase && g.cfg.QuorumSize+e.opts.QuorumSize > 0 {
+			d = min(d, next)
+		}
+	}
+	return d
+}
+
+// Ready hands over the batches due now and what the names reported since
+// the previous Ready. Call it after every call into the group (every
+// input and tick).
+func (g *Group) Ready() *Ready {
+	g.settlePlace()
+	g.out.reclaim()
+	rd := &g.rd
+	rd.Batches, rd.Updates = rd.Batches[:0], rd.Updates[:0]
+	rd.Counters, g.counts = g.counts, Counters{}
+	if g.allTouched {
+		for _, e := range g.list {
+			g.collect(e)
+		}
+	} else {
+		for _, e := range g.touched {
+			if !e.removed {
+				g.collect(e)
+			}
+		}
+	}
+	for _, e := range g.touched {
+		e.touched = false
+	}
+	g.touched, g.allTouched = g.touched[:0], false
+	rd.Updates = append(rd.Updates, g.harvested...)
+	clear(g.harvested)
+	g.harvested = g.harvested[:0]
+	g.sendDue()
+	return rd
+}
+
+// collect takes e's node's Ready, if it has one.
+func (g *Group) collect(e *entry) {
+	if e.recreate {
+		g.rebuildIfReady(e)
+	}
+	if !e.node.HasReady() {
+		return
+	}
+	r := e.node.Ready()
+	g.queueMessages(e, r.Messages)
+	g.rd.Updates = append(g.rd.Updates, Update{Name: e.name, Ready: r})
+}
+
+// sendDue moves the batches due into the Ready: every pending one after
+// a round instant, else those holding an urgent pair.
+func (g *Group) sendDue() {
+	o := &g.out
+	flush := o.flush
+	o.flush = false
+	keep := o.pending[:0]
+	for _, d := range o.pending {
+		x := &o.dests[d]
+		if !flush && !x.urgent {
+			keep = append(keep, d)
+			continue
+		}
+		g.rd.Batches = append(g.rd.Batches, Batch{From: g.cfg.ID, To: x.id, Pairs: x.pairs})
+		x.urgent, x.listed = false, false
+		o.handed = append(o.handed, d)
+	}
+	o.pending = keep
+}
