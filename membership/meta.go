@@ -41,7 +41,7 @@ type meta struct {
 }
 
 // ProtocolVersion is the version of the metadata this build speaks
-// (frames carry their own version, 2); it leads the metadata, and members
+// (frames carry their own version, 3); it leads the metadata, and members
 // of another version are refused at join. Version 3 added the payload.
 const ProtocolVersion = 3
 

@@ -540,7 +540,7 @@ func (b *bully) onResign(m Message) {
 		return
 	}
 	n.unfollow()
-	b.excluded, b.hint, b.direct = m.From, m.From, m.Confirmed
+	b.excluded, b.hint, b.direct = m.From, m.From, m.Transfer
 	n.startElection(CauseHandoff)
 }
 
@@ -701,7 +701,7 @@ func (b *bully) peerDown(id string) {
 func (b *bully) resign() {
 	n := b.n
 	if n.hand.handoffTo != "" {
-		n.send(Message{Type: MsgResign, To: n.hand.handoffTo, Confirmed: n.hand.handoffDirect})
+		n.send(Message{Type: MsgResign, To: n.hand.handoffTo, Transfer: n.hand.handoffDirect})
 		return
 	}
 	r := n.view.r

@@ -191,7 +191,7 @@ func (n *Node) sendHeartbeat(id string, every uint32) {
 		lease = n.wireLease(r.lease)
 	}
 	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.guard.confirmed, Seq: n.det.hbSeq,
-		Phase: uint32(min(n.det.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: lease})
+		Lag: uint32(min(n.det.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: lease})
 }
 
 func (n *Node) onHeartbeat(m Message) {
@@ -227,7 +227,7 @@ func (n *Node) onHeartbeat(m Message) {
 	if m.Every != 0 {
 		n.det.every = int(min(m.Every, maxEvery))
 	}
-	n.det.grace = min(int(m.Phase), n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)
+	n.det.grace = min(int(m.Lag), n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)
 	n.det.silence, n.det.misses = 0, 0
 	if n.det.relayed == m.From {
 		n.det.relayed = "" // heard directly again

@@ -193,7 +193,7 @@ func (n *Node) Advance(k int) {
 	n.tickHealth(k)
 	if k > 1 && n.coordinator == n.self.ID {
 		// This coordinator's loop ran late: heartbeat at once, and say
-		// how late (Message.Phase) so that followers give it that long.
+		// how late (Message.Lag) so that followers give it that long.
 		n.det.lag = max(n.det.lag, k-1)
 		n.det.hbTimer = n.cfg.HeartbeatInterval - 1
 	}

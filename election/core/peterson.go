@@ -22,6 +22,7 @@ package core
 // On the wire an election message carries the election's term, the phase
 // and which of its two messages it is (packed in Phase, see packPhase), the
 // value (Value) and the active that sent it (Initiator; relays keep it).
+// The COORDINATOR carries the number of phases the election took (Phases).
 //
 // Terms. An election runs in term electionTerm(t): one epoch past the
 // highest term t its initiator has seen, with tag 0. Every node that has
@@ -414,7 +415,7 @@ func (p *peterson) finish() {
 		return
 	}
 	m := Message{Type: MsgCoordinator, Term: t, Coordinator: leader, Value: p.d,
-		Phase: p.phase, Initiator: n.self.ID}
+		Phases: p.phase, Initiator: n.self.ID}
 	at := n.view.r.Index(n.self.ID)
 	hops := lapHops(at, at, n.view.r.Index(leader), n.view.r.Len())
 	if !n.view.alive(leader) {
@@ -456,7 +457,7 @@ func (p *peterson) onCoordinator(m Message) {
 		// d was its rank; a view that never heard from it may not know it.
 		n.learnRating(m.Coordinator, m.Value.Rating)
 	}
-	p.record(m.Coordinator, m.Term, m.Phase, hops)
+	p.record(m.Coordinator, m.Term, m.Phases, hops)
 	p.announce(m, at)
 	n.maybePreempt()
 }

@@ -153,7 +153,7 @@ func (l *link) transmit(h *hop) string {
 	h.m.To = l.target(h)
 	switch {
 	case h.route == listed:
-		h.m.Phase = uint32(h.at) // the receiver's place in the list
+		h.m.Index = uint32(h.at) // the receiver's place in the list
 	case h.m.Type == MsgElection:
 		// An ELECTION names its receiver when it wants an Ack (View mode),
 		// else nobody.
@@ -214,8 +214,8 @@ func (l *link) ack(m Message) {
 	if l.n.cfg.Mode != Textbook && !suspected || m.From == "" || m.From == l.n.self.ID {
 		return
 	}
-	l.n.send(Message{Type: MsgAck, To: m.From, Initiator: m.Initiator, Phase: m.Phase,
-		Value: m.Value, Coordinator: m.Coordinator})
+	l.n.send(Message{Type: MsgAck, To: m.From, Initiator: m.Initiator, Lap: m.Lap, Index: m.Index,
+		Phase: m.Phase, Phases: m.Phases, Value: m.Value, Coordinator: m.Coordinator})
 }
 
 // refuses reports whether this node turns down an ELECTION hop that asks
@@ -257,8 +257,8 @@ func (l *link) acked(a Message) bool {
 // acknowledges reports whether Ack a answers hop m: it comes from m's
 // receiver and echoes what identifies m on its link (link.ack).
 func acknowledges(a, m Message) bool {
-	return m.To == a.From && m.Initiator == a.Initiator && m.Phase == a.Phase &&
-		m.Value == a.Value && m.Coordinator == a.Coordinator
+	return m.To == a.From && m.Initiator == a.Initiator && m.Lap == a.Lap && m.Index == a.Index &&
+		m.Phase == a.Phase && m.Phases == a.Phases && m.Value == a.Value && m.Coordinator == a.Coordinator
 }
 
 // late takes an Ack that matched no hop in flight: one of a hop this
