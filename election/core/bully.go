@@ -319,49 +319,62 @@ func (b *bully) win() {
 		return
 	}
 	n.becomeCoordinator(t)
-	r := n.view.r
-	// With the guard in a fanned-out view, the non-voters hear the
-	// announcement once a majority has confirmed the lease
-	// (announceConfirmed): they report a coordinator only when it holds
-	// one, and they hear a heartbeat once a rotation period (about 10 s
-	// among 1,000 members), so an announcement now would leave them
-	// reporting none until then.
+	b.announce(t)
+	if n.cfg.QuorumSize > 0 {
+		n.heartbeat() // collect the acks that confirm us
+	}
+}
+
+// announce sends COORDINATOR in term t to the members that hear it now
+// (announcedTo), highest-rated first: a node's messages leave one after
+// another (a TCP connection each in the runtime), and the watchers, whose
+// detectors act on the old coordinator's silence, are the members just
+// below; at the end of a list in ring order they heard the announcement
+// hundreds of ms late in a 1,000-member cluster, and elected meanwhile.
+//
+// With the guard in a fanned-out view, the non-voters hear the
+// announcement once a majority has confirmed the lease
+// (announceConfirmed): they report a coordinator only when it holds one,
+// and they hear a heartbeat once a rotation period (about 10 s among
+// 1,000 members), so an announcement now would leave them reporting none
+// until then.
+//
+// In a fanned-out view the members that hear the heartbeats only in
+// rotation get the announcement best effort (one datagram each in the
+// runtime, not a TCP connection): their next heartbeat, a rotation period
+// later, makes up for a lost one. The members that hear every round, whose
+// detectors act, get it reliably.
+func (b *bully) announce(t Term) {
+	n := b.n
 	deferRest := n.cfg.QuorumSize > 0 && n.fanningOut()
 	n.guard.announceRest = deferRest
 	if n.cfg.Mode == View && !deferRest {
 		n.reserve(n.liveCount() - 1) // the live peers: one allocation, not a doubling series
 	}
-	// Highest-rated first: a node's messages leave one after another (a
-	// TCP connection each in the runtime), and the watchers, whose
-	// detectors act on the old coordinator's silence, are the members
-	// just below; at the end of a list in ring order they heard the
-	// announcement hundreds of ms late in a 1,000-member cluster, and
-	// elected meanwhile.
-	//
-	// In a fanned-out view the members that hear the heartbeats only in
-	// rotation get the announcement best effort (one datagram each in the
-	// runtime, not a TCP connection): their next heartbeat, a rotation
-	// period later, makes up for a lost one. The members that hear every
-	// round, whose detectors act, get it reliably.
 	lossy := n.fanningOut()
 	var ws []string
 	if lossy {
 		ws = n.watchers(make([]string, 0, n.cfg.HeartbeatWatchers), n.self.ID)
 	}
+	r := n.view.r
 	for k := r.Len() - 1; k >= 0; k-- {
-		p := r.ByRank(k)
-		if p.ID == n.self.ID || !n.view.alive(p.ID) || deferRest && p.NonVoter {
-			continue
-		}
-		// Textbook: the sites below (§1 step 2). View: every live peer, so
-		// that a resigned or silent higher node learns at once too.
-		if n.cfg.Mode == View || p.NonVoter || p.Rank().Compare(n.rank()) < 0 {
+		if p := r.ByRank(k); b.announcedTo(p, deferRest) {
 			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Term: t, BestEffort: lossy && !n.fast(p, ws)})
 		}
 	}
-	if n.cfg.QuorumSize > 0 {
-		n.heartbeat() // collect the acks that confirm us
+}
+
+// announcedTo reports whether member p hears this node's announcement now:
+// a live peer (a voter when the non-voters' is deferred); in Textbook mode
+// one of the sites below this node (§1 step 2) or a non-voter, in View
+// mode every one, so that a resigned or silent higher node learns at once
+// too.
+func (b *bully) announcedTo(p Peer, deferRest bool) bool {
+	n := b.n
+	if p.ID == n.self.ID || !n.view.alive(p.ID) || deferRest && p.NonVoter {
+		return false
 	}
+	return n.cfg.Mode == View || p.NonVoter || p.Rank().Compare(n.rank()) < 0
 }
 
 func (b *bully) step(m Message) {
