@@ -71,38 +71,11 @@ type peterson struct {
 	phases int
 }
 
-// PhaseDecision is what an active process decided at the end of a phase of
-// the active/relay ring, with the values it decided on (seed 001 draws
-// them as the triple d, e, f). F is zero when e == d ended the election.
-type PhaseDecision struct {
-	Phase   uint32
-	D, E, F Rank
-	// Outcome: "active" (d := e, on to the next phase), "relay", or
-	// "leader" (e == d: the only active left; d is the leader's rank).
-	Outcome string
-}
-
 func newPeterson(n *Node) *peterson {
 	p := &peterson{}
 	p.lap = newLap(n, p, clockwise, p.local)
 	return p
 }
-
-// packPhase packs phase p (from 1) and which of its two messages is meant
-// into Message.Phase: 2p-1 for the first (an active's d), 2p for the second
-// (the e it passes on). Phase 0 is a hand-off's wake-up call (no value).
-func packPhase(p uint32, second bool) uint32 {
-	if second {
-		return 2 * p
-	}
-	return 2*p - 1
-}
-
-// wakeUp is the packed phase of a hand-off's wake-up call.
-const wakeUp = 0
-
-// unpackPhase is the inverse of packPhase.
-func unpackPhase(x uint32) (p uint32, second bool) { return (x + 1) / 2, x%2 == 0 }
 
 // Phases returns the number of active/relay phases of the last election
 // this node saw end, as announced by the node that found itself the only
