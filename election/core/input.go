@@ -13,68 +13,20 @@ package core
 // to the message's and goes to the part that handles its type.
 func (n *Node) Step(m Message) {
 	n.forget()
-	if !n.addressed(m) {
+	if !n.addressed(&m) {
 		n.drop(DropMisaddressed)
 		return
 	}
 	n.count().Received[m.Type]++
-	if !n.genuine(m) || !n.timely(m) {
+	if !n.genuine(&m) || !n.timely(&m) {
 		return
 	}
 	if m.Term > n.term && n.leads() && claimsLeadership(m, n.self.ID) {
 		n.count().Deposed++
 	}
 	n.observeTerm(m.Term)
-	n.dispatch(m)
-}
-
-// addressed reports whether m is a message of a known type to this node
-// from another member.
-func (n *Node) addressed(m Message) bool {
-	return m.To == n.self.ID && m.From != "" && m.From != n.self.ID && m.Type != 0 && m.Type < numMsgTypes
-}
-
-// genuine reports whether m's sender and term are what a member can send:
-// an epoch at most MaxEpoch, a claim to lead in a term of the claimant's
-// tag (tagMatches), a sender whose tag is its own (learnRating, which
-// learns its rating). Else m is dropped, counted by reason.
-func (n *Node) genuine(m Message) bool {
-	switch {
-	case m.Term.Epoch() > MaxEpoch:
-		n.drop(DropBadTerm)
-	case !n.tagMatches(m):
-		n.drop(DropForeignTag)
-	case !n.learnRating(m.From, m.Rating):
-		n.drop(DropOrder) // the sender's tag is another member's
-	default:
-		return true
-	}
-	return false
-}
-
-// timely reports whether this node takes m's term: not below its own
-// unless m's type takes stale terms (takesStale: a stale claim to lead is
-// answered with the newer term, tellTerm), and not above it by more than
-// the epoch allowance (admits). Else m is dropped, counted by reason.
-func (n *Node) timely(m Message) bool {
-	if m.Term < n.term && !n.takesStale(m.Type) {
-		if m.Type == MsgHeartbeatAck {
-			n.measureRoundTrip(m) // this node's rounds of a term it has left
-		}
-		n.drop(DropStaleTerm)
-		n.tellTerm(m)
-		return false
-	}
-	if m.Term > n.term && !n.admits(m.Term) {
-		n.drop(DropBadTerm) // faster than the epoch allowance (term.go)
-		return false
-	}
-	return true
-}
-
-// dispatch hands m to the part that handles its type: the detector, the
-// guard, the pre-vote, hand-off, or the algorithm.
-func (n *Node) dispatch(m Message) {
+	// The part that handles its type: the detector, the guard, the
+	// pre-vote, hand-off, or the algorithm.
 	switch m.Type {
 	case MsgHeartbeat:
 		n.onHeartbeat(m)
@@ -89,6 +41,50 @@ func (n *Node) dispatch(m Message) {
 	default:
 		n.enter().step(m)
 	}
+}
+
+// addressed reports whether m is a message of a known type to this node
+// from another member.
+func (n *Node) addressed(m *Message) bool {
+	return m.To == n.self.ID && m.From != "" && m.From != n.self.ID && m.Type != 0 && m.Type < numMsgTypes
+}
+
+// genuine reports whether m's sender and term are what a member can send:
+// an epoch at most MaxEpoch, a claim to lead in a term of the claimant's
+// tag (tagMatches), a sender whose tag is its own (learnRating, which
+// learns its rating). Else m is dropped, counted by reason.
+func (n *Node) genuine(m *Message) bool {
+	switch {
+	case m.Term.Epoch() > MaxEpoch:
+		n.drop(DropBadTerm)
+	case !n.tagMatches(*m):
+		n.drop(DropForeignTag)
+	case !n.learnRating(m.From, m.Rating):
+		n.drop(DropOrder) // the sender's tag is another member's
+	default:
+		return true
+	}
+	return false
+}
+
+// timely reports whether this node takes m's term: not below its own
+// unless m's type takes stale terms (takesStale: a stale claim to lead is
+// answered with the newer term, tellTerm), and not above it by more than
+// the epoch allowance (admits). Else m is dropped, counted by reason.
+func (n *Node) timely(m *Message) bool {
+	if m.Term < n.term && !n.takesStale(m.Type) {
+		if m.Type == MsgHeartbeatAck {
+			n.measureRoundTrip(*m) // this node's rounds of a term it has left
+		}
+		n.drop(DropStaleTerm)
+		n.tellTerm(*m)
+		return false
+	}
+	if m.Term > n.term && !n.admits(m.Term) {
+		n.drop(DropBadTerm) // faster than the epoch allowance (term.go)
+		return false
+	}
+	return true
 }
 
 // leads reports whether this node leads: it is the coordinator and, with
