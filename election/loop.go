@@ -206,15 +206,23 @@ func (e *Elector) workEnded() {
 
 // msgFields are the fields of a message's debug line: its type, the peer
 // it came from or goes to, and its term; for a ring's messages also what
-// identifies a hop (docs/algorithms.md): the initiator, the phase (or
-// list position) and the value, so that a lap can be followed member by
-// member.
+// identifies a hop (docs/algorithms.md): the initiator, the ring's lap
+// or list index or the active/relay ring's phase (or phase count), and the
+// value, so that a lap can be followed member by member.
 func msgFields(m core.Message, peer string) []any {
 	f := []any{"type", m.Type, "peer", peer, "term", core.Term(m.Term)}
 	switch m.Type {
 	case core.MsgElection, core.MsgCoordinator, core.MsgAck:
 		if m.Initiator != "" {
-			f = append(f, "initiator", m.Initiator, "phase", m.Phase)
+			f = append(f, "initiator", m.Initiator)
+			for _, n := range [...]struct {
+				key string
+				v   uint32
+			}{{"lap", m.Lap}, {"index", m.Index}, {"phase", m.Phase}, {"phases", m.Phases}} {
+				if n.v != 0 {
+					f = append(f, n.key, n.v)
+				}
+			}
 			if m.Value.ID != "" {
 				f = append(f, "value", m.Value.ID)
 			}

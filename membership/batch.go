@@ -170,9 +170,9 @@ func decodeBatch(b []byte) (frameHeader, group.Batch, error) {
 				r.fail("batch pair %d: %v", i, err)
 			}
 		}
-		every, lease := r.head(&p.Msg)
+		nums := r.head(&p.Msg)
 		p.Msg.From, p.Msg.To = out.From, out.To
-		r.fields(&p.Msg, every, lease)
+		r.fields(&p.Msg, nums)
 		if r.err != nil {
 			break
 		}

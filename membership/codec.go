@@ -9,32 +9,31 @@ import (
 	"github.com/coordelect/coordelect/election/core"
 )
 
-// Wire format of one frame, version 2: a link header that the Node's
+// Wire format of one frame, version 3: a link header that the Node's
 // per-peer sender fills in, then the core.Message.
 //
 //	magic    1 byte  0xCE
-//	version  1 byte  2
+//	version  1 byte  3
 //	seq      uvarint per-link sequence number; 0 = unordered (best effort)
 //	fromBoot 8 bytes big-endian boot ID of the sender
 //	toBoot   8 bytes big-endian boot ID of the receiver the sender addressed
 //	type     1 byte  core.MsgType, 1..core.NumMsgTypes-1
-//	flags    1 byte  bit 0: Confirmed, bit 1: Released, bit 2: Every follows,
-//	                 bit 3: Lease follows; the other bits must be zero
+//	flags    1 byte  bit 0: Confirmed, bit 1: Released, bit 2: Abdicated,
+//	                 bit 3: Granted, bit 4: Transfer, bit 5: Preempt; the
+//	                 other bits must be zero
+//	numbers  1 byte  which of the message's 32-bit fields follow seq, one
+//	                 bit each: bit 0: Lap, 1: Index, 2: Phase, 3: Phases,
+//	                 4: Lag, 5: PromiseLeft, 6: Every, 7: Lease
 //	from, to                 string
 //	term                     uvarint
 //	rating                   varint
 //	coordinator, initiator   string
 //	value.rating             varint
 //	value.id                 string
-//	phase                    uvarint, at most 2^32-1
-//	seq                      uvarint (heartbeat round; version 2 added it)
-//	every                    uvarint, 1..2^32-1, only when flag bit 2 is set
-//	                         (the heartbeat period; added within version 2:
-//	                         a frame without it is byte for byte what it was)
-//	lease                    uvarint, 1..2^32-1, only when flag bit 3 is set
-//	                         (a stretched quorum lease, in ticks; added within
-//	                         version 2 in the same way: a build without it
-//	                         rejects such a frame as malformed)
+//	seq                      uvarint (heartbeat or pre-vote round)
+//	lap .. lease             uvarint each, 1..2^32-1, in bit order, only
+//	                         those whose numbers bit is set (a field that is
+//	                         0 is left out)
 //	list                     uvarint count, then per peer:
 //	                         id string, rating varint, flags byte (bit 0: NonVoter)
 //
@@ -43,10 +42,11 @@ import (
 // every frame has exactly one encoding: decodeFrame accepts only what
 // appendFrame produces, and re-encoding a decoded frame gives back the same bytes. The
 // decoder checks every length against the bytes left and the caps below,
-// and rejects trailing bytes.
+// and rejects trailing bytes. A frame of another version is dropped
+// (errVersion): members must run builds of one frame version.
 const (
 	frameMagic   = 0xCE
-	frameVersion = 2
+	frameVersion = 3
 
 	// MaxFrameSize caps an encoded frame, in bytes.
 	MaxFrameSize = 64 << 10
@@ -55,11 +55,7 @@ const (
 	// MaxListLen caps the number of peers in Message.List.
 	MaxListLen = 1024
 
-	flagConfirmed = 1 << 0
-	flagReleased  = 1 << 1
-	flagEvery     = 1 << 2
-	flagLease     = 1 << 3
-	flagNonVoter  = 1 << 0
+	flagNonVoter = 1 << 0
 	// maxHeaderSize bounds the link header: magic, version, seq, boots.
 	// The message part may take the rest of MaxFrameSize.
 	maxHeaderSize = 2 + binary.MaxVarintLen64 + 16
@@ -130,11 +126,11 @@ func appendMessage(dst []byte, m core.Message) ([]byte, error) {
 	return b, nil
 }
 
-// appendHead appends a message's type and flags.
+// appendHead appends a message's type, its flags and the byte that says
+// which of its 32-bit fields follow.
 func appendHead(b []byte, m core.Message) []byte {
-	return append(b, byte(m.Type),
-		boolFlag(m.Confirmed, flagConfirmed)|boolFlag(m.Released, flagReleased)|boolFlag(m.Every != 0, flagEvery)|
-			boolFlag(m.Lease != 0, flagLease))
+	flags, nums := msgFlags(&m), msgNumbers(&m)
+	return append(b, byte(m.Type), setBits(flags[:]), nonZeroBits(nums[:]))
 }
 
 // appendFields appends a message's fields after From and To.
@@ -144,13 +140,11 @@ func appendFields(b []byte, m core.Message) []byte {
 	b = appendString(appendString(b, m.Coordinator), m.Initiator)
 	b = binary.AppendVarint(b, m.Value.Rating)
 	b = appendString(b, m.Value.ID)
-	b = binary.AppendUvarint(b, uint64(m.Phase))
 	b = binary.AppendUvarint(b, m.Seq)
-	if m.Every != 0 {
-		b = binary.AppendUvarint(b, uint64(m.Every))
-	}
-	if m.Lease != 0 {
-		b = binary.AppendUvarint(b, uint64(m.Lease))
+	for _, v := range msgNumbers(&m) {
+		if *v != 0 {
+			b = binary.AppendUvarint(b, uint64(*v))
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(m.List)))
 	for _, p := range m.List {
@@ -192,6 +186,39 @@ func boolFlag(v bool, bit byte) byte {
 	return 0
 }
 
+// msgFlags returns m's flags in the order of the bits of a frame's flags
+// byte.
+func msgFlags(m *core.Message) [6]*bool {
+	return [...]*bool{&m.Confirmed, &m.Released, &m.Abdicated, &m.Granted, &m.Transfer, &m.Preempt}
+}
+
+// msgNumbers returns m's 32-bit fields in the order of the bits of a
+// frame's numbers byte, which is the order they follow seq in.
+func msgNumbers(m *core.Message) [8]*uint32 {
+	return [...]*uint32{&m.Lap, &m.Index, &m.Phase, &m.Phases, &m.Lag, &m.PromiseLeft, &m.Every, &m.Lease}
+}
+
+// numberNames name msgNumbers in decode errors.
+var numberNames = [8]string{"lap", "index", "phase", "phases", "lag", "promise_left", "every", "lease"}
+
+// setBits returns a byte with bit i set for each set flag i.
+func setBits(flags []*bool) byte {
+	var b byte
+	for i, f := range flags {
+		b |= boolFlag(*f, 1<<i)
+	}
+	return b
+}
+
+// nonZeroBits returns a byte with bit i set for each non-zero number i.
+func nonZeroBits(nums []*uint32) byte {
+	var b byte
+	for i, v := range nums {
+		b |= boolFlag(*v != 0, 1<<i)
+	}
+	return b
+}
+
 // decodeFrame parses a frame. It never panics and never retains b: the
 // message's strings and List are fresh copies. Errors wrap errVersion,
 // ErrTooLarge or errMalformed.
@@ -213,8 +240,7 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 	if n := len(b) - r.off; r.err == nil && n > maxBodySize {
 		return frameHeader{}, m, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
 	}
-	every, lease := r.head(&m)
-	r.body(&m, every, lease)
+	r.body(&m, r.head(&m))
 	if r.err == nil && r.off != len(b) {
 		r.fail("%d trailing bytes", len(b)-r.off)
 	}
@@ -224,52 +250,50 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 	return h, m, nil
 }
 
-// head reads a message's type and flags, and reports whether Every and
-// Lease follow.
-func (r *reader) head(m *core.Message) (every, lease bool) {
+// head reads a message's type and flags, and returns the byte that says
+// which of its 32-bit fields follow.
+func (r *reader) head(m *core.Message) (nums byte) {
 	m.Type = core.MsgType(r.byte())
 	if r.err == nil && (m.Type == 0 || int(m.Type) >= core.NumMsgTypes) {
 		r.fail("unknown message type %d", m.Type)
 	}
-	f := r.flags(flagConfirmed | flagReleased | flagEvery | flagLease)
-	m.Confirmed, m.Released = f&flagConfirmed != 0, f&flagReleased != 0
-	return f&flagEvery != 0, f&flagLease != 0
+	flags := msgFlags(m)
+	f := r.flags(1<<len(flags) - 1)
+	for i, p := range flags {
+		*p = f&(1<<i) != 0
+	}
+	return r.byte()
 }
 
-// body reads the message fields after the header.
-func (r *reader) body(m *core.Message, every, lease bool) {
+// body reads the message fields after its head; nums is the numbers
+// byte, which says which of the 32-bit fields are there.
+func (r *reader) body(m *core.Message, nums byte) {
 	m.From, m.To = r.str(), r.str()
-	r.fields(m, every, lease)
+	r.fields(m, nums)
 }
 
 // fields reads the message fields after From and To.
-func (r *reader) fields(m *core.Message, every, lease bool) {
+func (r *reader) fields(m *core.Message, nums byte) {
 	m.Term = core.Term(r.uvarint())
 	m.Rating = r.varint()
 	m.Coordinator, m.Initiator = r.str(), r.str()
 	m.Value.Rating = r.varint()
 	m.Value.ID = r.str()
-	if p := r.uvarint(); p > math.MaxUint32 {
-		r.fail("phase %d over 2^32-1", p)
-	} else {
-		m.Phase = uint32(p)
-	}
 	m.Seq = r.uvarint()
-	if every {
-		m.Every = r.optU32("every")
-	}
-	if lease {
-		m.Lease = r.optU32("lease")
+	for i, p := range msgNumbers(m) {
+		if nums&(1<<i) != 0 {
+			*p = r.optU32(numberNames[i])
+		}
 	}
 	m.List = r.list()
 }
 
-// optU32 reads an optional field that its flag says is there: 1..2^32-1
-// (0 would have two encodings, with the flag and without it).
+// optU32 reads an optional field that its bit says is there: 1..2^32-1
+// (0 would have two encodings, with the bit and without it).
 func (r *reader) optU32(name string) uint32 {
 	switch v := r.uvarint(); {
 	case v == 0:
-		r.fail("%s 0 with its flag set", name)
+		r.fail("%s 0 with its bit set", name)
 	case v > math.MaxUint32:
 		r.fail("%s %d over 2^32-1", name, v)
 	default:

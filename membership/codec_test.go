@@ -25,7 +25,7 @@ func sampleMessage() core.Message {
 			{ID: "node-a", Rating: -42, NonVoter: true},
 		},
 		Value:     core.Rank{Rating: 1 << 40, ID: "node-a"},
-		Phase:     9,
+		Index:     9,
 		Seq:       77,
 		Released:  true,
 		Confirmed: true,
@@ -37,7 +37,9 @@ func TestCodecRoundTrip(t *testing.T) {
 	msgs := []core.Message{
 		sampleMessage(),
 		{Type: core.MsgHeartbeat, From: "1", To: "2"},
-		{Type: core.MsgHeartbeatAck, Rating: -1 << 63, Term: ^core.Term(0), Phase: 1<<32 - 1},
+		{Type: core.MsgHeartbeatAck, Rating: -1 << 63, Term: ^core.Term(0), Lease: 1<<32 - 1, Seq: ^uint64(0)},
+		{Type: core.MsgPreVoteAck, From: "a", To: "b", Coordinator: "c", PromiseLeft: 12, Seq: 3},
+		{Type: core.MsgElection, From: "a", To: "b", Initiator: "a", Phase: 3, Value: core.Rank{Rating: 5, ID: "a"}},
 	}
 	for _, m := range msgs {
 		b, err := appendFrame([]byte("prefix"), h, m)
@@ -116,10 +118,10 @@ func TestDecodeRejects(t *testing.T) {
 	good, _ := encode(core.Message{Type: core.MsgAck, From: "a", To: "b"})
 	magic := []byte{frameMagic, frameVersion}
 	boots := make([]byte, 16)
-	hdr := frame(magic, uv(0), boots)         // seq 0, boots 0
-	ack := []byte{byte(core.MsgAck), 0}       // type, flags
-	tail := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0} // term .. list count, all zero
-	ft := tail[:6]                            // term .. value.id
+	hdr := frame(magic, uv(0), boots)      // seq 0, boots 0
+	ack := []byte{byte(core.MsgAck), 0, 0} // type, flags, numbers
+	tail := []byte{0, 0, 0, 0, 0, 0, 0, 0} // term .. list count, all zero
+	ft := tail[:6]                         // term .. value.id
 	tests := []struct {
 		name string
 		b    []byte
@@ -130,11 +132,12 @@ func TestDecodeRejects(t *testing.T) {
 		{"bad magic", append([]byte{0x00}, good[1:]...), errMalformed},
 		{"version 0", append([]byte{frameMagic, 0}, good[2:]...), errVersion},
 		{"version 1", append([]byte{frameMagic, 1}, good[2:]...), errVersion},
-		{"version 3", append([]byte{frameMagic, 3}, good[2:]...), errVersion},
+		{"version 2", append([]byte{frameMagic, 2}, good[2:]...), errVersion},
+		{"version 4", append([]byte{frameMagic, 4}, good[2:]...), errVersion},
 		{"header only", hdr, errMalformed},
-		{"type 0", frame(hdr, []byte{0, 0}, uv(0), uv(0), tail), errMalformed},
-		{"unknown type", frame(hdr, []byte{byte(core.NumMsgTypes), 0}, uv(0), uv(0), tail), errMalformed},
-		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 8}, uv(0), uv(0), tail), errMalformed},
+		{"type 0", frame(hdr, []byte{0, 0, 0}, uv(0), uv(0), tail), errMalformed},
+		{"unknown type", frame(hdr, []byte{byte(core.NumMsgTypes), 0, 0}, uv(0), uv(0), tail), errMalformed},
+		{"unknown flag", frame(hdr, []byte{byte(core.MsgAck), 1 << 6, 0}, uv(0), uv(0), tail), errMalformed},
 		{"truncated", good[:len(good)-1], errMalformed},
 		{"trailing byte", append(append([]byte{}, good...), 0), errMalformed},
 		{"oversized frame", make([]byte, MaxFrameSize+1), ErrTooLarge},
@@ -144,10 +147,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"boots truncated", frame(magic, uv(0), boots[:9]), errMalformed},
 		{"string past end", frame(hdr, ack, uv(200), []byte("ab")), errMalformed},
 		{"string over cap", frame(hdr, ack, uv(MaxStringLen+1), make([]byte, MaxStringLen+1), uv(0), tail), errMalformed},
-		{"list count past end", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(1000)), errMalformed},
-		{"list over cap", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(MaxListLen+1), make([]byte, 3*(MaxListLen+1))), errMalformed},
-		{"bad peer flag", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(0), uv(1), []byte{0, 0, 2}), errMalformed},
-		{"phase over 32 bits", frame(hdr, ack, uv(0), uv(0), ft, uv(1<<32), uv(0), uv(0)), errMalformed},
+		{"list count past end", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(1000)), errMalformed},
+		{"list over cap", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(MaxListLen+1), make([]byte, 3*(MaxListLen+1))), errMalformed},
+		{"bad peer flag", frame(hdr, ack, uv(0), uv(0), ft, uv(0), uv(1), []byte{0, 0, 2}), errMalformed},
+		{"lap over 32 bits", frame(hdr, []byte{byte(core.MsgAck), 0, 1}, uv(0), uv(0), ft, uv(0), uv(1<<32), uv(0)), errMalformed},
 		{"valid control", frame(hdr, ack, uv(0), uv(0), tail), nil},
 	}
 	for _, tt := range tests {

@@ -48,12 +48,19 @@ func FuzzDecode(f *testing.F) {
 // FuzzRoundTrip builds messages from fuzzed fields: every message that
 // encodes decodes back to itself.
 func FuzzRoundTrip(f *testing.F) {
-	f.Add(uint8(core.MsgElection), "a", "b", uint64(1<<32|7), int64(-3), "c", uint32(2), true, uint8(2), uint64(9))
+	f.Add(uint8(core.MsgElection), "a", "b", uint64(1<<32|7), int64(-3), "c", uint32(2), uint8(3), uint8(0x15), uint8(2), uint64(9))
 	f.Fuzz(func(t *testing.T, typ uint8, from, to string, term uint64, rating int64, id string,
-		phase uint32, confirmed bool, listLen uint8, seq uint64) {
+		number uint32, numbers, flags, listLen uint8, seq uint64) {
 		m := core.Message{Type: core.MsgType(typ), From: from, To: to, Term: core.Term(term),
-			Rating: rating, Coordinator: id, Initiator: from, Value: core.Rank{Rating: -rating, ID: id},
-			Phase: phase, Confirmed: confirmed}
+			Rating: rating, Coordinator: id, Initiator: from, Value: core.Rank{Rating: -rating, ID: id}, Seq: seq}
+		for i, p := range msgNumbers(&m) {
+			if numbers&(1<<i) != 0 {
+				*p = number + uint32(i)
+			}
+		}
+		for i, p := range msgFlags(&m) {
+			*p = flags&(1<<i) != 0
+		}
 		for i := range int(listLen % 8) {
 			m.List = append(m.List, core.Peer{ID: id, Rating: rating + int64(i), NonVoter: i%2 == 1})
 		}

@@ -10,10 +10,10 @@ import (
 // meta is what a member publishes in its memberlist node metadata
 // (Delegate.NodeMeta, at most memberlist.MetaMaxSize = 512 bytes).
 //
-// Encoding, version 3 (at most 1+1+10+8+1+maxAlgorithmLen+4*10+2+MaxPayloadLen
+// Encoding, version 4 (at most 1+1+10+8+1+maxAlgorithmLen+4*10+2+MaxPayloadLen
 // = 351 bytes):
 //
-//	version   1 byte  3: ProtocolVersion
+//	version   1 byte  4: ProtocolVersion
 //	flags     1 byte  bit 0: NonVoter; the other bits must be zero
 //	rating    varint
 //	boot      8 bytes big-endian
@@ -40,10 +40,14 @@ type meta struct {
 	Payload   string // Config.Payload, opaque
 }
 
-// ProtocolVersion is the version of the metadata this build speaks
-// (frames carry their own version, 2); it leads the metadata, and members
-// of another version are refused at join. Version 3 added the payload.
-const ProtocolVersion = 3
+// ProtocolVersion is the version of the metadata and of the frames this
+// build speaks (frames carry their own version, 3, and batch frames
+// theirs, 1); it leads the metadata, and members of another version are
+// refused at join, so that members whose frames cannot be read by each
+// other never count each other alive. Version 3 added the payload; version
+// 4 the frames of version 3 (one meaning per message field) and batch
+// frames.
+const ProtocolVersion = 4
 
 // MaxPayloadLen bounds Config.Payload, in bytes: the payload travels in
 // memberlist's node metadata (memberlist.MetaMaxSize = 512 bytes, shared

@@ -2,6 +2,15 @@ package core
 
 import "slices"
 
+// The bully candidate's actions: asking the members above it, waiting for
+// a senior's announcement, escalating band by band, declaring, winning and
+// announcing, and resigning; what it reacts to (messages, deaths, pre-votes,
+// timers) is in bullyevents.go. Invariant: a candidate asks only live
+// voters ranked above it (higher), and the term is raised only in win:
+// once nobody above it answered (declare, or a pre-vote that corroborated
+// the suspect's silence: preVoted), or when the coordinator handed the
+// role to it.
+
 // bully is docs/algorithms.md, bully (Garcia-Molina 1982).
 //
 // Textbook mode follows the text to the letter, so message counts match the
@@ -171,16 +180,6 @@ func (b *bully) seniorWait() int {
 	return c.HeartbeatInterval + c.AnswerTimeout + c.RoundTrip + b.deferral()
 }
 
-// grantedElection: this node granted from's pre-vote for an election
-// (Node.onPreVote). From a member ranked above it, that is the senior
-// saying it is alive and taking over, which is what an ANSWER says.
-func (b *bully) grantedElection(from string) {
-	n := b.n
-	if p, ok := n.view.r.Get(from); ok && p.Rank().Compare(n.rank()) > 0 {
-		b.senior, b.seniorAt = from, n.now
-	}
-}
-
 // seniorTakingOver reports whether the senior this node awaited asked it
 // for a pre-vote lately: within the detector's K intervals and the wait
 // before this moment, i.e. about the failure at hand.
@@ -296,20 +295,6 @@ func (b *bully) declare() {
 	b.win()
 }
 
-func (b *bully) preVoted() {
-	n := b.n
-	switch {
-	case !n.electing:
-	case b.phase == bullyPreVote:
-		b.win()
-	case b.phase == bullyWaitAnswer && b.stage == 1 && (b.asked == n.det.suspect || b.pair) && n.det.suspect != "" && n.det.health == 0:
-		// Corroborated while the suspect (and, after askPair, the senior
-		// waited out) stayed silent. A node whose own loop ran late
-		// lately waits T as the text says: the silence may be its own.
-		b.win()
-	}
-}
-
 // win raises the term and announces this node.
 func (b *bully) win() {
 	n := b.n
@@ -319,272 +304,62 @@ func (b *bully) win() {
 		return
 	}
 	n.becomeCoordinator(t)
-	r := n.view.r
-	// With the guard in a fanned-out view, the non-voters hear the
-	// announcement once a majority has confirmed the lease
-	// (announceConfirmed): they report a coordinator only when it holds
-	// one, and they hear a heartbeat once a rotation period (about 10 s
-	// among 1,000 members), so an announcement now would leave them
-	// reporting none until then.
-	deferRest := n.guard.on() && n.fanningOut()
-	n.guard.announceRest = deferRest
-	if n.cfg.Mode == View && !deferRest {
-		n.reserve(n.liveCount() - 1) // the live peers: one allocation, not a doubling series
-	}
-	// Highest-rated first: a node's messages leave one after another (a
-	// TCP connection each in the runtime), and the watchers, whose
-	// detectors act on the old coordinator's silence, are the members
-	// just below; at the end of a list in ring order they heard the
-	// announcement hundreds of ms late in a 1,000-member cluster, and
-	// elected meanwhile.
-	//
-	// In a fanned-out view the members that hear the heartbeats only in
-	// rotation get the announcement best effort (one datagram each in the
-	// runtime, not a TCP connection): their next heartbeat, a rotation
-	// period later, makes up for a lost one. The members that hear every
-	// round, whose detectors act, get it reliably.
-	lossy := n.fanningOut()
-	var ws []string
-	if lossy {
-		ws = n.watchers(make([]string, 0, n.cfg.HeartbeatWatchers), n.self.ID)
-	}
-	for k := r.Len() - 1; k >= 0; k-- {
-		p := r.ByRank(k)
-		if p.ID == n.self.ID || !n.view.alive(p.ID) || deferRest && p.NonVoter {
-			continue
-		}
-		// Textbook: the sites below (§1 step 2). View: every live peer, so
-		// that a resigned or silent higher node learns at once too.
-		if n.cfg.Mode == View || p.NonVoter || p.Rank().Compare(n.rank()) < 0 {
-			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Term: t, BestEffort: lossy && !n.fast(p, ws)})
-		}
-	}
+	b.announce(t)
 	if !n.guard.holds() {
 		n.heartbeat() // collect the acks that confirm us
 	}
 }
 
-func (b *bully) step(m Message) {
-	switch m.Type {
-	case MsgElection:
-		b.onElection(m)
-	case MsgAnswer:
-		b.onAnswer(m)
-	case MsgCoordinator:
-		b.onCoordinator(m)
-	case MsgResign:
-		b.onResign(m)
-	default:
-		b.n.drop(DropUnexpected)
-	}
-}
-
-// onElection: §1 step 4, a site that receives ELECTION from a lower-rated
-// site answers and starts its own election unless it is running one.
-func (b *bully) onElection(m Message) {
+// announce sends COORDINATOR in term t to the members that hear it now
+// (announcedTo), highest-rated first: a node's messages leave one after
+// another (a TCP connection each in the runtime), and the watchers, whose
+// detectors act on the old coordinator's silence, are the members just
+// below; at the end of a list in ring order they heard the announcement
+// hundreds of ms late in a 1,000-member cluster, and elected meanwhile.
+//
+// With the guard in a fanned-out view, the non-voters hear the
+// announcement once a majority has confirmed the lease
+// (announceConfirmed): they report a coordinator only when it holds one,
+// and they hear a heartbeat once a rotation period (about 10 s among
+// 1,000 members), so an announcement now would leave them reporting none
+// until then.
+//
+// In a fanned-out view the members that hear the heartbeats only in
+// rotation get the announcement best effort (one datagram each in the
+// runtime, not a TCP connection): their next heartbeat, a rotation period
+// later, makes up for a lost one. The members that hear every round, whose
+// detectors act, get it reliably.
+func (b *bully) announce(t Term) {
 	n := b.n
-	// Step has learnt the sender's rating (learnRating): the view holds
-	// it as the message gives it, so its rank needs no look-up.
-	from := Rank{m.Rating, m.From}
-	switch {
-	case n.self.NonVoter || n.hand.yielded && n.coordinator == "" || n.guard.backingOff(n.now) || n.cutOff():
-		// Not standing: a resign hand-off is under way, or this node
-		// failed to hold a majority lease lately (abdicate), or its own
-		// pre-votes found no majority to answer them (cutOff). Answering
-		// would make the asker wait for an announcement from a node
-		// that, cut off from the majority, cannot win or wins only to
-		// abdicate again; silent, it is passed over as a crashed one
-		// is.
-		n.drop(DropUnexpected)
-		return
-	case from.Compare(n.rank()) > 0:
-		n.drop(DropOrder)
-		return
+	deferRest := n.guard.on() && n.fanningOut()
+	n.guard.announceRest = deferRest
+	if n.cfg.Mode == View && !deferRest {
+		n.reserve(n.liveCount() - 1) // the live peers: one allocation, not a doubling series
 	}
-	stale := m.Term < n.term
-	if n.cfg.Mode == Textbook {
-		n.send(Message{Type: MsgAnswer, To: m.From})
-		switch {
-		case n.coordinator == n.self.ID && n.guard.on():
-			// The coordinator's own election would name it again at
-			// once; with the guard it announces itself to the sender in
-			// the term it holds instead of a new one, which would throw
-			// away its lease (its followers acknowledge no other term
-			// until their promises run out) and, when it is cut off
-			// from the majority, restart its wait to abdicate.
-			n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.self.ID})
-		case n.guard.on() && b.vouches(m.From):
-			// It follows a coordinator that holds a majority lease and
-			// outranks the sender: its own election would end only in
-			// that coordinator's announcement, and meanwhile it and every
-			// member above it would stop following. A member cut off from
-			// that coordinator disturbed the majority so every T' (issue
-			// 13); its detector starts an election when it stops hearing
-			// the coordinator.
-		case !stale && !n.electing:
-			n.startElection(CauseChallenge)
+	lossy := n.fanningOut()
+	var ws []string
+	if lossy {
+		ws = n.watchers(make([]string, 0, n.cfg.HeartbeatWatchers), n.self.ID)
+	}
+	r := n.view.r
+	for k := r.Len() - 1; k >= 0; k-- {
+		if p := r.ByRank(k); b.announcedTo(p, deferRest) {
+			n.send(Message{Type: MsgCoordinator, To: p.ID, Coordinator: n.self.ID, Term: t, BestEffort: lossy && !n.fast(p, ws)})
 		}
-		return
-	}
-	b.onElectionView(m, stale)
-}
-
-func (b *bully) onElectionView(m Message, stale bool) {
-	n := b.n
-	switch {
-	case stale && n.coordinator != "" && n.coordinator != n.self.ID:
-		// Tell the sender who leads in the newer term instead of electing.
-		n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.coordinator})
-	case n.coordinator == n.self.ID:
-		// The sender missed us, or asks before our announcement reached it
-		// (it waited for a senior until its patience ran out; on a loaded
-		// host the announcement to n - 1 peers can take that long):
-		// announce again to it alone. Silence would make it ask every node
-		// above it after T.
-		n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.self.ID})
-	case b.vouches(m.From):
-		// We hear the coordinator (at most one interval in silence, which
-		// heartbeat jitter alone causes): the sender's detector fired alone
-		// (a starved process, a lossy link). Tell it who leads rather than
-		// start an election of our own. When the coordinator is really gone,
-		// every follower has missed nearly K intervals by then.
-		n.send(Message{Type: MsgCoordinator, To: m.From, Coordinator: n.coordinator})
-	case n.electing:
-		n.send(Message{Type: MsgAnswer, To: m.From})
-	default:
-		top := ""
-		b.higher(func(p Peer) bool { top = p.ID; return false })
-		if top != "" {
-			// Our own COORDINATOR would answer at once when there is no one
-			// above us; otherwise say we take over.
-			n.send(Message{Type: MsgAnswer, To: m.From})
-		}
-		n.startElection(CauseChallenge)
 	}
 }
 
-// vouches reports whether this node should answer an ELECTION from sender
-// by naming its coordinator: it hears the coordinator (at most one interval
-// in silence, which heartbeat jitter alone causes), and the coordinator
-// outranks the sender, so the sender's election cannot be a displacement.
-func (b *bully) vouches(sender string) bool {
+// announcedTo reports whether member p hears this node's announcement now:
+// a live peer (a voter when the non-voters' is deferred); in Textbook mode
+// one of the sites below this node (§1 step 2) or a non-voter, in View
+// mode every one, so that a resigned or silent higher node learns at once
+// too.
+func (b *bully) announcedTo(p Peer, deferRest bool) bool {
 	n := b.n
-	if n.coordinator == "" || n.det.misses >= n.cfg.HeartbeatMisses-1 || !n.view.alive(n.coordinator) ||
-		!n.guard.holds() {
-		// With the guard, a coordinator without its majority lease is
-		// not worth defending: the connected majority must elect.
+	if p.ID == n.self.ID || !n.view.alive(p.ID) || deferRest && p.NonVoter {
 		return false
 	}
-	c, ok1 := n.view.r.Get(n.coordinator)
-	s, ok2 := n.view.r.Get(sender)
-	return ok1 && ok2 && c.Rank().Compare(s.Rank()) > 0
-}
-
-func (b *bully) onAnswer(m Message) {
-	n := b.n
-	if !n.electing || b.phase != bullyWaitAnswer && b.phase != bullyWaitCoord {
-		n.drop(DropUnexpected)
-		return
-	}
-	if b.phase == bullyWaitAnswer {
-		b.phase, b.timer = bullyWaitCoord, n.cfg.CoordinatorTimeout
-	}
-}
-
-// onCoordinator: §1 step 3, record the announced coordinator. A relayed
-// announcement names a coordinator other than its sender.
-func (b *bully) onCoordinator(m Message) {
-	n := b.n
-	c := m.Coordinator
-	if c == "" {
-		c = m.From
-	}
-	if m.Term.Tag() != Tag(c) {
-		n.drop(DropOrder)
-		return
-	}
-	if c == n.self.ID {
-		n.drop(DropUnexpected) // an echo of our own older announcement
-		return
-	}
-	// Confirmed: the coordinator itself says that its lease holds
-	// (announceConfirmed); an answer naming a coordinator never is.
-	confirmed := m.Confirmed && c == m.From
-	if n.coordinator != c || n.term != m.Term {
-		n.follow(c, m.Term, confirmed)
-	} else {
-		n.det.silence, n.det.misses = 0, 0
-		if confirmed {
-			n.setConfirmed(true)
-		}
-	}
-	if confirmed {
-		n.det.lastSeq = max(n.det.lastSeq, m.Seq) // the rounds before it are older news
-	}
-	switch {
-	case c != m.From:
-		n.det.relayed = c
-	case n.det.relayed == c:
-		n.det.relayed = "" // heard directly again
-	}
-	n.maybePreempt()
-}
-
-// onResign: the coordinator of our term hands off to us (its release may
-// have arrived first); elect without it at once, or, on a transfer
-// (Confirmed), declare at once.
-func (b *bully) onResign(m Message) {
-	n := b.n
-	if m.Term != n.term || m.Term.Tag() != Tag(m.From) || n.coordinator != m.From && n.coordinator != "" {
-		n.drop(DropUnexpected)
-		return
-	}
-	n.unfollow()
-	b.excluded, b.hint, b.direct = m.From, m.From, m.Confirmed
-	n.startElection(CauseHandoff)
-}
-
-func (b *bully) tick() {
-	if !b.n.electing || b.phase == bullyIdle {
-		return
-	}
-	if b.timer--; b.timer > 0 {
-		return
-	}
-	b.timeout()
-}
-
-func (b *bully) timeout() {
-	n := b.n
-	switch b.phase {
-	case bullyWaitAnswer:
-		if !b.pair && (b.stage == 1 || b.stage == 2 && b.more) && b.escalate() {
-			return
-		}
-		b.declare()
-	case bullyWaitCoord:
-		// §1 step 2: answered but no COORDINATOR within T'.
-		n.count().ElectionsRestarted++
-		n.startElection(CauseRestart)
-	case bullyAwaitSenior:
-		senior := b.asked
-		if b.seniorTakingOver(senior) {
-			// No announcement yet, but the senior asked this node for
-			// its pre-vote: it is alive and taking over, late (its own
-			// process stalled, or its announcement to n - 1 peers is
-			// under way). Wait T' for its COORDINATOR as after an ANSWER
-			// (§1 step 2) rather than take the pair's short cut, which
-			// wins against it and doubles the announcements (2n
-			// messages instead of n). Silent after T', it asks.
-			b.phase, b.timer, b.late = bullyWaitCoord, n.cfg.CoordinatorTimeout, true
-			return
-		}
-		// No announcement from the senior: ask, in the same election.
-		b.clear()
-		if !b.askPair(senior) {
-			b.ask()
-		}
-	}
+	return n.cfg.Mode == View || p.NonVoter || p.Rank().Compare(n.rank()) < 0
 }
 
 // askPair: View mode, a fanned-out cluster, the wait for the senior's
@@ -675,33 +450,13 @@ func (n *Node) electionBand() int {
 // the same bound as a wide pre-vote round's (wideAsk).
 const escalateBand = wideAsk
 
-func (b *bully) peerDown(id string) {
-	if !b.n.electing || id != b.asked {
-		return
-	}
-	switch {
-	case b.phase == bullyWaitAnswer && b.stage == 1:
-		b.timeout()
-	case b.phase == bullyAwaitSenior:
-		// The awaited senior is gone: await the next one, or ask.
-		b.clear()
-		if !b.awaitSenior() {
-			b.ask()
-		}
-	case b.phase == bullyWaitCoord && b.late:
-		// The late senior is gone too: no announcement will come;
-		// restart as when T' runs out, now.
-		b.timeout()
-	}
-}
-
 // resign hands off to the member TransferTo or a preemption named, or to
 // the highest live voter: it elects without us and, having no one above,
 // declares at once.
 func (b *bully) resign() {
 	n := b.n
 	if n.hand.handoffTo != "" {
-		n.send(Message{Type: MsgResign, To: n.hand.handoffTo, Confirmed: n.hand.handoffDirect})
+		n.send(Message{Type: MsgResign, To: n.hand.handoffTo, Transfer: n.hand.handoffDirect})
 		return
 	}
 	r := n.view.r
@@ -711,18 +466,5 @@ func (b *bully) resign() {
 			n.send(Message{Type: MsgResign, To: p.ID})
 			return
 		}
-	}
-}
-
-func (b *bully) deadline() int {
-	if !b.n.electing || b.phase == bullyIdle {
-		return farTicks
-	}
-	return max(b.timer, 1)
-}
-
-func (b *bully) skip(k int) {
-	if b.n.electing && b.phase != bullyIdle {
-		b.timer -= k
 	}
 }

@@ -23,7 +23,7 @@ func TestBullyCoordinatorAnswersStaleElection(t *testing.T) {
 	node.PeerDown("5") // 4 is top now: it declares in epoch 2 once a pre-vote passes
 	for _, m := range node.Ready().Messages {
 		if m.Type == MsgPreVote {
-			node.Step(Message{Type: MsgPreVoteAck, From: m.To, To: "4", Term: old, Seq: m.Seq, Confirmed: true, Rating: int64(m.To[0] - '0')})
+			node.Step(Message{Type: MsgPreVoteAck, From: m.To, To: "4", Term: old, Seq: m.Seq, Granted: true, Rating: int64(m.To[0] - '0')})
 			break
 		}
 	}
@@ -74,9 +74,9 @@ func TestBullyWatcherWaitsForASeniorTakingOver(t *testing.T) {
 			t.Fatalf("%s: the watcher sent %+v on its detector's firing; want silence while it awaits 999", c.name, out)
 		}
 		if c.asked {
-			node.Step(Message{Type: MsgPreVote, From: "999", To: "998", Term: old, Seq: 1, Rating: 999, Phase: uint32(preVoteElection)})
+			node.Step(Message{Type: MsgPreVote, From: "999", To: "998", Term: old, Seq: 1, Rating: 999})
 			out := node.Ready().Messages
-			if len(out) != 1 || out[0].Type != MsgPreVoteAck || !out[0].Confirmed {
+			if len(out) != 1 || out[0].Type != MsgPreVoteAck || !out[0].Granted {
 				t.Fatalf("%s: the watcher's answer to 999's pre-vote: %+v, want a grant", c.name, out)
 			}
 		}

@@ -191,24 +191,46 @@ func (c Config) Validate() error {
 }
 
 func (c *Config) validate() error {
-	var errs []error
-	bad := func(field string, v any, want string) {
-		errs = append(errs, fmt.Errorf("core: Config.%s = %v: %s", field, v, want))
-	}
+	var errs configErrors
+	c.checkIdentity(&errs)
+	c.checkTicks(&errs)
+	c.checkHolds(&errs)
+	c.checkBullyTimeouts(&errs)
+	c.checkPreemption(&errs)
+	c.checkGuard(&errs)
+	return errors.Join(errs...)
+}
+
+// configErrors collects what validate finds wrong, each error naming the
+// field and its value.
+type configErrors []error
+
+// bad records that field holds v, and what it should hold.
+func (e *configErrors) bad(field string, v any, want string) {
+	*e = append(*e, fmt.Errorf("core: Config.%s = %v: %s", field, v, want))
+}
+
+// checkIdentity: who this node is and what it runs.
+func (c *Config) checkIdentity(e *configErrors) {
 	if c.ID == "" {
-		bad("ID", `""`, "must be set")
+		e.bad("ID", `""`, "must be set")
 	}
 	if c.Roster == nil {
-		bad("Roster", "nil", "must be set (NewRoster)")
+		e.bad("Roster", "nil", "must be set (NewRoster)")
 	} else if c.ID != "" && c.Roster.Index(c.ID) < 0 {
-		bad("ID", fmt.Sprintf("%q", c.ID), "must be a member of Roster")
+		e.bad("ID", fmt.Sprintf("%q", c.ID), "must be a member of Roster")
 	}
 	if c.Algorithm >= numAlgorithms {
-		bad("Algorithm", c.Algorithm, "want Bully, Ring or Peterson")
+		e.bad("Algorithm", c.Algorithm, "want Bully, Ring or Peterson")
 	}
 	if c.Mode > View {
-		bad("Mode", c.Mode, "want Textbook or View")
+		e.bad("Mode", c.Mode, "want Textbook or View")
 	}
+}
+
+// checkTicks: every timing is at least a tick, and the heartbeat fan-out
+// reaches at least one member a round.
+func (c *Config) checkTicks(e *configErrors) {
 	for _, f := range []struct {
 		name string
 		v    int
@@ -219,55 +241,78 @@ func (c *Config) validate() error {
 		{"QuorumLease", c.QuorumLease}, {"LeaseMargin", c.LeaseMargin}, {"SoloDelay", c.SoloDelay},
 	} {
 		if f.v < 1 {
-			bad(f.name, f.v, "must be at least 1 tick")
+			e.bad(f.name, f.v, "must be at least 1 tick")
 		}
 	}
 	if c.HeartbeatWatchers < 1 {
-		bad("HeartbeatWatchers", c.HeartbeatWatchers, "must be at least 1 (the top survivor)")
+		e.bad("HeartbeatWatchers", c.HeartbeatWatchers, "must be at least 1 (the top survivor)")
 	}
 	if c.HeartbeatBatch < 1 {
-		bad("HeartbeatBatch", c.HeartbeatBatch, "must be at least 1 member a round")
+		e.bad("HeartbeatBatch", c.HeartbeatBatch, "must be at least 1 member a round")
 	}
+}
+
+// checkHolds: what holds a node back (a hand-off's wait for its driver,
+// the start-up expectation and delay) is never negative, and a wait for
+// ExpectVoters is bounded.
+func (c *Config) checkHolds(e *configErrors) {
 	if c.StopTimeout < 0 {
-		bad("StopTimeout", c.StopTimeout, "must not be negative")
+		e.bad("StopTimeout", c.StopTimeout, "must not be negative")
 	}
 	if c.ExpectVoters < 0 {
-		bad("ExpectVoters", c.ExpectVoters, "must not be negative")
+		e.bad("ExpectVoters", c.ExpectVoters, "must not be negative")
 	}
 	if c.ExpectWindow < 0 {
-		bad("ExpectWindow", c.ExpectWindow, "must not be negative")
+		e.bad("ExpectWindow", c.ExpectWindow, "must not be negative")
 	}
 	if c.ExpectVoters > 0 && c.ExpectWindow == 0 {
-		bad("ExpectWindow", c.ExpectWindow, "must bound the wait for ExpectVoters (at least 1 tick)")
+		e.bad("ExpectWindow", c.ExpectWindow, "must bound the wait for ExpectVoters (at least 1 tick)")
 	}
 	if c.StartupDelay < 0 {
-		bad("StartupDelay", c.StartupDelay, "must not be negative")
+		e.bad("StartupDelay", c.StartupDelay, "must not be negative")
 	}
+}
+
+// checkBullyTimeouts: T covers a round trip, and T' the round trip after
+// T (docs/algorithms.md, bully).
+func (c *Config) checkBullyTimeouts(e *configErrors) {
 	if c.AnswerTimeout < c.RoundTrip {
-		bad("AnswerTimeout", c.AnswerTimeout, fmt.Sprintf("must cover a round trip (RoundTrip = %d)", c.RoundTrip))
+		e.bad("AnswerTimeout", c.AnswerTimeout, fmt.Sprintf("must cover a round trip (RoundTrip = %d)", c.RoundTrip))
 	}
 	if c.CoordinatorTimeout <= c.AnswerTimeout+c.RoundTrip {
-		bad("CoordinatorTimeout", c.CoordinatorTimeout,
+		e.bad("CoordinatorTimeout", c.CoordinatorTimeout,
 			fmt.Sprintf("must exceed AnswerTimeout + RoundTrip = %d", c.AnswerTimeout+c.RoundTrip))
 	}
+}
+
+// checkPreemption: a known policy and a margin that is not negative.
+func (c *Config) checkPreemption(e *configErrors) {
 	if c.Preemption > PreemptNever {
-		bad("Preemption", c.Preemption, "want PreemptAlways, PreemptMargin or PreemptNever")
+		e.bad("Preemption", c.Preemption, "want PreemptAlways, PreemptMargin or PreemptNever")
 	}
 	if c.PreemptMargin < 0 {
-		bad("PreemptMargin", c.PreemptMargin, "must not be negative")
+		e.bad("PreemptMargin", c.PreemptMargin, "must not be negative")
 	}
+}
+
+// checkGuard: the quorum guard's size, and with the guard on a lease that
+// a heartbeat can renew and a stretch cap between QuorumLease and
+// maxLeaseTicks.
+func (c *Config) checkGuard(e *configErrors) {
 	if c.QuorumSize < 0 {
-		bad("QuorumSize", c.QuorumSize, "must be 0 (off) or the cluster size")
+		e.bad("QuorumSize", c.QuorumSize, "must be 0 (off) or the cluster size")
 	}
-	if c.QuorumSize > 0 && c.QuorumLease <= c.HeartbeatInterval {
-		bad("QuorumLease", c.QuorumLease,
+	if c.QuorumSize <= 0 {
+		return
+	}
+	if c.QuorumLease <= c.HeartbeatInterval {
+		e.bad("QuorumLease", c.QuorumLease,
 			fmt.Sprintf("must exceed HeartbeatInterval = %d so that a lease can be renewed", c.HeartbeatInterval))
 	}
-	if c.QuorumSize > 0 && c.QuorumLeaseMax < c.QuorumLease {
-		bad("QuorumLeaseMax", c.QuorumLeaseMax, fmt.Sprintf("must be at least QuorumLease = %d", c.QuorumLease))
+	if c.QuorumLeaseMax < c.QuorumLease {
+		e.bad("QuorumLeaseMax", c.QuorumLeaseMax, fmt.Sprintf("must be at least QuorumLease = %d", c.QuorumLease))
 	}
-	if c.QuorumSize > 0 && c.QuorumLeaseMax > maxLeaseTicks {
-		bad("QuorumLeaseMax", c.QuorumLeaseMax, fmt.Sprintf("must be at most %d ticks", maxLeaseTicks))
+	if c.QuorumLeaseMax > maxLeaseTicks {
+		e.bad("QuorumLeaseMax", c.QuorumLeaseMax, fmt.Sprintf("must be at most %d ticks", maxLeaseTicks))
 	}
-	return errors.Join(errs...)
 }

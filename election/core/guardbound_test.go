@@ -55,7 +55,7 @@ func TestPreVoteRefusalSaysWhenFree(t *testing.T) {
 	f.guard.grantEnd = f.now + 3
 	f.Step(Message{Type: MsgPreVote, From: "1", To: "2", Term: f.term, Seq: 1})
 	out := f.Ready().Messages
-	if len(out) != 1 || out[0].Type != MsgPreVoteAck || out[0].Confirmed || out[0].Phase != 3 {
+	if len(out) != 1 || out[0].Type != MsgPreVoteAck || out[0].Granted || out[0].PromiseLeft != 3 {
 		t.Fatalf("answer %+v, want a refusal free in 3 ticks", out)
 	}
 	c := w.nodes["1"]

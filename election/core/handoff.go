@@ -135,7 +135,7 @@ func (n *Node) CompleteHandoff() {
 	for k := n.view.r.Len() - 1; k >= 0; k-- { // the watchers first, as bully.win
 		if p := n.view.r.ByRank(k); p.ID != n.self.ID && n.view.alive(p.ID) {
 			n.send(Message{Type: MsgHeartbeat, To: p.ID, Term: released, Coordinator: n.self.ID, Released: true,
-				Confirmed: !n.hand.handoffPass, Seq: n.det.hbSeq})
+				Abdicated: !n.hand.handoffPass, Seq: n.det.hbSeq})
 		}
 	}
 }
@@ -148,11 +148,11 @@ func (n *Node) tickHandoff() {
 }
 
 // onReleased: the coordinator this node followed stepped down. When it
-// named no successor (Confirmed: it abdicated), the followers elect at
+// named no successor (Abdicated), the followers elect at
 // once, as if their detectors had given up on it.
 func (n *Node) onReleased(m Message) {
 	n.guard.forgetPromise(m.Term)
-	if n.cfg.Algorithm != Bully && !m.Confirmed && n.term == m.Term &&
+	if n.cfg.Algorithm != Bully && !m.Abdicated && n.term == m.Term &&
 		(n.coordinator == m.From || n.coordinator == "") {
 		// The old coordinator opened its successor's lap as it released
 		// us (CompleteHandoff; a node that heard the lap's newer term
@@ -165,7 +165,7 @@ func (n *Node) onReleased(m Message) {
 	if n.coordinator != m.From || n.term != m.Term {
 		return
 	}
-	if m.Confirmed {
+	if m.Abdicated {
 		n.coordinatorFailed(CauseHandoff)
 		return
 	}

@@ -102,7 +102,7 @@ func (n *Node) sendHeartbeat(id string, every uint32) {
 		n.det.fan.owed = append(n.det.fan.owed, id) // told "unconfirmed" for a period
 	}
 	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.guard.confirmed, Seq: n.det.hbSeq,
-		Phase: uint32(min(n.det.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: n.guard.wireAsk(n.term)})
+		Lag: uint32(min(n.det.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: n.guard.wireAsk(n.term)})
 }
 
 func (n *Node) onHeartbeat(m Message) {
@@ -141,7 +141,7 @@ func (n *Node) onHeartbeat(m Message) {
 
 // heardRound resets the detector on a round of the coordinator it
 // follows: the silence ends, and the round says when the next is due
-// (Every) and how late the coordinator's loop ran (Phase).
+// (Every) and how late the coordinator's loop ran (Lag).
 func (n *Node) heardRound(m Message) {
 	if m.Seq > n.det.lastSeq+1 && n.det.lastSeq > 0 && n.det.every == n.cfg.HeartbeatInterval {
 		// Heartbeats the coordinator sent that never arrived (a member
@@ -153,7 +153,7 @@ func (n *Node) heardRound(m Message) {
 	if m.Every != 0 {
 		n.det.every = int(min(m.Every, maxEvery))
 	}
-	n.det.grace = min(int(m.Phase), n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)
+	n.det.grace = min(int(m.Lag), n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)
 	n.det.silence, n.det.misses = 0, 0
 	if n.det.relayed == m.From {
 		n.det.relayed = "" // heard directly again

@@ -701,15 +701,34 @@ func countsLine(rd *core.Ready) string {
 	return strings.Join(f, " ")
 }
 
+// describeOrder is the order in which describe prints the fields of
+// core.Message it names; any other field follows in declaration order.
+var describeOrder = []string{"Coordinator", "Initiator", "List", "Value",
+	"Lap", "Index", "Phase", "Phases", "Lag", "PromiseLeft", "Preempt",
+	"Confirmed", "Granted", "Transfer", "Abdicated", "Released", "BestEffort",
+	"Every", "Lease", "Seq"}
+
 // describe formats a message: sender, receiver, type and term, then every
 // other non-zero field of core.Message by its lower-cased name (by
-// reflection, so that the output names whatever fields the message has).
+// reflection, so that the output names whatever fields the message has),
+// in describeOrder.
 func describe(m core.Message) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s->%s %s term=%s", m.From, m.To, m.Type, m.Term)
 	v := reflect.ValueOf(m)
+	fields := make([]reflect.StructField, 0, v.NumField())
+	for _, name := range describeOrder {
+		if f, ok := v.Type().FieldByName(name); ok {
+			fields = append(fields, f)
+		}
+	}
 	for i := range v.NumField() {
-		f, val := v.Type().Field(i), v.Field(i)
+		if f := v.Type().Field(i); !slices.Contains(describeOrder, f.Name) {
+			fields = append(fields, f)
+		}
+	}
+	for _, f := range fields {
+		val := v.FieldByIndex(f.Index)
 		switch f.Name {
 		case "Type", "From", "To", "Term", "Rating":
 			continue

@@ -58,11 +58,39 @@ func (t MsgType) ElectionTraffic() bool {
 }
 
 // Message is what nodes exchange. Which fields mean something depends on
-// Type and the algorithm; unused fields are zero.
+// Type and the algorithm; unused fields are zero. Each field has one
+// meaning: a field that two message types carry means the same on both
+// (an Ack echoes the fields that identify the hop it answers, link.ack).
 type Message struct {
 	Type MsgType
-	From string
-	To   string
+	// Confirmed: on a Heartbeat, and on a Coordinator in the coordinator's
+	// own name, the coordinator holds its quorum lease (with the quorum
+	// guard; without it every coordinator sets it).
+	Confirmed bool
+	// Released is set on the last heartbeat of a coordinator that has
+	// stepped down: its followers stop following it and are free of the
+	// promise their acknowledgements made (quorum guard).
+	Released bool
+	// Abdicated: on a Released heartbeat, the coordinator passes the role
+	// to nobody, so its followers elect at once.
+	Abdicated bool
+	// Granted: on a PreVoteAck, the answer: the sender grants the pre-vote.
+	Granted bool
+	// Transfer: on a Resign, the role is transferred to the receiver,
+	// which declares at once rather than hold an election.
+	Transfer bool
+	// Preempt: on a PreVote, the round asks only whether the sender
+	// reaches a majority (preemption), not leave to raise the term.
+	Preempt bool
+	// BestEffort is a hint to the transport, never sent on the wire: the
+	// sender can do without this message's delivery, so it may go as one
+	// datagram that nothing retransmits (membership sends it by UDP, in
+	// its link's order). A coordinator in a fanned-out view sets it on its
+	// announcement to the members that hear its heartbeats only in
+	// rotation (fanout.go): their next heartbeat makes up for a lost one.
+	BestEffort bool
+	From       string
+	To         string
 	// Term: for Coordinator and Heartbeat the coordinator's term; for the
 	// others the highest term the sender has seen.
 	Term Term
@@ -81,28 +109,24 @@ type Message struct {
 	// Value is the active/relay ring's value d (a rank); on Coordinator
 	// messages of either ring, the coordinator's rank.
 	Value Rank
-	// Phase: on a ring ELECTION the lap's epoch; on a ring COORDINATOR the
-	// receiver's index in List; on an active/relay ELECTION the packed
-	// phase (2p-1 or 2p for the first or second message of phase p, 0 for
-	// a resign's wake-up); on an active/relay COORDINATOR the number of
-	// phases the election took.
+	// Lap: on a ring ELECTION, the epoch of the lap, which with Initiator
+	// identifies it (ring.go).
+	Lap uint32
+	// Index: on a ring COORDINATOR, the receiver's index in List.
+	Index uint32
+	// Phase: on an active/relay ELECTION, the phase and which of its two
+	// messages this is, packed (packPhase: 2p-1 or 2p); 0 is a hand-off's
+	// wake-up call.
 	Phase uint32
-	// Confirmed is set on heartbeats of a coordinator that holds a quorum
-	// lease (only meaningful when the quorum guard is on); on a PreVoteAck
-	// it is the answer (granted); on a Resign it asks the receiver to
-	// declare at once (a transfer to it) rather than hold an election.
-	Confirmed bool
-	// Released is set on the last heartbeat of a coordinator that has
-	// stepped down: its followers stop following it and are free of the
-	// promise their acknowledgements made (quorum guard).
-	Released bool
-	// BestEffort is a hint to the transport, never sent on the wire: the
-	// sender can do without this message's delivery, so it may go as one
-	// datagram that nothing retransmits (membership sends it by UDP, in
-	// its link's order). A coordinator in a fanned-out view sets it on its
-	// announcement to the members that hear its heartbeats only in
-	// rotation (fanout.go): their next heartbeat makes up for a lost one.
-	BestEffort bool
+	// Phases: on an active/relay COORDINATOR, the number of phases the
+	// election took (Node.Phases).
+	Phases uint32
+	// Lag: on a Heartbeat, how many ticks late the coordinator's loop ran
+	// (Node.Advance): its followers give it that much longer.
+	Lag uint32
+	// PromiseLeft: on a PreVoteAck refused for a promise (quorum guard),
+	// the ticks until that promise runs out: the sender may grant then.
+	PromiseLeft uint32
 	// Every: on a Heartbeat, the ticks within which the receiver should
 	// expect the coordinator's next heartbeat; 0 means HeartbeatInterval
 	// (every round). Members outside the coordinator's watchers hear it
@@ -114,10 +138,12 @@ type Message struct {
 	// 0 means QuorumLease (quorum guard only; guard.go).
 	Lease uint32
 	// Seq: on a Heartbeat the coordinator's round number in its term (1,
-	// 2, ...); on a HeartbeatAck the round acknowledged. The quorum lease
-	// runs from the send time of the newest round a majority acknowledged.
-	// (Last: after the 32-bit fields, which pack with Phase's, a Message
-	// is 160 bytes and the simulator's event 192, three cache lines.)
+	// 2, ...); on a HeartbeatAck the round acknowledged; on a Confirmed
+	// Coordinator the last round sent before the lease held; on a PreVote
+	// and its PreVoteAck the pre-vote's round. The quorum lease runs from the
+	// send time of the newest round a majority acknowledged. (The flags
+	// pack beside Type and the 32-bit fields in pairs: a Message is 176
+	// bytes.)
 	Seq uint64
 }
 

@@ -1,11 +1,15 @@
 package core
 
-import (
-	"slices"
-	"unsafe"
+import "slices"
 
-	"github.com/coordelect/coordelect/internal/prefetch"
-)
+// The kernel: the Node, its construction, its clock (Tick, Advance), the
+// Ready it fills (the outbox) and what it reports (Counters, election
+// causes, drop reasons, Status), and the setters of the fields Status
+// reports. The inputs other than the clock are in input.go. Invariant:
+// a field that Status reports changes only through a setter (setState,
+// setTerm, setCoordinator, setConfirmed; SetRating), which marks the
+// status dirty, so Ready builds a Status only when one changed; a Ready
+// handed over is cleared by the next thing the node queues or counts.
 
 // Node is one participant's election state machine. It has no goroutines,
 // clock, sockets or randomness: the caller feeds it ticks, messages and
@@ -109,61 +113,6 @@ func InitNode(n *Node, cfg Config) error {
 	return nil
 }
 
-// PrefetchState asks the processor to load the first cache lines of the
-// node's algorithm state, which lives apart from the Node and which most
-// inputs read (Skip counts its timers down, NextDeadline reads them), and
-// returns without waiting for them. It is a hint for a driver that knows
-// which node its next input goes to (the simulator: at n = 10,000 the
-// first read of that state was a cache miss per event). It does nothing
-// while the algorithm is quiet (a ring member between elections): a
-// heartbeat then reads none of it.
-func (n *Node) PrefetchState() {
-	if !n.algorithmQuiet() { // inlined: a quiet member costs no call
-		n.prefetchState()
-	}
-}
-
-func (n *Node) prefetchState() {
-	var p unsafe.Pointer
-	var size uintptr
-	switch a := n.alg.(type) {
-	case *peterson:
-		p, size = unsafe.Pointer(a), unsafe.Sizeof(*a)
-	case *ring:
-		p, size = unsafe.Pointer(a), unsafe.Sizeof(*a)
-	case *bully:
-		p, size = unsafe.Pointer(a), unsafe.Sizeof(*a)
-	default:
-		return
-	}
-	prefetch.Lines(p, min(stateLines, int(size+63)/64))
-}
-
-// stateLines is how many cache lines PrefetchState asks for: what Skip
-// and NextDeadline read of the rings' state (the link and the election's
-// timer) and most of bully's.
-const stateLines = 3
-
-// Bootstrap puts a fresh node straight into a settled cluster: coordinator
-// (possibly itself) in term. The simulator uses it for "the previous
-// coordinator was the highest-rated" set-ups; the runtime never does.
-func (n *Node) Bootstrap(coordinator string, term Term) {
-	n.forget()
-	n.setTerm(term)
-	n.epochClock = 0 // a set-up, not a raise: the allowance stays whole
-	if coordinator == n.self.ID {
-		n.becomeCoordinator(term)
-		if n.guard.settleLead(n.now, term) {
-			n.renewLease() // confirm it at once
-		}
-		return
-	}
-	n.follow(coordinator, term, true)
-	if !n.self.NonVoter {
-		n.guard.settleFollower(n.now, term)
-	}
-}
-
 // Tick advances the node's clock by one tick: heartbeats, the follower's
 // failure detector, the quorum lease, the start-up window and the
 // algorithm's own timeouts.
@@ -186,7 +135,7 @@ func (n *Node) Advance(k int) {
 	n.tickHealth(k)
 	if k > 1 && n.coordinator == n.self.ID {
 		// This coordinator's loop ran late: heartbeat at once, and say
-		// how late (Message.Phase) so that followers give it that long.
+		// how late (Message.Lag) so that followers give it that long.
 		n.det.lag = max(n.det.lag, k-1)
 		n.det.hbTimer = n.cfg.HeartbeatInterval - 1
 	}
@@ -219,120 +168,6 @@ func (n *Node) Advance(k int) {
 			n.startElection(CauseLeaderless)
 		}
 	}
-}
-
-// Step hands the node a message that arrived for it.
-func (n *Node) Step(m Message) {
-	n.forget()
-	if m.To != n.self.ID || m.From == "" || m.From == n.self.ID || m.Type == 0 || m.Type >= numMsgTypes {
-		n.drop(DropMisaddressed)
-		return
-	}
-	n.count().Received[m.Type]++
-	if m.Term.Epoch() > MaxEpoch {
-		n.drop(DropBadTerm)
-		return
-	}
-	if !n.tagMatches(m) {
-		n.drop(DropForeignTag)
-		return
-	}
-	if !n.learnRating(m.From, m.Rating) {
-		n.drop(DropOrder) // the sender's tag is another member's
-		return
-	}
-	if m.Term < n.term && !n.takesStale(m.Type) {
-		if m.Type == MsgHeartbeatAck {
-			n.measureRoundTrip(m) // this node's rounds of a term it has left
-		}
-		n.drop(DropStaleTerm)
-		n.tellTerm(m)
-		return
-	}
-	if m.Term > n.term && !n.admits(m.Term) {
-		n.drop(DropBadTerm) // faster than the epoch allowance (term.go)
-		return
-	}
-	if m.Term > n.term && n.leads() && claimsLeadership(m, n.self.ID) {
-		n.count().Deposed++
-	}
-	n.observeTerm(m.Term)
-	switch m.Type {
-	case MsgHeartbeat:
-		n.onHeartbeat(m)
-	case MsgHeartbeatAck:
-		n.onHeartbeatAck(m)
-	case MsgPreVote:
-		n.onPreVote(m)
-	case MsgPreVoteAck:
-		n.onPreVoteAck(m)
-	case MsgPreempt:
-		n.onPreempt(m)
-	default:
-		n.enter().step(m)
-	}
-}
-
-// PeerUp reports a member alive (joined, restarted, or back after a
-// partition) with its rating.
-func (n *Node) PeerUp(p Peer) {
-	n.forget()
-	if p.ID == "" || p.ID == n.self.ID {
-		return
-	}
-	if !n.view.up(p) {
-		return // its tag is another member's: membership refuses such a member too
-	}
-	n.idle = max(n.idle, 0) // a lone member's wait for its hold (preVoteFailed) ends
-	if n.coordinator == n.self.ID {
-		n.heartbeatTo(p.ID) // let a starting node learn the term at once
-	}
-}
-
-// PeerDown reports a member dead (View mode; Textbook nodes have no view and
-// ignore it). If it was the coordinator, the node starts an election: the
-// membership layer is the backstop of the heartbeat detector.
-func (n *Node) PeerDown(id string) {
-	n.forget()
-	if n.cfg.Mode != View || id == n.self.ID || !n.view.down(id) {
-		return
-	}
-	n.noteDeparture(id)
-	n.enter().peerDown(id)
-	if id == n.coordinator {
-		n.coordinatorFailed(CauseDown)
-	}
-}
-
-// PeerRating reports a member's new rating.
-func (n *Node) PeerRating(id string, rating int64) {
-	n.forget()
-	if p, ok := n.view.r.Get(id); ok && id != n.self.ID && p.Rating != rating {
-		p.Rating = rating
-		n.view.update(p)
-		n.maybePreempt()
-	}
-}
-
-// SetRating changes this node's own rating. If it now outranks the
-// coordinator by the preemption policy, it starts an election.
-func (n *Node) SetRating(r int64) {
-	n.forget()
-	n.self.Rating, n.out.statusDirty = r, true
-	n.view.update(n.self)
-	n.maybePreempt()
-}
-
-// Detect tells the node that the coordinator is not working, as its own
-// heartbeat detector would: it starts an election (non-voters wait for the
-// outcome instead).
-func (n *Node) Detect() {
-	n.forget()
-	if n.coordinator != "" && n.coordinator != n.self.ID {
-		n.coordinatorFailed(CauseDown)
-		return
-	}
-	n.startElection(CauseDown)
 }
 
 // Ready is what a Node hands over to its driver (etcd raft's Ready): what
@@ -462,28 +297,6 @@ type Counters struct {
 	Deposed uint64
 }
 
-// leads reports whether this node leads: it is the coordinator and, with
-// the guard, a majority confirmed it.
-func (n *Node) leads() bool {
-	return n.coordinator == n.self.ID && n.guard.holds()
-}
-
-// claimsLeadership reports whether m names a member other than self as
-// the coordinator of its term: a heartbeat that is not a release, a
-// COORDINATOR announcement, or the answer to a stale heartbeat (tellTerm)
-// that names one.
-func claimsLeadership(m Message, self string) bool {
-	switch m.Type {
-	case MsgHeartbeat:
-		return !m.Released && m.From != self
-	case MsgCoordinator:
-		return m.Coordinator != self && (m.Coordinator != "" || m.From != self)
-	case MsgHeartbeatAck:
-		return m.Coordinator != "" && m.Coordinator != self
-	}
-	return false
-}
-
 // Add adds d to c, for a driver that keeps totals.
 func (c *Counters) Add(d *Counters) {
 	for t := range c.Received {
@@ -606,30 +419,6 @@ func (n *Node) Now() int { return n.now }
 
 // Electing reports whether an election this node takes part in is running.
 func (n *Node) Electing() bool { return n.electing }
-
-// algorithm is one election algorithm's part of a Node. The Node owns the
-// term, the coordinator, heartbeats, the quorum guard and the membership
-// view; the algorithm owns the election itself. Every method runs inside a
-// call into the Node, so implementations never need locks.
-type algorithm interface {
-	// start begins an election (the coordinator is missing, the node has
-	// started, or a higher-rated node displaces a coordinator). It reports
-	// false when it carries on with the election already running instead.
-	start() bool
-	// step handles election traffic addressed to this node, after the Node
-	// has checked the term.
-	step(m Message)
-	// tick advances the election's own timers.
-	tick()
-	// peerDown reports a member the view now holds dead (View mode only).
-	peerDown(id string)
-	// resign hands the coordinator role on (the node is coordinator).
-	resign()
-	// reset abandons any running election: a coordinator has been accepted.
-	reset()
-	// preVoted: the pre-vote that raising the term waited for has passed.
-	preVoted()
-}
 
 // send queues a message from this node, stamping From, Term and Rating.
 func (n *Node) send(m Message) {

@@ -22,6 +22,7 @@ package core
 // On the wire an election message carries the election's term, the phase
 // and which of its two messages it is (packed in Phase, see packPhase), the
 // value (Value) and the active that sent it (Initiator; relays keep it).
+// The COORDINATOR carries the number of phases the election took (Phases).
 //
 // Terms. An election runs in term electionTerm(t): one epoch past the
 // highest term t its initiator has seen, with tag 0. Every node that has
@@ -70,38 +71,11 @@ type peterson struct {
 	phases int
 }
 
-// PhaseDecision is what an active process decided at the end of a phase of
-// the active/relay ring, with the values it decided on (seed 001 draws
-// them as the triple d, e, f). F is zero when e == d ended the election.
-type PhaseDecision struct {
-	Phase   uint32
-	D, E, F Rank
-	// Outcome: "active" (d := e, on to the next phase), "relay", or
-	// "leader" (e == d: the only active left; d is the leader's rank).
-	Outcome string
-}
-
 func newPeterson(n *Node) *peterson {
 	p := &peterson{}
 	p.lap = newLap(n, p, clockwise, p.local)
 	return p
 }
-
-// packPhase packs phase p (from 1) and which of its two messages is meant
-// into Message.Phase: 2p-1 for the first (an active's d), 2p for the second
-// (the e it passes on). Phase 0 is a hand-off's wake-up call (no value).
-func packPhase(p uint32, second bool) uint32 {
-	if second {
-		return 2 * p
-	}
-	return 2*p - 1
-}
-
-// wakeUp is the packed phase of a hand-off's wake-up call.
-const wakeUp = 0
-
-// unpackPhase is the inverse of packPhase.
-func unpackPhase(x uint32) (p uint32, second bool) { return (x + 1) / 2, x%2 == 0 }
 
 // Phases returns the number of active/relay phases of the last election
 // this node saw end, as announced by the node that found itself the only
@@ -414,7 +388,7 @@ func (p *peterson) finish() {
 		return
 	}
 	m := Message{Type: MsgCoordinator, Term: t, Coordinator: leader, Value: p.d,
-		Phase: p.phase, Initiator: n.self.ID}
+		Phases: p.phase, Initiator: n.self.ID}
 	at := n.view.r.Index(n.self.ID)
 	hops := lapHops(at, at, n.view.r.Index(leader), n.view.r.Len())
 	if !n.view.alive(leader) {
@@ -456,7 +430,7 @@ func (p *peterson) onCoordinator(m Message) {
 		// d was its rank; a view that never heard from it may not know it.
 		n.learnRating(m.Coordinator, m.Value.Rating)
 	}
-	p.record(m.Coordinator, m.Term, m.Phase, hops)
+	p.record(m.Coordinator, m.Term, m.Phases, hops)
 	p.announce(m, at)
 	n.maybePreempt()
 }

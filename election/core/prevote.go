@@ -263,7 +263,7 @@ func (n *Node) askPreVote(wide bool) int {
 		if !eligible(p) {
 			return true
 		}
-		n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Phase: uint32(pv.kind)})
+		n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Preempt: pv.kind == preVotePreempt})
 		asked++
 		return wide || asked < 2
 	}
@@ -337,7 +337,7 @@ func (n *Node) askQuorum(first bool) {
 			return // bound by its promise still, or not due
 		}
 		pv.asks[p.ID] = quorumAsk{at: n.now}
-		n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Phase: uint32(pv.kind)})
+		n.send(Message{Type: MsgPreVote, To: p.ID, Seq: pv.round, Coordinator: pv.hint, Preempt: pv.kind == preVotePreempt})
 	}
 	for k := self - 1; k >= 0; k-- {
 		ask(r.ByRank(k))
@@ -450,12 +450,12 @@ func (n *Node) onPreVote(m Message) {
 		return
 	}
 	ok, heard := n.grantsPreVote(m)
-	if g, is := n.alg.(interface{ grantedElection(string) }); is && ok && preVoteKind(m.Phase) == preVoteElection {
+	if g, is := n.alg.(interface{ grantedElection(string) }); is && ok && !m.Preempt {
 		g.grantedElection(m.From)
 	}
-	a := Message{Type: MsgPreVoteAck, To: m.From, Seq: m.Seq, Confirmed: ok, Coordinator: heard}
+	a := Message{Type: MsgPreVoteAck, To: m.From, Seq: m.Seq, Granted: ok, Coordinator: heard}
 	if !ok && heard == "" && n.guard.on() {
-		a.Phase = uint32(n.guard.freeIn(n.now)) // refused for a promise: free in Phase ticks
+		a.PromiseLeft = uint32(n.guard.freeIn(n.now)) // refused for a promise: free then
 	}
 	n.send(a)
 }
@@ -463,7 +463,7 @@ func (n *Node) onPreVote(m Message) {
 // grantsPreVote decides an answer; heard names the coordinator this node
 // still hears when that is why it refuses.
 func (n *Node) grantsPreVote(m Message) (ok bool, heard string) {
-	if preVoteKind(m.Phase) == preVotePreempt {
+	if m.Preempt {
 		return true, "" // the answer itself is what counts
 	}
 	leading := n.coordinator == n.self.ID && n.state == StateCoordinator
@@ -492,7 +492,7 @@ func (n *Node) onPreVoteAck(m Message) {
 		return
 	}
 	asked := n.answerRoundTrip(m)
-	if pv.kind == preVotePreempt || m.Confirmed {
+	if pv.kind == preVotePreempt || m.Granted {
 		pv.granted[m.From] = true
 		n.preVoteDecide()
 		return
@@ -520,13 +520,13 @@ func (n *Node) answerRoundTrip(m Message) (asked int) {
 func (n *Node) preVoteRefused(m Message, asked int) {
 	pv := &n.pv
 	pv.refused[m.From] = true
-	if n.guard.on() && m.Phase > 0 {
-		// Refused for a promise that runs out in Phase ticks: ask it
+	if n.guard.on() && m.PromiseLeft > 0 {
+		// Refused for a promise that runs out in PromiseLeft ticks: ask it
 		// again then rather than a wave later (the promises of the old
 		// coordinator's followers run out together, a little after their
 		// detectors give up on it).
-		pv.asks[m.From] = quorumAsk{at: asked, free: n.now + int(m.Phase)}
-		pv.timer = min(pv.timer, int(m.Phase))
+		pv.asks[m.From] = quorumAsk{at: asked, free: n.now + int(m.PromiseLeft)}
+		pv.timer = min(pv.timer, int(m.PromiseLeft))
 	}
 	c := m.Coordinator
 	if !n.guard.on() && c != "" && c != n.self.ID && m.Term.Tag() == Tag(c) && m.Term >= n.term {

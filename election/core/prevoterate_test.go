@@ -57,7 +57,7 @@ func runPreVotes(n *Node, ticks int, answer func(Message) int) map[string][]pvAs
 			}
 			if d := answer(m); d > 0 {
 				due[n.Now()+d] = append(due[n.Now()+d], Message{Type: MsgPreVoteAck, From: m.To, To: m.From,
-					Term: m.Term, Seq: m.Seq, Confirmed: true, Rating: rating(n, m.To)})
+					Term: m.Term, Seq: m.Seq, Granted: true, Rating: rating(n, m.To)})
 			}
 		}
 	}

@@ -39,15 +39,15 @@ func newRingAlgorithm(n *Node, a Algorithm) algorithm {
 // ring (lapTicks); the member then opens a new lap in a new term.
 //
 // On the wire, an ELECTION carries the lap's term, its initiator and epoch
-// (Initiator and Phase: the lap's identity) and the list; a COORDINATOR
+// (Initiator and Lap: the lap's identity) and the list; a COORDINATOR
 // carries the coordinator's term, name and rank (Coordinator, Value), the
 // list, the node that turned the lap (Initiator: where it ends) and, in
-// Phase, the receiver's place in the list. Both are acknowledged as the
+// Index, the receiver's place in the list. Both are acknowledged as the
 // link says (ringlink.go).
 type ring struct {
 	lap // its timer is the lap's timeout (lapTicks)
 	// own is the epoch of the lap this node opened (0: none), its ID on
-	// the wire being (self, own) in Initiator and Phase.
+	// the wire being (self, own) in Initiator and Lap.
 	own uint32
 	// seen lists the laps forwarded in this election, to tell a lap that
 	// has gone round (this node is in its list) from a duplicate.
@@ -124,7 +124,7 @@ func (r *ring) open(t Term) {
 	r.join()
 	r.own = t.Epoch()
 	r.seen = append(r.seen, lapID{n.self.ID, r.own})
-	m := Message{Type: MsgElection, Term: t, Initiator: n.self.ID, Phase: r.own, List: []Peer{r.entry()}}
+	m := Message{Type: MsgElection, Term: t, Initiator: n.self.ID, Lap: r.own, List: []Peer{r.entry()}}
 	r.forward(m)
 }
 
@@ -177,7 +177,7 @@ func (r *ring) onElection(m Message) {
 		// rather than let it die here.
 		m.Term = n.term
 	}
-	id := lapID{m.Initiator, m.Phase}
+	id := lapID{m.Initiator, m.Lap}
 	if r.forwarded(id) {
 		if inList(m, n.self.ID) {
 			r.complete(m) // it has gone round
@@ -278,7 +278,7 @@ func (r *ring) onCoordinator(m Message) {
 		n.drop(DropUnexpected) // a duplicate (a term names one coordinator)
 		return
 	}
-	at := listIndex(m.List, n.self.ID, int(m.Phase))
+	at := listIndex(m.List, n.self.ID, int(m.Index))
 	hops := lapHops(listIndex(m.List, m.Initiator, 0), at, listIndex(m.List, m.Coordinator, 0), len(m.List))
 	if !n.view.alive(m.Coordinator) {
 		// The view holds the named coordinator dead: it died since the lap

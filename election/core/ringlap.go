@@ -244,7 +244,7 @@ func (l *lap) peerDown(id string) {
 		l.coordTo = ""
 		at := n.view.r.Index(id)
 		if l.coordRoute == listed {
-			at = listIndex(l.coord.List, id, int(l.coord.Phase)+1)
+			at = listIndex(l.coord.List, id, int(l.coord.Index)+1)
 		}
 		l.announce(l.coord, at)
 	}

@@ -1,33 +1,5 @@
 package core
 
-// route says how a ring message picks its next hop.
-type route uint8
-
-const (
-	// clockwise: the members after the sender in ring order.
-	clockwise route = iota
-	// listed: the members of m.List after the sender, ending at
-	// m.Initiator (the ring's COORDINATOR lap, which visits only the
-	// working participants that the ELECTION lap collected).
-	listed
-)
-
-// hop is a ring message on its way to the next working member.
-type hop struct {
-	m     Message // m.To: the member it was last sent to (else "" or this node)
-	route route
-	at    int // position of the sender, then of m.To: ring index or List index
-	timer int // ticks left for m.To to acknowledge
-	sent  int // the tick m was sent to m.To
-}
-
-// gaveUp is a hop whose receiver did not acknowledge in time (its list
-// dropped), and when it was sent: its Ack may still come (Node.rtts).
-type gaveUp struct {
-	m    Message
-	sent int
-}
-
 // maxHopWait caps the measured hop timeout at maxHopWait·HopTimeout
 // (memberlist's awareness multiplier has the same cap of 8): the other
 // members' election timers count HopTimeout for a hop (lapTicks), and a
@@ -153,7 +125,7 @@ func (l *link) transmit(h *hop) string {
 	h.m.To = l.target(h)
 	switch {
 	case h.route == listed:
-		h.m.Phase = uint32(h.at) // the receiver's place in the list
+		h.m.Index = uint32(h.at) // the receiver's place in the list
 	case h.m.Type == MsgElection:
 		// An ELECTION names its receiver when it wants an Ack (View mode),
 		// else nobody.
@@ -214,8 +186,8 @@ func (l *link) ack(m Message) {
 	if l.n.cfg.Mode != Textbook && !suspected || m.From == "" || m.From == l.n.self.ID {
 		return
 	}
-	l.n.send(Message{Type: MsgAck, To: m.From, Initiator: m.Initiator, Phase: m.Phase,
-		Value: m.Value, Coordinator: m.Coordinator})
+	l.n.send(Message{Type: MsgAck, To: m.From, Initiator: m.Initiator, Lap: m.Lap, Index: m.Index,
+		Phase: m.Phase, Phases: m.Phases, Value: m.Value, Coordinator: m.Coordinator})
 }
 
 // refuses reports whether this node turns down an ELECTION hop that asks
@@ -257,8 +229,8 @@ func (l *link) acked(a Message) bool {
 // acknowledges reports whether Ack a answers hop m: it comes from m's
 // receiver and echoes what identifies m on its link (link.ack).
 func acknowledges(a, m Message) bool {
-	return m.To == a.From && m.Initiator == a.Initiator && m.Phase == a.Phase &&
-		m.Value == a.Value && m.Coordinator == a.Coordinator
+	return m.To == a.From && m.Initiator == a.Initiator && m.Lap == a.Lap && m.Index == a.Index &&
+		m.Phase == a.Phase && m.Phases == a.Phases && m.Value == a.Value && m.Coordinator == a.Coordinator
 }
 
 // late takes an Ack that matched no hop in flight: one of a hop this
@@ -305,37 +277,6 @@ func (n *Node) hopTimeout() int {
 	hop := n.cfg.HopTimeout
 	_, longest := n.det.rtts.stats(n.now, n.rttMemory())
 	return min(max(hop, 2*longest), maxHopWait*hop)
-}
-
-// roundTrips keeps the last round trips this node measured, in ticks, and
-// when: a ring hop and its Ack (a late Ack of a hop given up on included),
-// a pre-vote and its answers. The pre-vote that precedes an election gives
-// its first hops a measure too. A sample counts for rttMemory ticks.
-type roundTrips struct {
-	s  [8]uint16 // ticks + 1; 0: no sample
-	at [8]int32
-	i  uint8
-}
-
-func (r *roundTrips) add(now, ticks int) {
-	k := r.i % uint8(len(r.s))
-	r.s[k], r.at[k] = uint16(min(max(ticks, 0), 1<<16-2)+1), int32(now)
-	r.i++
-}
-
-// stats returns the mean (rounded up) and the longest of the round trips
-// measured within the last memory ticks; 0 and 0 if there are none.
-func (r *roundTrips) stats(now, memory int) (mean, longest int) {
-	sum, k := 0, 0
-	for j, x := range r.s {
-		if x != 0 && now-int(r.at[j]) <= memory {
-			sum, k, longest = sum+int(x)-1, k+1, max(longest, int(x)-1)
-		}
-	}
-	if k > 0 {
-		mean = (sum + k - 1) / k
-	}
-	return mean, longest
 }
 
 // rttMemory is how long a measured round trip counts: 100 RoundTrips (2 s

@@ -33,7 +33,7 @@ func sentTo(n *Node) map[string]Message {
 // ackOf is the Ack that m's receiver sends back.
 func ackOf(m Message) Message {
 	return Message{Type: MsgAck, From: m.To, To: m.From, Term: m.Term, Initiator: m.Initiator,
-		Phase: m.Phase, Value: m.Value, Coordinator: m.Coordinator}
+		Lap: m.Lap, Index: m.Index, Phase: m.Phase, Phases: m.Phases, Value: m.Value, Coordinator: m.Coordinator}
 }
 
 // The rings' hop timeout is HopTimeout until round trips are measured,

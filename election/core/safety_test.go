@@ -366,7 +366,7 @@ func TestDetectorPatience(t *testing.T) {
 		t.Errorf("late follower suspected after %d ticks, want K*H + 2H = %d", late, want)
 	}
 	lag := silentTicks(func(f *Node) {
-		f.Step(Message{Type: MsgHeartbeat, From: "3", To: "1", Coordinator: "3", Term: MakeTerm(1, Tag("3")), Seq: 2, Phase: 7, Rating: 2})
+		f.Step(Message{Type: MsgHeartbeat, From: "3", To: "1", Coordinator: "3", Term: MakeTerm(1, Tag("3")), Seq: 2, Lag: 7, Rating: 2})
 		f.Ready()
 	})
 	if want := kh + 7; lag != want {

@@ -397,7 +397,7 @@ func TestPreVoteLateAnswersCount(t *testing.T) {
 				for _, m := range node.Ready().Messages {
 					if m.Type == MsgPreVote {
 						due = append(due, late{tick + delay, Message{Type: MsgPreVoteAck, From: m.To, To: "1",
-							Term: before, Seq: m.Seq, Confirmed: true}})
+							Term: before, Seq: m.Seq, Granted: true}})
 					}
 				}
 				for len(due) > 0 && due[0].at <= tick {

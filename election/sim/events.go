@@ -18,10 +18,10 @@ const (
 	evResume // a stalled node runs again (Stall)
 )
 
-// event is 192 bytes, nearly all of them the message: a burst of a
+// event is 208 bytes, nearly all of them the message: a burst of a
 // million announcements is a million events, and every delivery writes
-// and reads one. 192 is three cache lines: a chunk's events (a chunk is
-// page aligned) each take three lines, not four as most 200-byte ones did.
+// and reads one, so what it holds besides the message packs into one
+// 32-byte header.
 type event struct {
 	at   int64
 	seq  uint64
@@ -31,19 +31,22 @@ type event struct {
 	// forged: evDeliver of a frame from Forge, which no partition stops
 	// and which is not in the in-flight counts.
 	forged bool
-	// msg is evDeliver's message; evDown and evUp carry their member in
-	// it instead (viewEvent), rather than in a field of their own.
+	// nonVoter: evDown and evUp, the member's NonVoter flag (peer).
+	nonVoter bool
+	// msg is evDeliver's message; evDown and evUp carry their member's ID
+	// and rating in it instead (viewEvent), rather than in fields of their
+	// own.
 	msg core.Message
 }
 
 // viewEvent returns an evDown or evUp event for node about member p.
 func viewEvent(at int64, kind evKind, node int, p core.Peer) event {
-	return event{at: at, kind: kind, node: int32(node), msg: core.Message{From: p.ID, Rating: p.Rating, Confirmed: p.NonVoter}}
+	return event{at: at, kind: kind, node: int32(node), nonVoter: p.NonVoter, msg: core.Message{From: p.ID, Rating: p.Rating}}
 }
 
 // peer returns the member of an evDown or evUp event (viewEvent).
 func (e *event) peer() core.Peer {
-	return core.Peer{ID: e.msg.From, Rating: e.msg.Rating, NonVoter: e.msg.Confirmed}
+	return core.Peer{ID: e.msg.From, Rating: e.msg.Rating, NonVoter: e.nonVoter}
 }
 
 // phase is the nodes that tick at one offset within the tick interval:

@@ -540,6 +540,20 @@ func (sc *Script) views(a args) error {
 	return nil
 }
 
+// confirm sets the flag that forge's confirmed asks for on m: a
+// heartbeat's or announcement's Confirmed (its coordinator holds its
+// lease), a pre-vote answer's Granted, a resign's Transfer.
+func confirm(m *core.Message, on bool) {
+	switch m.Type {
+	case core.MsgPreVoteAck:
+		m.Granted = on
+	case core.MsgResign:
+		m.Transfer = on
+	default:
+		m.Confirmed = on
+	}
+}
+
 // forge from=ID to=ID|all|(..) [type=heartbeat] [term=max|foreign|step|E.T]
 // [confirmed] [every=MS ms=MS]: frames that no member sent, in from's name.
 // term=max is the highest epoch with from's tag; foreign is one epoch above
@@ -607,7 +621,8 @@ func (sc *Script) forge(a args) error {
 				o, _ := sc.sim.find(id)
 				term = core.MakeTerm(o.node.Status().Term.Epoch()+core.MaxEpochStep, core.Tag(from))
 			}
-			m := core.Message{Type: t, From: from, To: id, Term: term, Rating: p.Rating, Value: p.Rank(), Confirmed: confirmed}
+			m := core.Message{Type: t, From: from, To: id, Term: term, Rating: p.Rating, Value: p.Rank()}
+			confirm(&m, confirmed)
 			if t == core.MsgHeartbeat || t == core.MsgCoordinator {
 				m.Coordinator = from
 			}
