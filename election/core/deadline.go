@@ -44,23 +44,6 @@ func (n *Node) NextDeadline() int {
 // forget clears the cached NextDeadline: an input may move a timer.
 func (n *Node) forget() { n.deadline = 0 }
 
-// Skip does what k calls of Tick do. When none of them reaches NextDeadline
-// (the common case for a driver that follows it) it costs O(1): the
-// counters advance by k at once. Otherwise it ticks up to each deadline it
-// crosses, so its result is always that of k Ticks, messages included.
-func (n *Node) Skip(k int) {
-	for k > 0 {
-		d := n.NextDeadline() - n.now // >= 1
-		if k < d {
-			n.skip(k)
-			return
-		}
-		n.skip(d - 1)
-		n.Tick()
-		k -= d
-	}
-}
-
 // NextTimer returns the earliest tick count (compared with Now) at which a
 // timer of the node other than its health score's fall (tickHealth) can
 // fire, however the score falls before it: a coordinator's next heartbeat
@@ -207,4 +190,13 @@ func (n *Node) skipFollower(k int) {
 	if m := (n.det.silence - e/2 - n.det.grace - n.det.health*h) / e; m > n.det.misses {
 		n.det.misses = m
 	}
+}
+
+// period is the follower's heartbeat period in ticks: H, or the longer
+// one the coordinator told it (fanout.go).
+func (n *Node) period() int {
+	if n.det.every > 0 {
+		return n.det.every
+	}
+	return n.cfg.HeartbeatInterval
 }

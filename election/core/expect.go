@@ -15,21 +15,6 @@ package core
 // holding unless Config.Bootstrap is set: a node that cannot reach its
 // cluster (dead seeds, another key) never leads on its own.
 
-// startupHolds are the holds a node keeps before it stands alone: the
-// start-up hold (exp) and the solo hold (soloUntil, prevote.go).
-type startupHolds struct {
-	exp       expectation // the start-up hold
-	soloUntil int         // alone in its view before this tick: raise no term (prevote.go)
-}
-
-// expectation is the hold's state.
-type expectation struct {
-	voters  int  // live voters in the view at the previous check
-	seen    bool // the view has held ExpectVoters live voters at a check
-	settled bool // the hold is over; it never starts again
-	short   bool // the window ended it with fewer than ExpectVoters visible
-}
-
 // holdFirstElection reports whether the start-up timer's election must
 // wait: the node is still starting and its view is short of the
 // expectation, or growing. Each check (every StartupDelay while asleep)
@@ -71,19 +56,6 @@ func (n *Node) foundVoters() int { return n.guard.sufficient(n.cfg.ExpectVoters)
 // follows a coordinator it hears meanwhile.
 func (n *Node) restartHeld() bool {
 	return n.guard.restartPromise(n.now)
-}
-
-// Startup is the start-up hold as a node reports it.
-type Startup struct {
-	// Holding: the node is still starting and holds its first election
-	// back (or has not checked its view yet).
-	Holding bool
-	// Voters is the live voters the view holds now, the node included;
-	// Expect is Config.ExpectVoters.
-	Voters, Expect int
-	// Short: the window passed with fewer than Expect voters visible, and
-	// the node elected with those.
-	Short bool
 }
 
 // Startup reports the start-up hold.

@@ -31,37 +31,6 @@ import "slices"
 // every member every round, as do clusters small enough (n ≤ W + B + 1),
 // whose heartbeats are exactly what they were before the fan-out.
 
-// maxEvery caps a heartbeat period, in ticks (Message.Every is a uint32).
-const maxEvery = 1 << 31
-
-// fanOut is a coordinator's fan-out state.
-type fanOut struct {
-	watch []string // this round's watchers
-	prev  []string // last round's watchers
-	// cursor is the ring position the rotation resumes at.
-	cursor int
-	// period is the rotation's period in rounds (every rotating member is
-	// visited at least once per period); promised is the period promised
-	// to the members visited (at least period); since is the round the
-	// promise was raised in. period 0: no round sent yet in this term
-	// (followers expect the period their view gives); 1 after rounds that
-	// went to everyone.
-	period, promised int
-	since            uint64
-	// owed: with the guard, the members sent a heartbeat that said
-	// "unconfirmed" and that hear one a period (rotation, a newcomer's
-	// first, a former watcher's), since the lease last held. They would
-	// report no coordinator for a whole period; they are told at once
-	// when the lease holds again (payOwed).
-	owed []string
-}
-
-// reset starts a new term's fan-out.
-func (f *fanOut) reset() {
-	f.watch, f.prev, f.owed = f.watch[:0], f.prev[:0], f.owed[:0]
-	f.cursor, f.period, f.promised, f.since = 0, 0, 0, 0
-}
-
 // fanningOut reports whether the coordinator's rounds fan out: View mode
 // and more live members besides coord than W + B.
 func (n *Node) fanningOut() bool {
@@ -137,25 +106,6 @@ func (n *Node) heartbeatFanOut() {
 		}
 	}
 	n.heartbeatRotation(rest, every)
-}
-
-// retarget moves the rotation's period towards target, the period the
-// view gives, in round seq: a shorter one at once; a longer one promised
-// through a whole lap at the current period before the switch to it.
-func (f *fanOut) retarget(target int, seq uint64) {
-	switch {
-	case f.period == 0: // the term's first round: followers expect the view's period
-		f.period, f.promised, f.since = target, target, seq
-	case target <= f.period:
-		f.period, f.promised, f.since = target, target, seq
-	case target > f.promised:
-		// Promise the longer period through a whole lap at the current
-		// one before switching to it.
-		f.promised, f.since = target, seq
-	case seq >= f.since+uint64(f.period):
-		// Everyone in the rotation has been promised at least target.
-		f.period = target
-	}
 }
 
 // heartbeatFast sends the round to the members that hear every round: the
@@ -247,4 +197,14 @@ func (n *Node) payOwed() {
 	}
 	clear(f.owed)
 	f.owed = f.owed[:0]
+}
+
+// sendHeartbeat sends the current round to id, telling it to expect the
+// next within every ticks (0: H).
+func (n *Node) sendHeartbeat(id string, every uint32) {
+	if every != 0 && !n.guard.holds() {
+		n.det.fan.owed = append(n.det.fan.owed, id) // told "unconfirmed" for a period
+	}
+	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.guard.confirmed, Seq: n.det.hbSeq,
+		Lag: uint32(min(n.det.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: n.guard.wireAsk(n.term)})
 }

@@ -14,25 +14,6 @@ import (
 // made) and pass the role on, so the successor never starts leading while
 // the old coordinator's work still runs.
 
-// handoff is the state of giving the role up. Invariant: while handingOff,
-// the node does not lead (Check fails) and its followers are not released
-// until CompleteHandoff or handoffEnd; a node that yielded does not
-// displace its successor.
-type handoff struct {
-	handingOff    bool   // stopped leading; waits for CompleteHandoff
-	yielded       bool   // resigned: do not displace the successor
-	handoffDirect bool   // handoffTo declares at once (TransferTo, preemption)
-	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
-	handoffTo     string // the member the role goes to ("": the next by rating)
-	handoffEnd    int    // tick at which the hand-off proceeds without the driver
-	yieldTo       string // the first coordinator it followed since: a later one may be displaced
-	// releaseDue: a follower released by a hand-off waits until this tick
-	// for the successor's lap (rings) or announcement (bully) to reach it
-	// before it elects (awaitSuccessor).
-	releaseDue   int
-	preemptAfter int // no preemption request before this tick
-}
-
 // Errors of Resign and TransferTo.
 var (
 	ErrNotLeader   = errors.New("not the coordinator")
@@ -234,14 +215,6 @@ func (n *Node) maybePreempt() {
 	default:
 		n.sendPreempt()
 	}
-}
-
-func (n *Node) sendPreempt() {
-	if n.coordinator == "" || n.coordinator == n.self.ID {
-		return
-	}
-	n.send(Message{Type: MsgPreempt, To: n.coordinator})
-	n.hand.preemptAfter = n.now + n.cfg.CoordinatorTimeout + n.cfg.StopTimeout
 }
 
 // onPreempt: a voter that outranks this coordinator asks for the role.

@@ -1,43 +1,13 @@
 package core
 
 // Heartbeats (docs/design.md, "Failure detection" and "Leases"): the
-// coordinator's heartbeat rounds, the follower's failure detector that
-// counts their silence, the node's own health score, and the quorum lease
+// coordinator's heartbeat rounds (who hears each: fanout.go), the
+// follower's failure detector that counts their silence (its state:
+// detector.go), the node's own health score, and the quorum lease
 // that rides on the rounds' acknowledgements (guard.go keeps its books;
 // the Node acts on them here): the follower's promise (ackHeartbeat), the
 // coordinator's lease (renewLease), its lapse (checkLease) and the
 // abdication of a coordinator that cannot hold one.
-
-// detector is the failure detector of a follower and the heartbeat rounds
-// of a coordinator. Invariant: a follower starts an election on its
-// coordinator's silence only after HeartbeatMisses intervals (its period)
-// without a round, plus the lag the coordinator reported and its own
-// health score: a late loop on either side is not silence.
-type detector struct {
-	silence int    // follower: ticks since the coordinator was last heard
-	misses  int    // follower: heartbeat intervals missed in a row
-	grace   int    // follower: the lag the coordinator last reported, in ticks
-	lastSeq uint64 // follower: the last heartbeat round heard in this term
-	every   int    // follower: ticks within which the next heartbeat is due (Message.Every)
-	// health is the local health score (tickHealth); healthyFor counts
-	// the on-time ticks since it last changed.
-	health, healthyFor int
-	hbTimer            int    // coordinator: ticks since the last heartbeat round
-	lag                int    // coordinator: how late its loop ran lately, in ticks
-	hbSeq              uint64 // coordinator: heartbeat rounds sent in this term
-	fan                fanOut // coordinator: the rotation of a fanned-out view (fanout.go)
-	// suspect is the coordinator the detector gave up on, until a
-	// coordinator is known again: bully routes its first question around
-	// it (see bully.stageOneTarget).
-	suspect string
-	// relayed is a coordinator this node follows on another node's word
-	// (a relayed COORDINATOR), not having heard it directly since: when
-	// the detector gives up on that coordinator again, the silence is
-	// probably on the link to this node alone, so bully asks at once
-	// instead of waiting for a senior's announcement.
-	relayed string
-	rtts    roundTrips // the last round trips measured (link.hopTimeout)
-}
 
 func (n *Node) tickCoordinator() {
 	if !n.guard.holds() {
@@ -94,16 +64,6 @@ func (n *Node) LeaseAsk() int {
 // heartbeatTo sends the current round to one member (a member that has
 // just come up gets it at once rather than at the next round).
 func (n *Node) heartbeatTo(id string) { n.sendHeartbeat(id, n.heartbeatEvery(id)) }
-
-// sendHeartbeat sends the current round to id, telling it to expect the
-// next within every ticks (0: H).
-func (n *Node) sendHeartbeat(id string, every uint32) {
-	if every != 0 && !n.guard.holds() {
-		n.det.fan.owed = append(n.det.fan.owed, id) // told "unconfirmed" for a period
-	}
-	n.send(Message{Type: MsgHeartbeat, To: id, Coordinator: n.self.ID, Confirmed: n.guard.confirmed, Seq: n.det.hbSeq,
-		Lag: uint32(min(n.det.lag, n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses)), Every: every, Lease: n.guard.wireAsk(n.term)})
-}
 
 func (n *Node) onHeartbeat(m Message) {
 	if m.Coordinator != m.From {
@@ -180,27 +140,6 @@ func (n *Node) tickFollower() {
 		n.coordinatorFailed(CauseSilence)
 	}
 }
-
-// period is the follower's heartbeat period in ticks: H, or the longer
-// one the coordinator told it (fanout.go).
-func (n *Node) period() int {
-	if n.det.every > 0 {
-		return n.det.every
-	}
-	return n.cfg.HeartbeatInterval
-}
-
-// coordinatorFailed: the source texts' "waited too long for a message from the
-// coordinator", or the view reports it dead.
-func (n *Node) coordinatorFailed(cause ElectionCause) {
-	n.det.suspect = n.coordinator
-	n.unfollow()
-	n.startElection(cause)
-}
-
-// maxHealth caps the local health score: at most maxHealth heartbeat
-// intervals of extra patience.
-const maxHealth = 4
 
 // tickHealth keeps the node's local health score (Lifeguard's awareness,
 // as memberlist's Awareness): each time its own loop ran late (Advance by
@@ -306,10 +245,6 @@ func (n *Node) announceConfirmed() {
 		}
 	}
 }
-
-// leaseHeld reports whether, with the guard, this node is a coordinator
-// that a majority's lease confirms.
-func (n *Node) leaseHeld() bool { return n.coordinator == n.self.ID && n.guard.leased() }
 
 // LeaseEnd returns the tick at which this coordinator's quorum lease
 // lapses, and false when the node is not a coordinator holding a lease

@@ -86,3 +86,10 @@ func (n *Node) Hold() Hold {
 func (n *Node) quorumShort() bool {
 	return n.guard.needsOthers() && n.liveVoters() < n.guard.majority()
 }
+
+// soloHeld reports whether this member, alone in its view, is held back
+// from raising the term (without the guard; the guard's own rule decides
+// with it).
+func (n *Node) soloHeld() bool {
+	return !n.guard.on() && n.now < n.start.soloUntil && !n.otherVoterAlive()
+}

@@ -1,9 +1,12 @@
 package core
 
-// The inputs a driver hands a Node besides its clock (node.go: Tick,
-// Advance): a message (Step), a change of the membership view (PeerUp,
-// PeerDown, PeerRating), its own rating (SetRating), a detection (Detect)
-// and a settled start (Bootstrap). Invariant: every input first forgets
+// How a driver builds and drives a Node: its construction (NewNode,
+// InitNode, with the algorithm its Config names), its clock (Tick,
+// Advance, Skip), a message (Step), a change of the membership view
+// (PeerUp, PeerDown, PeerRating), its own rating (SetRating), a detection
+// (Detect) and a settled start (Bootstrap). This file is the top of the
+// package: it calls into every part, and no part calls into it.
+// Invariant: every input first forgets
 // the cached deadline (forget), and a message changes the node's state
 // only once it has passed addressed, genuine and timely, in that order;
 // each check that refuses it counts one drop, by reason.
@@ -188,5 +191,127 @@ func (n *Node) Bootstrap(coordinator string, term Term) {
 	n.follow(coordinator, term, true)
 	if !n.self.NonVoter {
 		n.guard.settleFollower(n.now, term)
+	}
+}
+
+// Skip does what k calls of Tick do. When none of them reaches NextDeadline
+// (the common case for a driver that follows it) it costs O(1): the
+// counters advance by k at once. Otherwise it ticks up to each deadline it
+// crosses, so its result is always that of k Ticks, messages included.
+func (n *Node) Skip(k int) {
+	for k > 0 {
+		d := n.NextDeadline() - n.now // >= 1
+		if k < d {
+			n.skip(k)
+			return
+		}
+		n.skip(d - 1)
+		n.Tick()
+		k -= d
+	}
+}
+
+// newRingAlgorithm returns the ring (docs/algorithms.md, ring) or the active/relay
+// ring (§3).
+func newRingAlgorithm(n *Node, a Algorithm) algorithm {
+	if a == Peterson {
+		return newPeterson(n)
+	}
+	r := &ring{}
+	r.lap = newLap(n, r, listed, r.exhausted)
+	return r
+}
+
+// NewNode validates cfg and returns a node in state sleep: after
+// StartupDelay without hearing a coordinator it starts an election
+// (docs/algorithms.md, bully step 5: a site that starts or restarts holds one).
+func NewNode(cfg Config) (*Node, error) {
+	n := new(Node)
+	if err := InitNode(n, cfg); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// InitNode makes *n, a zero Node, the node that NewNode(cfg) returns, in
+// memory the caller provides: a driver of a million nodes (the simulator)
+// allocates them in one slice instead of a million times. Only the fields
+// that do not start at zero are written (a whole Node copied while the
+// collector runs costs a write barrier for each of its pointer words);
+// on an error *n is left alone. The node must not be copied afterwards
+// (its algorithm points at it).
+func InitNode(n *Node, cfg Config) error {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	self, _ := cfg.Roster.Get(cfg.ID)
+	n.cfg, n.self, n.tag = cfg, self, Tag(cfg.ID)
+	n.view.r, n.view.mode = cfg.Roster, cfg.Mode
+	n.guard.configure(&n.cfg)
+	n.out.rd.Status = n.Status()
+	switch cfg.Algorithm {
+	case Bully:
+		n.alg = &bully{n: n}
+	default:
+		n.alg = newRingAlgorithm(n, cfg.Algorithm)
+	}
+	return nil
+}
+
+// Tick advances the node's clock by one tick: heartbeats, the follower's
+// failure detector, the quorum lease, the start-up window and the
+// algorithm's own timeouts.
+func (n *Node) Tick() { n.Advance(1) }
+
+// Advance moves the node's clock on by k ticks at once, for a driver whose
+// loop ran late (a starved or paused process: the ticks it missed). The
+// lease and the promises behind it are deadlines, and see the whole jump
+// first: a coordinator whose lease ran out while it was not running steps
+// down before it does anything else. The failure detector, the start-up
+// window and the algorithm's timers count it as one tick: a node that was
+// not running could not hear anyone, so it does not blame the coordinator
+// for the time it slept through (docs/design.md, "Failure detection").
+func (n *Node) Advance(k int) {
+	n.forget()
+	if k <= 0 {
+		return
+	}
+	n.now += k
+	n.tickHealth(k)
+	if k > 1 && n.coordinator == n.self.ID {
+		// This coordinator's loop ran late: heartbeat at once, and say
+		// how late (Message.Lag) so that followers give it that long.
+		n.det.lag = max(n.det.lag, k-1)
+		n.det.hbTimer = n.cfg.HeartbeatInterval - 1
+	}
+	n.checkLease()
+	n.tickCoolOff()
+	n.tickHandoff()
+	n.tickPreVote()
+	// The algorithm's timers first: an election that the detectors below
+	// start in this tick gets its full timeout.
+	n.enter().tick()
+	switch {
+	case n.state == StateSleep:
+		if n.idle++; n.idle >= n.cfg.StartupDelay {
+			n.idle = 0
+			if !n.holdFirstElection() && !n.restartHeld() { // the start-up holds (expect.go)
+				n.startElection(CauseStartup)
+			}
+		}
+	case n.coordinator == n.self.ID:
+		n.tickCoordinator()
+	case n.coordinator != "":
+		n.tickFollower()
+	case !n.electing:
+		// No coordinator and no election (after a resign, a step-down or a
+		// newer term without its coordinator): try again after K intervals
+		// (a released follower: once the hand-off's lap or announcement is
+		// due).
+		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.hand.releaseDue {
+			n.idle = 0
+			n.startElection(CauseLeaderless)
+		}
 	}
 }

@@ -2,10 +2,12 @@ package core
 
 import "slices"
 
-// The kernel: the Node, its construction, its clock (Tick, Advance), the
-// Ready it fills (the outbox) and what it reports (Counters, election
-// causes, drop reasons, Status), and the setters of the fields Status
-// reports. The inputs other than the clock are in input.go. Invariant:
+// The kernel: the Node, the state of the parts that keep no logic of their
+// own (hand-off, start-up holds), the Ready it fills (the outbox) and the
+// Status it reports, the setters of the fields Status reports, and the
+// queries of the view that every part reads (Alive, liveVoters). How a
+// driver builds and drives a Node is in input.go; what it counts, in
+// counters.go. Invariant:
 // a field that Status reports changes only through a setter (setState,
 // setTerm, setCoordinator, setConfirmed; SetRating), which marks the
 // status dirty, so Ready builds a Status only when one changed; a Ready
@@ -74,100 +76,6 @@ type outbox struct {
 	counted     bool // rd's Counters hold something
 	statusDirty bool
 	rd          Ready
-}
-
-// NewNode validates cfg and returns a node in state sleep: after
-// StartupDelay without hearing a coordinator it starts an election
-// (docs/algorithms.md, bully step 5: a site that starts or restarts holds one).
-func NewNode(cfg Config) (*Node, error) {
-	n := new(Node)
-	if err := InitNode(n, cfg); err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
-// InitNode makes *n, a zero Node, the node that NewNode(cfg) returns, in
-// memory the caller provides: a driver of a million nodes (the simulator)
-// allocates them in one slice instead of a million times. Only the fields
-// that do not start at zero are written (a whole Node copied while the
-// collector runs costs a write barrier for each of its pointer words);
-// on an error *n is left alone. The node must not be copied afterwards
-// (its algorithm points at it).
-func InitNode(n *Node, cfg Config) error {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	self, _ := cfg.Roster.Get(cfg.ID)
-	n.cfg, n.self, n.tag = cfg, self, Tag(cfg.ID)
-	n.view.r, n.view.mode = cfg.Roster, cfg.Mode
-	n.guard.configure(&n.cfg)
-	n.out.rd.Status = n.Status()
-	switch cfg.Algorithm {
-	case Bully:
-		n.alg = &bully{n: n}
-	default:
-		n.alg = newRingAlgorithm(n, cfg.Algorithm)
-	}
-	return nil
-}
-
-// Tick advances the node's clock by one tick: heartbeats, the follower's
-// failure detector, the quorum lease, the start-up window and the
-// algorithm's own timeouts.
-func (n *Node) Tick() { n.Advance(1) }
-
-// Advance moves the node's clock on by k ticks at once, for a driver whose
-// loop ran late (a starved or paused process: the ticks it missed). The
-// lease and the promises behind it are deadlines, and see the whole jump
-// first: a coordinator whose lease ran out while it was not running steps
-// down before it does anything else. The failure detector, the start-up
-// window and the algorithm's timers count it as one tick: a node that was
-// not running could not hear anyone, so it does not blame the coordinator
-// for the time it slept through (docs/design.md, "Failure detection").
-func (n *Node) Advance(k int) {
-	n.forget()
-	if k <= 0 {
-		return
-	}
-	n.now += k
-	n.tickHealth(k)
-	if k > 1 && n.coordinator == n.self.ID {
-		// This coordinator's loop ran late: heartbeat at once, and say
-		// how late (Message.Lag) so that followers give it that long.
-		n.det.lag = max(n.det.lag, k-1)
-		n.det.hbTimer = n.cfg.HeartbeatInterval - 1
-	}
-	n.checkLease()
-	n.tickCoolOff()
-	n.tickHandoff()
-	n.tickPreVote()
-	// The algorithm's timers first: an election that the detectors below
-	// start in this tick gets its full timeout.
-	n.enter().tick()
-	switch {
-	case n.state == StateSleep:
-		if n.idle++; n.idle >= n.cfg.StartupDelay {
-			n.idle = 0
-			if !n.holdFirstElection() && !n.restartHeld() { // the start-up holds (expect.go)
-				n.startElection(CauseStartup)
-			}
-		}
-	case n.coordinator == n.self.ID:
-		n.tickCoordinator()
-	case n.coordinator != "":
-		n.tickFollower()
-	case !n.electing:
-		// No coordinator and no election (after a resign, a step-down or a
-		// newer term without its coordinator): try again after K intervals
-		// (a released follower: once the hand-off's lap or announcement is
-		// due).
-		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.hand.releaseDue {
-			n.idle = 0
-			n.startElection(CauseLeaderless)
-		}
-	}
 }
 
 // Ready is what a Node hands over to its driver (etcd raft's Ready): what
@@ -267,119 +175,6 @@ func (n *Node) statusChanged() bool {
 	return n.state != s.State || n.term != s.Term || n.self.Rating != s.Rating || n.reported() != s.Coordinator
 }
 
-// Counters count what happened in a node between two hand-overs (Ready):
-// the driver adds them to its metrics, the simulator to its reports.
-type Counters struct {
-	// Received counts the messages the node accepted for processing, by
-	// type (a message dropped as misaddressed is not counted).
-	Received [NumMsgTypes]uint64
-	// Dropped counts the messages the node ignored, by reason.
-	Dropped [NumDropReasons]uint64
-	// ElectionsStarted counts elections this node started (or restarted).
-	ElectionsStarted uint64
-	// ElectionsWon and ElectionsLost count elections this node took part in
-	// that ended with it as coordinator, or with another.
-	ElectionsWon  uint64
-	ElectionsLost uint64
-	// ElectionsRestarted counts elections abandoned on a timeout and begun again.
-	ElectionsRestarted uint64
-	// HeartbeatMisses counts the heartbeats of the coordinator this node
-	// follows that never arrived: gaps in their round numbers, and K when
-	// the detector gives up on the coordinator. On a healthy cluster it
-	// stays at 0 (heartbeats that are merely late are not misses).
-	HeartbeatMisses uint64
-	// Deposed counts the times this node, while it led (with the guard:
-	// while a majority confirmed it), heard that another member leads a
-	// higher term (its heartbeat, a COORDINATOR announcement, or the
-	// answer to one of its own heartbeats that names it): both led at once. A partition healed without the guard does this; a
-	// hand-off, a preemption, a crash or a lapsed lease do not, the old
-	// coordinator having stopped first.
-	Deposed uint64
-}
-
-// Add adds d to c, for a driver that keeps totals.
-func (c *Counters) Add(d *Counters) {
-	for t := range c.Received {
-		c.Received[t] += d.Received[t]
-	}
-	for r := range c.Dropped {
-		c.Dropped[r] += d.Dropped[r]
-	}
-	c.ElectionsStarted += d.ElectionsStarted
-	c.ElectionsWon += d.ElectionsWon
-	c.ElectionsLost += d.ElectionsLost
-	c.ElectionsRestarted += d.ElectionsRestarted
-	c.HeartbeatMisses += d.HeartbeatMisses
-	c.Deposed += d.Deposed
-}
-
-// ElectionCause says why a Node started an election: what an operator
-// asks of an election nobody expected.
-type ElectionCause uint8
-
-// The causes.
-const (
-	// CauseStartup: the node's first election, its start-up hold over.
-	CauseStartup ElectionCause = iota
-	// CauseSilence: the heartbeat detector gave up on the coordinator (K
-	// intervals without its heartbeat, beyond the patience for a late
-	// coordinator or a late self).
-	CauseSilence
-	// CauseDown: the membership layer reported the coordinator down
-	// (PeerDown), or the driver did (Detect).
-	CauseDown
-	// CauseHandoff: the coordinator resigned or handed over.
-	CauseHandoff
-	// CauseLeaderless: no coordinator and no election for K intervals
-	// (after a step-down, or a newer term whose coordinator never came).
-	CauseLeaderless
-	// CauseChallenge: an election message from another member that this
-	// node answers by standing itself (bully: an ELECTION from a lower
-	// member; Peterson: a leaderless node pulling the others up to its term).
-	CauseChallenge
-	// CauseRestart: the election ran out of time (no announcement, or a
-	// ring lap that did not come round) and starts again.
-	CauseRestart
-	// CausePreempt: this node outranks the coordinator and takes over
-	// (Textbook mode; View mode asks for a hand-off instead).
-	CausePreempt
-	NumElectionCauses
-)
-
-var causeNames = [...]string{"startup", "silence", "down", "handoff", "leaderless", "challenge", "restart", "preempt"}
-
-// String returns the cause's name, as the logs and metrics label it.
-func (c ElectionCause) String() string {
-	if c < NumElectionCauses {
-		return causeNames[c]
-	}
-	return "cause"
-}
-
-// DropReason says why a Node ignored a message.
-type DropReason uint8
-
-// The reasons.
-const (
-	DropStaleTerm    DropReason = iota // the message's term is lower than the node's
-	DropMisaddressed                   // To is not this node, or From is empty or this node
-	DropUnexpected                     // nothing is waiting for it (a late Answer or Ack, ...)
-	DropOrder                          // the sender does not rank where the message implies
-	DropBadTerm                        // the term's epoch is above MaxEpoch, or above what the epoch allowance covers (term.go)
-	DropForeignTag                     // a claim to lead whose term names another member
-	NumDropReasons
-)
-
-var dropNames = [...]string{"stale_term", "misaddressed", "unexpected", "order", "bad_term", "foreign_tag"}
-
-// String returns the reason's name, as the metrics label it.
-func (r DropReason) String() string {
-	if r < NumDropReasons {
-		return dropNames[r]
-	}
-	return "drop"
-}
-
 // Status is what a node reports.
 type Status struct {
 	ID    string
@@ -458,15 +253,6 @@ func (n *Node) setState(s State) {
 	}
 }
 
-func (n *Node) setTerm(t Term) {
-	if t != n.term {
-		if e, k := t.Epoch(), n.term.Epoch(); e > k {
-			n.chargeEpochs(int(e - k))
-		}
-		n.term, n.out.statusDirty, n.algQuiet = t, true, false
-	}
-}
-
 func (n *Node) setCoordinator(c string) {
 	if c != n.coordinator {
 		n.algQuiet = false
@@ -478,4 +264,122 @@ func (n *Node) setConfirmed(c bool) {
 	if c != n.guard.confirmed {
 		n.guard.confirmed, n.out.statusDirty = c, true
 	}
+}
+
+// rttMemory is how long a measured round trip counts: 100 RoundTrips (2 s
+// at the defaults). A slow spell that goes on keeps measuring itself; one
+// that ended, or an answer that a partition held back, is forgotten, so a
+// member whose hops all go to a dead successor (no Acks, so no new
+// samples) does not wait on it for ever at the longest it once saw.
+func (n *Node) rttMemory() int { return 100 * n.cfg.RoundTrip }
+
+// startupHolds are the holds a node keeps before it stands alone: the
+// start-up hold (exp) and the solo hold (soloUntil, prevote.go).
+type startupHolds struct {
+	exp       expectation // the start-up hold
+	soloUntil int         // alone in its view before this tick: raise no term (prevote.go)
+}
+
+// expectation is the hold's state.
+type expectation struct {
+	voters  int  // live voters in the view at the previous check
+	seen    bool // the view has held ExpectVoters live voters at a check
+	settled bool // the hold is over; it never starts again
+	short   bool // the window ended it with fewer than ExpectVoters visible
+}
+
+// Startup is the start-up hold as a node reports it.
+type Startup struct {
+	// Holding: the node is still starting and holds its first election
+	// back (or has not checked its view yet).
+	Holding bool
+	// Voters is the live voters the view holds now, the node included;
+	// Expect is Config.ExpectVoters.
+	Voters, Expect int
+	// Short: the window passed with fewer than Expect voters visible, and
+	// the node elected with those.
+	Short bool
+}
+
+// handoff is the state of giving the role up. Invariant: while handingOff,
+// the node does not lead (Check fails) and its followers are not released
+// until CompleteHandoff or handoffEnd; a node that yielded does not
+// displace its successor.
+type handoff struct {
+	handingOff    bool   // stopped leading; waits for CompleteHandoff
+	yielded       bool   // resigned: do not displace the successor
+	handoffDirect bool   // handoffTo declares at once (TransferTo, preemption)
+	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
+	handoffTo     string // the member the role goes to ("": the next by rating)
+	handoffEnd    int    // tick at which the hand-off proceeds without the driver
+	yieldTo       string // the first coordinator it followed since: a later one may be displaced
+	// releaseDue: a follower released by a hand-off waits until this tick
+	// for the successor's lap (rings) or announcement (bully) to reach it
+	// before it elects (awaitSuccessor).
+	releaseDue   int
+	preemptAfter int // no preemption request before this tick
+}
+
+// leaseHeld reports whether, with the guard, this node is a coordinator
+// that a majority's lease confirms.
+func (n *Node) leaseHeld() bool { return n.coordinator == n.self.ID && n.guard.leased() }
+
+// learnRating keeps the view's rating of a sender current; messages carry
+// the sender's rating so that a change reaches peers with the next message.
+// It reports false for an unknown sender whose tag another member has.
+func (n *Node) learnRating(id string, rating int64) bool {
+	p, ok := n.view.r.Get(id)
+	if !ok {
+		return n.view.up(Peer{ID: id, Rating: rating})
+	}
+	if p.Rating != rating {
+		p.Rating = rating
+		n.view.update(p)
+	}
+	return true
+}
+
+// Roster returns the node's current member list, valid until the next call
+// into the node (its own copy changes in place; Ready's ViewChanged says
+// when).
+func (n *Node) Roster() *Roster { return n.view.r }
+
+// ClipRoster gives back the spare room of the node's own roster: its
+// slices grow by an eighth at a time as members join, and a runtime that
+// sees its view settled (no change for a while) calls this to hand the
+// unused part back (about 4 KB per member at n = 1,000), at the cost of one
+// copy. It changes no state and sends nothing; a shared roster (one the
+// node has not changed) is left alone.
+func (n *Node) ClipRoster() {
+	if n.view.own {
+		n.view.r.clip()
+	}
+}
+
+// Alive reports whether the node's view holds id alive (always true in
+// Textbook mode, which has no view).
+func (n *Node) Alive(id string) bool { return n.view.alive(id) }
+
+// liveCount is the number of members the view holds alive, this node
+// included.
+func (n *Node) liveCount() int { return n.view.r.Len() - n.view.dead.len() }
+
+// liveVoters counts the voters the view holds alive, this node included.
+func (n *Node) liveVoters() int {
+	v := 0
+	for i := 0; i < n.view.r.Len(); i++ {
+		if p := n.view.r.At(i); !p.NonVoter && n.view.alive(p.ID) {
+			v++
+		}
+	}
+	return v
+}
+
+func (n *Node) otherVoterAlive() bool {
+	for i := 0; i < n.view.r.Len(); i++ {
+		if p := n.view.r.At(i); p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
+			return true
+		}
+	}
+	return false
 }

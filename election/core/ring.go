@@ -1,16 +1,5 @@
 package core
 
-// newRingAlgorithm returns the ring (docs/algorithms.md, ring) or the active/relay
-// ring (§3).
-func newRingAlgorithm(n *Node, a Algorithm) algorithm {
-	if a == Peterson {
-		return newPeterson(n)
-	}
-	r := &ring{}
-	r.lap = newLap(n, r, listed, r.exhausted)
-	return r
-}
-
 // ring is docs/algorithms.md, ring, the ring with a list of working members (seeds
 // 002, 003; LeLann, Chang–Roberts).
 //
@@ -212,19 +201,6 @@ func inList(m Message, id string) bool {
 		return true
 	}
 	return listIndex(m.List, id, 0) >= 0
-}
-
-// listIndex returns id's index in list, trying hint first, or -1.
-func listIndex(list []Peer, id string, hint int) int {
-	if hint >= 0 && hint < len(list) && list[hint].ID == id {
-		return hint
-	}
-	for i := range list {
-		if list[i].ID == id {
-			return i
-		}
-	}
-	return -1
 }
 
 // complete turns a lap that has come round into the COORDINATOR lap.

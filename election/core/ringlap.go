@@ -278,71 +278,15 @@ func (l *lap) skip(k int) {
 	l.n.quiet(!l.n.electing && !l.link.busy)
 }
 
-// lapTicks bounds one lap of the ring: every member may cost a one-way trip
-// (at most roundTrip) and, in Textbook mode, a hop timeout if it is dead;
-// CoordinatorTimeout is slack. It grows with the ring, so that a 10,000
-// member ring is not timed out mid-lap.
-func lapTicks(n *Node) int {
-	per := n.roundTrip()
-	if n.cfg.Mode == Textbook {
-		per += n.hopTimeout()
+// listIndex returns id's index in list, trying hint first, or -1.
+func listIndex(list []Peer, id string, hint int) int {
+	if hint >= 0 && hint < len(list) && list[hint].ID == id {
+		return hint
 	}
-	return n.view.r.Len()*per + n.cfg.CoordinatorTimeout
-}
-
-// hopTicks bounds one hop of a lap: a one-way trip (at most roundTrip)
-// and, in Textbook mode, a hop timeout for a dead member skipped on the way.
-func hopTicks(n *Node) int {
-	if n.cfg.Mode == Textbook {
-		return n.roundTrip() + n.hopTimeout()
+	for i := range list {
+		if list[i].ID == id {
+			return i
+		}
 	}
-	return n.roundTrip()
-}
-
-// roundTrip is RoundTrip, or the mean of the round trips this node
-// measured lately (Node.rtts) if that is longer: a loaded host or a slow
-// network makes every hop of a lap slower than RoundTrip, and an election
-// timer counted in RoundTrips ran out before the lap came round, election
-// after election (the simulator's slow spell: round trips of 120 – 280
-// ms). The mean, not the longest: a lap is the sum of its hops, and with
-// the longest, one outlier (a 268 ms Ack where the median was 28 ms) made
-// an active/relay ring whose lap had forked wait seconds for its silence
-// timer.
-func (n *Node) roundTrip() int {
-	mean, _ := n.det.rtts.stats(n.now, n.rttMemory())
-	return max(n.cfg.RoundTrip, mean+1)
-}
-
-// lapHops is how many hops after position self a lap that started at
-// position start reaches position c, on a ring (or list) of size members:
-// 0 when the lap has passed c already. An unknown start counts from self;
-// an unknown c is taken as the farthest.
-func lapHops(start, self, c, size int) int {
-	if size == 0 || self < 0 {
-		return 0
-	}
-	if c < 0 {
-		return size - 1
-	}
-	if start < 0 {
-		start = self
-	}
-	ds, dc := (self-start+size)%size, (c-start+size)%size
-	return max(dc-ds, 0)
-}
-
-// doubtTicks is how long a node whose view holds dead the coordinator that
-// a COORDINATOR lap names waits for that coordinator's heartbeat before it
-// elects again: the lap's remaining hops and K heartbeat intervals, as a
-// follower's detector would (at most a lap's timeout). The node passes the
-// lap on but does not follow: the view may be right (the member died since
-// the lap collected it) or behind (a paused member resumed, and gossip has
-// not told every member yet). Restarting the election at once would make
-// every such member veto the outcome, lap after lap, until gossip caught
-// up (hundreds of epochs in a second after a paused ring coordinator
-// resumed). A live coordinator's heartbeat
-// ends the doubt; the view holding it dead does not stop the heartbeats.
-func doubtTicks(n *Node, hops int) int {
-	d := (hops+1)*hopTicks(n) + n.cfg.HeartbeatInterval*min(n.cfg.HeartbeatMisses, 1<<20)
-	return min(d, lapTicks(n))
+	return -1
 }

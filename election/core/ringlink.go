@@ -1,12 +1,5 @@
 package core
 
-// maxHopWait caps the measured hop timeout at maxHopWait·HopTimeout
-// (memberlist's awareness multiplier has the same cap of 8): the other
-// members' election timers count HopTimeout for a hop (lapTicks), and a
-// member that waits much longer on a dead successor than they allow for
-// saw them restart the election before its wait ended, lap after lap.
-const maxHopWait = 8
-
 // link carries the ring algorithms' messages one hop clockwise to the next
 // working member (docs/algorithms.md, ring: "if the successor does not respond, it
 // sends to the one after, and so on, until a working participant is found").
@@ -257,34 +250,6 @@ func (l *link) late(a Message) {
 func (l *link) measured(sent int) {
 	l.n.det.rtts.add(l.n.now, l.n.now-sent)
 }
-
-// hopTimeout is how long a hop sent now waits for its Ack: HopTimeout, or
-// twice the longest of the recent round trips (Node.rtts) if that is
-// longer, at most maxHopWait·HopTimeout. A round trip measured as r ticks
-// took less than r+1; a timer of 2r ticks waits more than 2r-1, which is
-// at least r+1 from r = 2 on.
-//
-// The timeout follows the round trips as TCP's retransmission timeout
-// does, and as Lifeguard's awareness stretches memberlist's probes: a hop
-// given up on whose receiver was working has reached it all the same, so
-// the lap runs twice from there, which the active/relay ring cannot tell
-// from a lost message. With HopTimeout alone, a host whose round trips
-// exceeded it (two cores shared with other work under the race detector:
-// Acks took 19 – 29 ms at the median and up to 422) skipped working
-// members in every careful lap, and the active/relay ring restarted for
-// seconds.
-func (n *Node) hopTimeout() int {
-	hop := n.cfg.HopTimeout
-	_, longest := n.det.rtts.stats(n.now, n.rttMemory())
-	return min(max(hop, 2*longest), maxHopWait*hop)
-}
-
-// rttMemory is how long a measured round trip counts: 100 RoundTrips (2 s
-// at the defaults). A slow spell that goes on keeps measuring itself; one
-// that ended, or an answer that a partition held back, is forgotten, so a
-// member whose hops all go to a dead successor (no Acks, so no new
-// samples) does not wait on it for ever at the longest it once saw.
-func (n *Node) rttMemory() int { return 100 * n.cfg.RoundTrip }
 
 // heard notes that id is working: a member that sent us something is no
 // longer skipped nor suspected.

@@ -36,3 +36,14 @@ func (r *roundTrips) stats(now, memory int) (mean, longest int) {
 	}
 	return mean, longest
 }
+
+// measured reports whether a round trip was measured within the last
+// memory ticks.
+func (r *roundTrips) measured(now, memory int) bool {
+	for j, x := range r.s {
+		if x != 0 && now-int(r.at[j]) <= memory {
+			return true
+		}
+	}
+	return false
+}

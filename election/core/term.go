@@ -1,7 +1,8 @@
 package core
 
-// Terms and coordinators: how a node starts an election, learns a newer
-// term, follows a coordinator, becomes one and forgets one
+// Terms and coordinators: how a node starts an election (also when its
+// coordinator failed), learns a newer term, follows a coordinator, becomes
+// one and forgets one
 // (docs/design.md, "Terms are fencing tokens").
 
 // startElection stands, unless something holds this node back: it is a
@@ -308,3 +309,22 @@ func (n *Node) unfollow() {
 		n.setState(StateLost)
 	}
 }
+
+// coordinatorFailed: the source texts' "waited too long for a message from the
+// coordinator", or the view reports it dead.
+func (n *Node) coordinatorFailed(cause ElectionCause) {
+	n.det.suspect = n.coordinator
+	n.unfollow()
+	n.startElection(cause)
+}
+
+func (n *Node) setTerm(t Term) {
+	if t != n.term {
+		if e, k := t.Epoch(), n.term.Epoch(); e > k {
+			n.chargeEpochs(int(e - k))
+		}
+		n.term, n.out.statusDirty, n.algQuiet = t, true, false
+	}
+}
+
+func (n *Node) endPreVote() { n.pv.active = false }

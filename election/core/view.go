@@ -1,7 +1,8 @@
 package core
 
 // The view: what a node knows of the members (the roster, shared until the
-// node learns a change) and, in View mode, which of them are dead.
+// node learns a change) and, in View mode, which of them are dead. The
+// Node's queries of it (Alive, liveVoters, learnRating) are in node.go.
 
 // view is the node's membership knowledge: a shared roster (copied on the
 // first change) and, in View mode, the set of members known dead.
@@ -120,64 +121,4 @@ func (v *view) update(p Peer) {
 	}
 	v.r.set(p)
 	v.changed = true
-}
-
-// learnRating keeps the view's rating of a sender current; messages carry
-// the sender's rating so that a change reaches peers with the next message.
-// It reports false for an unknown sender whose tag another member has.
-func (n *Node) learnRating(id string, rating int64) bool {
-	p, ok := n.view.r.Get(id)
-	if !ok {
-		return n.view.up(Peer{ID: id, Rating: rating})
-	}
-	if p.Rating != rating {
-		p.Rating = rating
-		n.view.update(p)
-	}
-	return true
-}
-
-// Roster returns the node's current member list, valid until the next call
-// into the node (its own copy changes in place; Ready's ViewChanged says
-// when).
-func (n *Node) Roster() *Roster { return n.view.r }
-
-// ClipRoster gives back the spare room of the node's own roster: its
-// slices grow by an eighth at a time as members join, and a runtime that
-// sees its view settled (no change for a while) calls this to hand the
-// unused part back (about 4 KB per member at n = 1,000), at the cost of one
-// copy. It changes no state and sends nothing; a shared roster (one the
-// node has not changed) is left alone.
-func (n *Node) ClipRoster() {
-	if n.view.own {
-		n.view.r.clip()
-	}
-}
-
-// Alive reports whether the node's view holds id alive (always true in
-// Textbook mode, which has no view).
-func (n *Node) Alive(id string) bool { return n.view.alive(id) }
-
-// liveCount is the number of members the view holds alive, this node
-// included.
-func (n *Node) liveCount() int { return n.view.r.Len() - n.view.dead.len() }
-
-// liveVoters counts the voters the view holds alive, this node included.
-func (n *Node) liveVoters() int {
-	v := 0
-	for i := 0; i < n.view.r.Len(); i++ {
-		if p := n.view.r.At(i); !p.NonVoter && n.view.alive(p.ID) {
-			v++
-		}
-	}
-	return v
-}
-
-func (n *Node) otherVoterAlive() bool {
-	for i := 0; i < n.view.r.Len(); i++ {
-		if p := n.view.r.At(i); p.ID != n.self.ID && !p.NonVoter && n.view.alive(p.ID) {
-			return true
-		}
-	}
-	return false
 }
