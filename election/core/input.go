@@ -248,6 +248,7 @@ func InitNode(n *Node, cfg Config) error {
 	self, _ := cfg.Roster.Get(cfg.ID)
 	n.cfg, n.self, n.tag = cfg, self, Tag(cfg.ID)
 	n.view.r, n.view.mode = cfg.Roster, cfg.Mode
+	n.cfg.Roster = nil // the view holds it, and lets it go once it copies it
 	n.guard.configure(&n.cfg)
 	n.out.rd.Status = n.Status()
 	switch cfg.Algorithm {

@@ -45,9 +45,9 @@ type Node struct {
 	deadline int
 	idle     int // ticks with neither a coordinator nor an election
 
-	det  detector     // the failure detector and the heartbeat rounds (heartbeat.go, fanout.go)
+	det  detector     // the failure detector and the heartbeat rounds (detector.go; heartbeat.go, fanout.go)
 	view view         // the members and which are dead (view.go)
-	pv   preVoteRound // the pre-vote (prevote.go)
+	pv   preVoteRound // the pre-vote (prevoteround.go; prevote.go, quorumround.go)
 
 	cfg Config
 	tag uint32
@@ -206,7 +206,8 @@ func (n *Node) reported() string {
 // ID returns the node's ID.
 func (n *Node) ID() string { return n.self.ID }
 
-// Config returns the node's configuration with defaults filled in.
+// Config returns the node's configuration with defaults filled in, but
+// for its Roster, which is nil: the members are the view's (Roster).
 func (n *Node) Config() Config { return n.cfg }
 
 // Now returns the ticks the node has counted since NewNode.

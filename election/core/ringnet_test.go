@@ -188,11 +188,19 @@ func (w *testNet) crash(ids ...string) {
 	}
 }
 
+// config is the configuration node id was built with (its Config, with
+// the roster the net started with).
+func (w *testNet) config(id string) Config {
+	c := w.nodes[id].Config()
+	c.Roster = w.roster
+	return c
+}
+
 // restart brings a crashed node back with no state; in View mode it learns
 // who is down (as a memberlist join would tell it) and the others that it
 // is up.
 func (w *testNet) restart(id string) {
-	n, err := NewNode(w.nodes[id].cfg)
+	n, err := NewNode(w.config(id))
 	if err != nil {
 		w.tb.Fatal(err)
 	}

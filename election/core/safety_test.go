@@ -98,7 +98,7 @@ func TestNonVotersFollowAfterVotersRedeploy(t *testing.T) {
 					w.nodes[id].Bootstrap("5", old)
 				}
 				for _, id := range []string{"3", "4", "5"} {
-					w.nodes[id], _ = NewNode(w.nodes[id].cfg)
+					w.nodes[id], _ = NewNode(w.config(id))
 				}
 				c, term := w.settle(2000)
 				if c != "5" || term <= old {

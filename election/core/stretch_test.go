@@ -350,7 +350,7 @@ func TestLeaseEndWithinShorterPromises(t *testing.T) {
 	w := newTestNet(t, stretchCfg(), members(5, func(i int) int64 { return int64(i) }))
 	cfg := w.nodes["5"].cfg // with the defaults
 	for _, id := range []string{"1", "2", "3"} {
-		c := w.nodes[id].cfg
+		c := w.config(id)
 		c.QuorumLeaseMax = 20
 		var err error
 		if w.nodes[id], err = NewNode(c); err != nil {
