@@ -174,6 +174,9 @@ func execScript(script string) (_ *Script, convergenceMs int64, err error) {
 		if _, err := sc.ExecLine(line); err != nil {
 			return nil, 0, fmt.Errorf("%q: %w", line, err)
 		}
+		if sc.sim == nil {
+			continue // names declared before the cluster
+		}
 		if _, agreed := sc.sim.Agreement(); agreed && strings.HasPrefix(line, "check") {
 			convergenceMs = sc.sim.Now() - before // runs with no majority alive wait the bound out
 		}
