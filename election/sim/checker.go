@@ -477,12 +477,18 @@ func (s *Sim) ConnectedMajority() []string {
 // must within boundMs agree on one confirmed coordinator among its own
 // members, whatever the old coordinator can still reach. Without the
 // guard, or when the connected set holds fewer voters than a majority of
-// QuorumSize (non-voters never count toward one), nothing is required.
-// With names, each name with a majority of its candidates in the
-// connected set must so agree, within the one bound.
+// QuorumSize (non-voters never count toward one), nothing is required;
+// nor when a live node outside it still reaches, both ways, a majority of
+// the voters (itself included): it may hold its lease as long as they
+// acknowledge it. With names, each name is held to this with its own
+// candidates and quorum size, within the one bound.
 func (c *Checker) CheckMajority(boundMs int64) bool {
 	c.s.triggers = nil
 	maj := c.s.ConnectedMajority()
+	inMaj := map[string]bool{}
+	for _, id := range maj {
+		inMaj[id] = true
+	}
 	var need []int
 	for ni := range c.s.elections() {
 		q := c.s.nodeQuorum(ni)
@@ -492,7 +498,7 @@ func (c *Checker) CheckMajority(boundMs int64) bool {
 				voters++
 			}
 		}
-		if q > 0 && voters >= q/2+1 {
+		if q > 0 && voters >= q/2+1 && !c.s.majorityOutside(ni, inMaj, q/2+1) {
 			need = append(need, ni)
 		}
 	}
@@ -543,6 +549,26 @@ func (c *Checker) CheckMajority(boundMs int64) bool {
 		}
 		c.s.RunFor(min(c.s.cfg.TickMs, end-c.s.now))
 	}
+}
+
+// majorityOutside reports whether a live node not in set reaches, both
+// ways, at least maj voters of election ni, itself included.
+func (s *Sim) majorityOutside(ni int, set map[string]bool, maj int) bool {
+	for _, o := range s.nodes {
+		if !o.up || set[o.id] {
+			continue
+		}
+		reach := 0
+		for _, p := range s.nodes {
+			if p.up && (p == o || s.connected(o.id, p.id)) && s.voter(ni, p.id) {
+				reach++
+			}
+		}
+		if reach >= maj {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeQuorum is the quorum guard size of election ni (0: no guard).
