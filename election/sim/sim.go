@@ -50,7 +50,8 @@ type Config struct {
 	// and uneven membership, as gossip is. Newer news about a member
 	// always wins over older news that arrives later.
 	ViewDelayMaxMs int64
-	// SendGapUs: a node's messages leave one after another, this many µs
+	// SendGapUs (without names: a group's batches leave at once, one
+	// packet per destination): a node's messages leave one after another, this many µs
 	// apart (the i-th of one Ready departs i × SendGapUs later, rounded
 	// down to the ms), as a runtime that opens a TCP connection per
 	// message sends a broadcast to n members over n × its cost. 0: all
