@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/election/group"
@@ -191,18 +192,28 @@ func (s *Sim) nameIndex(name string) int {
 }
 
 // addNameTo adds nm to member id's group: the other members' abstentions
-// first, then the name with this member's options.
+// first, then the name with this member's options. It reads no node (a
+// read builds the nodes added so far).
 func (s *Sim) addNameTo(g *group.Group, id string, nm Name) error {
+	if err := s.abstentions(g, id, nm); err != nil {
+		return err
+	}
+	opts := group.Options{Placement: nm.Placement, Abstain: slices.Contains(nm.Abstain, id), QuorumSize: s.nameQuorum(nm)}
+	if err := g.Add(nm.Name, opts); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	return nil
+}
+
+// abstentions tells member id's group which other members do not stand
+// for nm (group.Group.PeerCandidate; a name need not be added yet).
+func (s *Sim) abstentions(g *group.Group, id string, nm Name) error {
 	for _, a := range nm.Abstain {
 		if a != id {
 			if err := g.PeerCandidate(a, nm.Name, false); err != nil {
 				return fmt.Errorf("sim: name %q: %w", nm.Name, err)
 			}
 		}
-	}
-	opts := group.Options{Placement: nm.Placement, Abstain: slices.Contains(nm.Abstain, id), QuorumSize: s.nameQuorum(nm)}
-	if err := g.Add(nm.Name, opts); err != nil {
-		return fmt.Errorf("sim: %w", err)
 	}
 	return nil
 }
@@ -215,10 +226,19 @@ func (s *Sim) bootGroup(sn *simNode) error {
 		return fmt.Errorf("sim: node %s: %w", sn.id, err)
 	}
 	mg := &memberGroup{g: g, names: make([]nameNode, len(s.names))}
-	for i, nm := range s.names {
+	// Every name is added before any node is read: the group builds the
+	// nodes (and works out the spread assignment) once, at the first read.
+	for _, nm := range s.names {
+		if err := s.abstentions(g, sn.id, nm); err != nil {
+			return err
+		}
+	}
+	for _, nm := range s.names {
 		if err := s.addNameTo(g, sn.id, nm); err != nil {
 			return err
 		}
+	}
+	for i, nm := range s.names {
 		mg.names[i].last = g.Node(nm.Name).Status()
 	}
 	s.groups[sn.idx], sn.node, sn.up = mg, nil, true
@@ -617,3 +637,9 @@ func (s *Sim) candidates(ni int) int {
 	}
 	return n
 }
+
+// NameRecordBytes is what the simulator itself keeps per name per member
+// (its record of the name's last status and the checker's term): the
+// part of a simulated cluster's heap per name and member that is not the
+// group's (coordbench elections subtracts it).
+const NameRecordBytes = int(unsafe.Sizeof(nameNode{}))
