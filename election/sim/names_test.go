@@ -112,36 +112,31 @@ func TestNamesBatchesAreOneDelivery(t *testing.T) {
 	}
 }
 
-// Every election the checker follows is a name: a coordinator that two
-// names share a term with is not two coordinators in one term, but a
-// violation on one name names it.
+// The checker follows every name on its own: a node made coordinator of
+// one name in a term that names another member is a term-tag violation
+// of that name, filed with the name; the other names, in the same
+// terms, are not mixed up with it.
 func TestNamesCheckerPerName(t *testing.T) {
 	s := namedCluster(t, 5, 4, nil)
-	// Every name starts in term 1 of its own coordinator: the checker
-	// keeps them apart.
 	if v := s.Checker().Violations; len(v) > 0 {
-		t.Fatalf("violations: %v", v)
+		t.Fatalf("violations after the start: %v", v)
 	}
-	terms := map[core.Term]bool{}
-	for _, name := range s.Names() {
-		st, _ := s.AgreementOf(name)
-		terms[st.Term] = true
-	}
-	if len(terms) == len(s.Names()) {
-		t.Log("every name has a term of its own: the test shows nothing about shared terms")
-	}
-	// A forged confirmed heartbeat of another member in a name's top
-	// term is the forger's, not a member's: no violation.
-	var sc Script
-	sc.sim = s
-	if _, err := sc.ExecLine("forge from=1 to=all term=max name=job-0 confirmed"); err != nil {
+	// job-1's member 1 believes it won a term of member 2's tag.
+	err := s.pokeNames("1", "job-1", func(n *core.Node) { n.Bootstrap("1", core.MakeTerm(9, core.Tag("2"))) })
+	if err != nil {
 		t.Fatal(err)
 	}
-	s.RunFor(500)
-	for _, v := range s.Checker().Violations {
-		if !strings.HasPrefix(strings.SplitN(v, ": ", 2)[1], "job-") {
-			t.Errorf("violation without its name: %s", v)
+	var found bool
+	for i, v := range s.Checker().Violations {
+		if s.Checker().Kinds[i] == KindTermTag {
+			found = true
+			if !strings.Contains(v, "job-1: node 1 is coordinator in term 9.2") {
+				t.Errorf("violation %q: want it filed under job-1", v)
+			}
 		}
+	}
+	if !found {
+		t.Fatalf("no term-tag violation: %v", s.Checker().Violations)
 	}
 }
 
@@ -245,3 +240,20 @@ func TestNamesScriptErrors(t *testing.T) {
 }
 
 var namesLine = regexp.MustCompile(`(?m)^names? .*\n----\n\n`)
+
+// Liveness is checked per name: with a partition left standing, the
+// sides of a name disagree, and the violation names it.
+func TestNamesLivenessPerName(t *testing.T) {
+	s := namedCluster(t, 5, 4, func(c *Config) { c.ViewDelayMs = 0 })
+	if err := s.Partition([]string{"1", "2"}, []string{"3", "4", "5"}); err != nil {
+		t.Fatal(err)
+	}
+	s.RunFor(1_000)
+	if s.Checker().CheckLiveness(2_000, false) {
+		t.Fatal("liveness held across a partition")
+	}
+	v := s.Checker().Violations
+	if len(v) != 1 || s.Checker().Kinds[0] != KindNoAgreement || !strings.Contains(v[0], ": job-") {
+		t.Errorf("violations %v (%v): want one no-agreement of a name", v, s.Checker().Kinds)
+	}
+}
