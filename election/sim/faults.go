@@ -354,8 +354,12 @@ func (s *Sim) block(from, to string, inView bool) error {
 // counted as sent, and is not a protocol member's act for the checker.
 func (s *Sim) Forge(m core.Message) error { return s.forge(m, true) }
 
-// forge is Forge, tracing the frame only if trace is set.
+// forge is Forge, tracing the frame only if trace is set. With names a
+// frame is a batch (the script's forge builds one: forgeBatch).
 func (s *Sim) forge(m core.Message, trace bool) error {
+	if s.named() {
+		return fmt.Errorf("sim: forge: the cluster has names: a frame is a batch of (name, message) pairs")
+	}
 	to, ok := s.find(m.To)
 	if !ok {
 		return fmt.Errorf("sim: forge: unknown target %q", m.To)
