@@ -395,7 +395,7 @@ func (w *mdWriter) summary(d reportData) {
 		if r.Algorithm == "bully" && r.Quorum == 0 && e.run.Error == "" {
 			lines = append(lines, fmt.Sprintf("Named elections, n = %d, %s names (simulated, spread): leaders per member max %d, %s × the mean; the busiest member's idle packets %s/s, %s × a one-name cluster's; failover of each of the %s names the crashed member led over %d rounds: p50 %s ms, p99 %s ms; %d spurious elections; %s bytes per name per member (`%s`).",
 				r.N, commas(strconv.Itoa(r.Elections)), r.LeadersPerMember.Max, ratio(float64(r.LeadersPerMember.Max), r.LeadersPerMember.Mean),
-				fmt1(r.IdlePackets.MaxMember), fmt2(r.IdlePackets.Ratio), commas(strconv.Itoa(r.FailoverNames)), r.Rounds,
+				fmt1(r.IdlePackets.MaxMember), strconv.FormatFloat(r.IdlePackets.Ratio, 'f', 3, 64), commas(strconv.Itoa(r.FailoverNames)), r.Rounds,
 				fmtMS(r.Failover.P50), fmtMS(r.Failover.P99), r.Spurious, commas(strconv.FormatFloat(r.BytesPerName, 'f', 0, 64)), e.run.name))
 		}
 	}
@@ -728,7 +728,7 @@ func (w *mdWriter) elections(d reportData) {
 		}
 		rows = append(rows, []string{r.Algorithm, guard, strconv.Itoa(r.N), commas(strconv.Itoa(r.Elections)),
 			fmt.Sprintf("%d / %s", r.LeadersPerMember.Max, fmt1(r.LeadersPerMember.Mean)),
-			fmt.Sprintf("%s / %s (%s×)", fmt1(r.IdlePackets.MaxMember), fmt1(r.IdlePackets.SingleElection), fmt2(r.IdlePackets.Ratio)),
+			fmt.Sprintf("%s / %s (%s×)", fmt1(r.IdlePackets.MaxMember), fmt1(r.IdlePackets.SingleElection), strconv.FormatFloat(r.IdlePackets.Ratio, 'f', 3, 64)),
 			fmt1(r.IdlePackets.PairsPerPacket),
 			fmt.Sprintf("%s (%d)", commas(strconv.Itoa(r.FailoverNames)), r.Rounds),
 			fmtMS(r.Failover.P50), fmtMS(r.Failover.P90), fmtMS(r.Failover.P99), fmtMS(r.Failover.Max),
