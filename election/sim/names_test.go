@@ -257,3 +257,50 @@ func TestNamesLivenessPerName(t *testing.T) {
 		t.Errorf("violations %v (%v): want one no-agreement of a name", v, s.Checker().Kinds)
 	}
 }
+
+// Shrink cuts a failing schedule with names down: the names lines are
+// fault lines too (halved, or dropped when the failure does not need
+// them), and the cluster line stays.
+func TestShrinkNames(t *testing.T) {
+	script := `names count=8 placement=spread
+----
+
+name few-0 placement=spread abstain=(1)
+----
+
+cluster algorithm=bully ids=(1,2,3,4,5) mode=view detector=on seed=3
+----
+
+advance ms=120
+----
+
+crash 2
+----
+
+advance ms=80
+----
+
+network loss=0 dup=0 reorder=0
+----
+
+partition (1,2) (3,4,5)
+----
+
+advance ms=500
+----
+
+check max=2000
+----
+`
+	out, v, err := Shrink(script, KindNoAgreement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) == 0 || !strings.Contains(out, "cluster algorithm=bully") || strings.Contains(out, "crash 2") {
+		t.Errorf("shrunk to %v:\n%s", v, out)
+	}
+	if strings.Contains(out, "names count=8") {
+		t.Errorf("names not shrunk:\n%s", out)
+	}
+	t.Logf("shrunk:\n%s", out)
+}
