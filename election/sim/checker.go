@@ -48,6 +48,12 @@ var Kinds = []string{KindTwoCoordinators, KindTermTag, KindTermDecrease, KindMin
 // is checked by CheckLiveness and CheckMajority, since only the caller
 // knows when faults have stopped; they disarm crash triggers that have not
 // fired.
+//
+// With names (Config.Names) every property but runaway is asserted per
+// name, on the name's own terms, coordinators, candidates, ratings and
+// quorum size (a side's majority counts the name's candidates it
+// reaches), and a violation's text begins with the name; runaway counts
+// the messages of every name (the pairs of all batches) in flight.
 type Checker struct {
 	s *Sim
 	// elCheck is the state of the unnamed election, or of the first
