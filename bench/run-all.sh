@@ -38,6 +38,9 @@ bench idle -n 5 -d 20s
 bench idle -n 20 -d 20s
 bench idle -n 100 -d 20s -stagger 10ms
 bench memory -n 100 -stagger 10ms
+# Named elections on the simulator (virtual time), without and with the guard.
+bench elections -n 20 -elections 1000 -rounds 20
+bench elections -n 20 -elections 1000 -rounds 20 -quorum 20
 
 go run ./cmd/coordbench report || exit 1
 if [ -n "$failed" ]; then

@@ -11,7 +11,8 @@
 // /status, /leader, /metrics and /readyz on its -http address; the README
 // starts three of them. `demo sim -script FILE` replays a scenario
 // (docs/scenarios.md), and `demo sim -explore K` runs K random fault
-// schedules through the simulator's checker (docs/reliability.md).
+// schedules through the simulator's checker (docs/reliability.md); with
+// -names E every schedule runs E named elections, each checked.
 //
 // Bad flags print one line naming the flag and exit with status 2, before
 // anything starts. SIGINT or SIGTERM stops the live modes gracefully: a

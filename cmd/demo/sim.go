@@ -41,6 +41,7 @@ func parseSimFlags(args []string, stdout io.Writer) (*simFlags, error) {
 	fs.IntVar(&f.explore, "explore", 0, "run K seeded random fault schedules (seeds -seed .. -seed+K-1) and check every property")
 	fs.StringVar(&f.exploreOut, "explore-out", ".", "directory for the scenario files that replay violations")
 	fs.StringVar(&f.faults, "faults", "classic", "explorer fault kinds: classic, harsh, or a list such as crash=3,forge-max,nonvoters (docs/reliability.md)")
+	fs.IntVar(&f.names, "names", 0, "with -explore: every schedule runs this many named elections (spread placement, a quarter with members abstaining; docs/reliability.md); 0: one unnamed election")
 	fs.BoolVar(&f.shrink, "shrink", false, "with -explore: also write a shrunk replay per violated property (…-KIND-min.txt)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	if err := parseFlags(fs, args, stdout, simSynopsis); err != nil {

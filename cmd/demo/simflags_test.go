@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,7 @@ func TestSimMoreBadFlags(t *testing.T) {
 		// bound; an output directory that is only tried after a violation.
 		{"sim -loss NaN", "-loss"}, {"sim -dup NaN", "-dup"}, {"sim -max-ms -5", "-max-ms"},
 		{"sim -explore 2 -explore-out /nonexistent/dir", "-explore-out"},
+		{"sim -explore 2 -names -1", "-names"}, {"sim -explore 2 -names 1001", "-names"},
 	} {
 		var out, errb bytes.Buffer
 		rc := run(strings.Fields(tc.args), &out, &errb)
@@ -29,5 +31,25 @@ func TestSimMoreBadFlags(t *testing.T) {
 			t.Errorf("%q: rc=%d, stderr %q, %d bytes of stdout; want rc 2 and one line naming %s, no output",
 				tc.args, rc, msg, out.Len(), tc.mention)
 		}
+	}
+}
+
+// demo sim -explore K -names E runs every schedule with E names and says
+// so in its JSON.
+func TestSimExploreNames(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"sim", "-explore", "3", "-n", "5", "-names", "4", "-faults", "harsh", "-view", "-json", "-explore-out", t.TempDir()}
+	if rc := run(args, &out, &errb); rc != 0 {
+		t.Fatalf("rc=%d stderr=%s", rc, errb.String())
+	}
+	var res struct {
+		Runs, Names, Violations int
+		Mode                    string
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v in %q", err, out.String())
+	}
+	if res.Runs != 3 || res.Names != 4 || res.Violations != 0 || res.Mode != "view" {
+		t.Errorf("result %+v: want 3 runs of 4 names in view mode, no violation", res)
 	}
 }

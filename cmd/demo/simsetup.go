@@ -14,7 +14,7 @@ import (
 type simFlags struct {
 	algorithm, ids, ratings, crash, detect, delay, script string
 	exploreOut, faults, cpuprofile                        string
-	n, explore                                            int
+	n, explore, names                                     int
 	view, shuffle, json, shrink                           bool
 	seed                                                  uint64
 	loss, dup                                             float64

@@ -147,8 +147,8 @@
 //
 // # Not yet
 //
-// The runtime (election.Elector), the root package, metrics, the
-// simulator, the demo and the docs do not use the group yet; Batch has a
-// wire form in package membership (its batch frame) but no transport
-// sends it.
+// The runtime (election.Elector), the root package, metrics, the demo
+// and the docs do not use the group yet (the simulator does: package
+// sim's Config.Names); Batch has a wire form in package membership (its
+// batch frame) but no transport sends it.
 package group

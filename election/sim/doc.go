@@ -22,6 +22,11 @@
 //     one coordinator per term, a term names its winner, no term goes
 //     back, the quorum guard's minority and overlap rules) and, once the
 //     faults stop, the liveness ones.
+//   - Config.Names (the scenario language's "name" and "names") makes
+//     every member host named elections in one group.Group, the host the
+//     runtime drives: the network carries its batches (one delivery per
+//     batch, faulted as a single message is) and the checker asserts every
+//     property per name (named.go).
 //
 // The simulator is event-driven: it costs what happens, not the number of
 // nodes times the virtual time. A node is ticked only at the tick on which

@@ -42,6 +42,10 @@ func traceScript(t *testing.T, script string, dense bool) string {
 		fmt.Fprintf(&b, "violations: %v\nnow: %d\n", sc.sim.Checker().Violations, sc.sim.Now())
 		for _, id := range sc.sim.IDs() {
 			if sc.sim.Up(id) {
+				if g := sc.sim.Group(id); g != nil { // names: the group, brought up to the present
+					fmt.Fprintf(&b, "%s: tick %d %+v\n", id, g.Now(), sc.sim.Counted(id))
+					continue
+				}
 				n := sc.sim.Node(id) // brought up to the present
 				fmt.Fprintf(&b, "%s: tick %d %+v\n", id, n.Now(), sc.sim.Counted(id))
 			}

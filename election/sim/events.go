@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
 	"unsafe"
 
@@ -16,6 +17,7 @@ const (
 	evDown   // view: a PeerDown reaches node
 	evUp     // view: a PeerUp reaches node
 	evResume // a stalled node runs again (Stall)
+	evBatch  // with names: a batch reaches node (scheduleBatch)
 )
 
 // event is 208 bytes, nearly all of them the message: a burst of a
@@ -80,11 +82,13 @@ func (s *Sim) Step() bool {
 	}
 	e := s.queue.pop()
 	s.now = e.at
-	if i := s.queue.nextNode(prefetchAhead); i >= 0 {
-		s.prefetchNode(i)
-	}
-	if i := s.queue.nextNode(prefetchAhead - 1); i >= 0 {
-		s.prefetchState(i)
+	if s.names == nil {
+		if i := s.queue.nextNode(prefetchAhead); i >= 0 {
+			s.prefetchNode(i)
+		}
+		if i := s.queue.nextNode(prefetchAhead - 1); i >= 0 {
+			s.prefetchState(i)
+		}
 	}
 	if e.kind == evTick {
 		s.schedule(event{at: e.at + s.cfg.TickMs, kind: evTick, node: e.node})
@@ -122,11 +126,21 @@ func (s *Sim) Step() bool {
 			s.reschedule(sn)
 			return true
 		}
+	case evBatch:
+		if !s.deliverBatch(sn, &e) {
+			return true
+		}
 	case evDown, evUp:
 		if !sn.up || s.staleView(e) {
 			return true
 		}
-		if e.kind == evDown {
+		if s.named() {
+			if g := s.inputGroup(sn); e.kind == evDown {
+				g.PeerDown(e.peer().ID)
+			} else {
+				g.PeerUp(e.peer())
+			}
+		} else if e.kind == evDown {
 			s.input(sn).PeerDown(e.peer().ID)
 		} else {
 			s.input(sn).PeerUp(e.peer())
@@ -211,6 +225,12 @@ func (s *Sim) tickPhase(ph int) {
 			continue // crashed (a trigger may crash a later node of this tick), or stalled
 		}
 		s.syncTo(sn, t-1)
+		if s.named() {
+			s.groups[sn.idx].g.Tick()
+			sn.synced = t
+			s.flush(sn)
+			continue
+		}
 		s.takeQuiet(sn) // the counts of the messages before the tick go first
 		sn.node.Tick()
 		sn.synced = t
@@ -229,6 +249,17 @@ func (s *Sim) sync(sn *simNode) { s.syncTo(sn, s.phases[sn.phase].ticks) }
 
 func (s *Sim) syncTo(sn *simNode, tick int) {
 	if k := tick - sn.synced; k > 0 && !sn.stalled {
+		if s.named() {
+			// A group's Skip hands nothing over (no deadline falls in
+			// it), but a round instant it passes lets held heartbeats go
+			// and it asks every name: the Ready taken here ends that, as
+			// a Ready after each tick would, so that the input that
+			// follows is handled as it is when every tick is given.
+			s.groups[sn.idx].g.Skip(k)
+			sn.synced = tick
+			s.flushGroup(sn)
+			return
+		}
 		if sn.quiet && k >= sn.node.NextDeadline()-sn.node.Now() {
 			s.takeQuiet(sn) // Skip ticks: the counts of the messages go first
 		}
@@ -253,13 +284,23 @@ func (s *Sim) reschedule(sn *simNode) {
 	}
 	t := sn.synced + 1
 	if !s.cfg.dense {
-		t = sn.synced + (sn.node.NextDeadline() - sn.node.Now())
+		t = sn.synced + s.untilDue(sn)
 	}
 	if sn.wake != 0 && sn.wake <= t {
 		return
 	}
 	sn.wake = t
 	s.phases[sn.phase].wakes.push(wake{tick: t, node: int(sn.idx)})
+}
+
+// untilDue is the number of ticks until the node's (or its group's) next
+// deadline.
+func (s *Sim) untilDue(sn *simNode) int {
+	if s.names != nil {
+		g := s.groups[sn.idx].g
+		return g.NextDeadline() - g.Now()
+	}
+	return sn.node.NextDeadline() - sn.node.Now()
 }
 
 // takeQuiet takes the Ready that quiet messages left (simNode.quiet): it
@@ -282,6 +323,10 @@ func (s *Sim) takeQuiet(sn *simNode) {
 // triggers, traces decisions and state changes, adds up the counts and runs
 // the checker.
 func (s *Sim) flush(sn *simNode) {
+	if s.named() {
+		s.flushGroup(sn)
+		return
+	}
 	rd := sn.node.Ready()
 	sn.quiet = false // its counts are in this Ready
 	msgs := rd.Messages
@@ -332,6 +377,11 @@ func (s *Sim) traceMsg(m core.Message) {
 	if s.cfg.Trace == nil || !m.Type.ElectionTraffic() {
 		return
 	}
+	s.tracef("%s", msgText(m))
+}
+
+// msgText is a message as the trace shows a send.
+func msgText(m core.Message) string {
 	extra := ""
 	if m.Coordinator != "" && m.Type == core.MsgCoordinator {
 		extra = " coordinator=" + m.Coordinator
@@ -342,7 +392,7 @@ func (s *Sim) traceMsg(m core.Message) {
 	if m.Value.ID != "" && m.Type == core.MsgElection {
 		extra += " d=" + m.Value.ID
 	}
-	s.tracef("%s -> %s %s term=%s%s", m.From, m.To, m.Type, m.Term, extra)
+	return fmt.Sprintf("%s -> %s %s term=%s%s", m.From, m.To, m.Type, m.Term, extra)
 }
 
 func listString(l []core.Peer) string {
@@ -420,14 +470,20 @@ func (s *Sim) member(id string) *simNode {
 
 // runaway stops the run when more messages are in flight than any
 // election needs (n² covers the textbook worst case: every node asking
-// every node above it at once): a storm that feeds itself, which the
+// every node above it at once; with names, E·n² for E names, counting
+// every pair of every batch): a storm that feeds itself, which the
 // checker reports as a violation rather than letting the run grow
 // without bound.
 func (s *Sim) runaway() {
 	n := len(s.nodes)
-	if total, limit := s.inFlightAll, n*n+10_000; total > limit {
-		s.check.violate(KindRunaway, "runaway: %d messages in flight (limit n² + 10,000 = %d); run stopped", total, limit)
+	if total, limit := s.inFlightAll, s.elections()*n*n+10_000; total > limit {
+		if s.named() {
+			s.check.violate(KindRunaway, "runaway: %d messages in flight (limit E·n² + 10,000 = %d); run stopped", total, limit)
+		} else {
+			s.check.violate(KindRunaway, "runaway: %d messages in flight (limit n² + 10,000 = %d); run stopped", total, limit)
+		}
 		s.queue.reset()
+		s.resetBatches()
 		s.inFlight, s.inFlightAll = [core.NumMsgTypes]int{}, 0
 		s.stopped = true
 	}

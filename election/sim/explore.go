@@ -30,6 +30,12 @@ type ExploreConfig struct {
 	// ViewOnly runs every schedule in View mode (the runtime's mode);
 	// otherwise one schedule in four runs in Textbook mode.
 	ViewOnly bool
+	// Names, when above 0, runs every schedule with that many named
+	// elections (group.Group on every member; the checker checks each):
+	// all spread (group.PlaceSpread), a quarter of them with some members
+	// abstaining (namesLines). A seed draws the same faults with and
+	// without names. 0: one unnamed election.
+	Names int
 	// Context, when set, stops the exploration between runs once it is
 	// done: Explore returns what it has with the context's error.
 	Context context.Context
@@ -47,6 +53,9 @@ type ExploreResult struct {
 	// Mode is "view" when every schedule ran in View mode (ViewOnly), ""
 	// when one in four ran in Textbook mode.
 	Mode string `json:"mode,omitempty"`
+	// Names is the number of named elections of every schedule
+	// (ExploreConfig.Names); 0: one unnamed election.
+	Names int `json:"names,omitempty"`
 	// Stretched counts the schedules in which a guarded coordinator asked
 	// for a lease longer than the configured one (slow round trips: the
 	// harsh "slow" spells); MaxLeaseMs is the longest lease asked.
@@ -72,6 +81,9 @@ func Explore(cfg ExploreConfig) (ExploreResult, error) {
 	if cfg.N < 1 || cfg.Runs < 1 {
 		return ExploreResult{}, fmt.Errorf("sim: explore: N = %d, Runs = %d: want both >= 1", cfg.N, cfg.Runs)
 	}
+	if cfg.Names < 0 || cfg.Names > maxExploreNames {
+		return ExploreResult{}, fmt.Errorf("sim: explore: Names = %d: want 0 to %d", cfg.Names, maxExploreNames)
+	}
 	if cfg.BoundMs == 0 {
 		cfg.BoundMs = 30_000
 	}
@@ -80,7 +92,8 @@ func Explore(cfg ExploreConfig) (ExploreResult, error) {
 		return ExploreResult{}, err
 	}
 	faults.viewOnly = cfg.ViewOnly
-	res := ExploreResult{Algorithm: cfg.Algorithm.String(), N: cfg.N, Runs: cfg.Runs, Seed: cfg.Seed, Faults: faults.String()}
+	faults.names = cfg.Names
+	res := ExploreResult{Algorithm: cfg.Algorithm.String(), N: cfg.N, Runs: cfg.Runs, Seed: cfg.Seed, Faults: faults.String(), Names: cfg.Names}
 	if cfg.ViewOnly {
 		res.Mode = "view"
 	}
@@ -174,6 +187,9 @@ func execScript(script string) (_ *Script, convergenceMs int64, err error) {
 		if _, err := sc.ExecLine(line); err != nil {
 			return nil, 0, fmt.Errorf("%q: %w", line, err)
 		}
+		if sc.sim == nil {
+			continue // names declared before the cluster
+		}
 		if _, agreed := sc.sim.Agreement(); agreed && strings.HasPrefix(line, "check") {
 			convergenceMs = sc.sim.Now() - before // runs with no majority alive wait the bound out
 		}
@@ -191,11 +207,15 @@ func execScript(script string) (_ *Script, convergenceMs int64, err error) {
 // resigns and spurious detections; then the faults stop and the liveness
 // check runs. Half the schedules run with the quorum guard.
 func Schedule(alg core.Algorithm, n int, seed uint64, boundMs int64) string {
-	return classicSchedule(alg, n, seed, boundMs, false)
+	return classicSchedule(alg, n, seed, boundMs, false, 0)
 }
 
-// classicSchedule is Schedule, in View mode only if viewOnly.
-func classicSchedule(alg core.Algorithm, n int, seed uint64, boundMs int64, viewOnly bool) string {
+// maxExploreNames bounds ExploreConfig.Names.
+const maxExploreNames = 1000
+
+// classicSchedule is Schedule, in View mode only if viewOnly, with names
+// named elections.
+func classicSchedule(alg core.Algorithm, n int, seed uint64, boundMs int64, viewOnly bool, names int) string {
 	rng := rand.New(rand.NewPCG(seed, 0xfa017))
 	g := &schedule{rng: rng, n: n, down: map[int]bool{}}
 	quorum := ""
@@ -207,6 +227,7 @@ func classicSchedule(alg core.Algorithm, n int, seed uint64, boundMs int64, view
 		mode = "textbook"
 	}
 	g.b.WriteString(fmt.Sprintf("# explore: algorithm %s, n %d, seed %d\n\n", alg, n, seed))
+	g.namesLines(seed, names, nil, quorum != "")
 	g.line(fmt.Sprintf("cluster algorithm=%s ids=(%s) mode=%s detector=on seed=%d%s", alg, g.ids(), mode, seed, quorum))
 	for k := 3 + rng.IntN(10); k > 0; k-- {
 		g.line(fmt.Sprintf("advance ms=%d", 1+rng.IntN(400)))
@@ -343,6 +364,12 @@ func Shrink(script, kind string) (string, []string, error) {
 			break
 		}
 	}
+	// The cluster line; the names declared before it are fault lines
+	// too (without them the schedule runs one unnamed election).
+	cl := slices.IndexFunc(cmds, func(c string) bool { return strings.HasPrefix(c, "cluster ") })
+	if cl < 0 {
+		return "", nil, fmt.Errorf("sim: shrink: the script has no cluster line")
+	}
 	fails := func(c []string) ([]string, bool) {
 		_, v, k, err := runScript(strings.Join(c, "\n"))
 		if err != nil {
@@ -362,26 +389,46 @@ func Shrink(script, kind string) (string, []string, error) {
 	}
 	for changed := true; changed; {
 		changed = false
-		for i := tail - 1; i >= 1; i-- {
+		for i := tail - 1; i >= 0; i-- {
+			if i == cl {
+				continue
+			}
 			try := slices.Delete(slices.Clone(cmds), i, i+1)
 			if v, ok := fails(try); ok {
 				cmds, best, changed = try, v, true
 				tail--
+				if i < cl {
+					cl--
+				}
+			}
+		}
+		// Fewer names: halve each names count while it still fails.
+		for i := 0; i < cl; i++ {
+			rest, found := strings.CutPrefix(cmds[i], "names count=")
+			k, tailArgs, _ := strings.Cut(rest, " ")
+			v, err := strconv.Atoi(k)
+			if !found || err != nil || v <= 1 {
+				continue
+			}
+			try := slices.Clone(cmds)
+			try[i] = strings.TrimSpace(fmt.Sprintf("names count=%d %s", v/2, tailArgs))
+			if vs, ok := fails(try); ok {
+				cmds, best, changed = try, vs, true
 			}
 		}
 		// A plainer cluster: without non-voters, tied ratings, the
 		// textbook mode.
 		for _, re := range shrinkCluster {
-			if c := re.ReplaceAllString(cmds[0], re2repl(re)); c != cmds[0] {
+			if c := re.ReplaceAllString(cmds[cl], re2repl(re)); c != cmds[cl] {
 				try := slices.Clone(cmds)
-				try[0] = c
+				try[cl] = c
 				if v, ok := fails(try); ok {
 					cmds, best, changed = try, v, true
 				}
 			}
 		}
 		// Shorter waits: halve each advance while it still fails.
-		for i := 1; i < tail; i++ {
+		for i := cl + 1; i < tail; i++ {
 			ms, found := strings.CutPrefix(cmds[i], "advance ms=")
 			v, err := strconv.Atoi(ms)
 			if !found || err != nil || v <= 1 {

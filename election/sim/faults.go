@@ -68,6 +68,11 @@ func (s *Sim) crash(sn *simNode) {
 	s.takeQuiet(sn)
 	sn.up, sn.stalled = false, false
 	sn.last, sn.leads = core.Status{ID: sn.id}, false
+	if s.named() {
+		for i := range s.groups[sn.idx].names {
+			s.groups[sn.idx].names[i].last, s.groups[sn.idx].names[i].leads = core.Status{ID: sn.id}, false
+		}
+	}
 	s.tracef("%s: crashed", sn.id)
 	s.check.partitioned() // a crash shrinks majorities too
 	s.check.gone(sn)
@@ -130,10 +135,16 @@ func (s *Sim) resume(sn *simNode, at int64) bool {
 	delete(s.stallEnd, sn.idx)
 	s.tracef("%s: resumed", sn.id)
 	if k := s.phases[sn.phase].ticks - sn.synced; k > 0 {
-		onTime := min(k, sn.node.NextDeadline()-sn.node.Now()-1)
-		sn.node.Skip(onTime)
-		s.takeQuiet(sn)
-		sn.node.Advance(k - onTime)
+		onTime := min(k, s.untilDue(sn)-1)
+		if s.named() {
+			g := s.groups[sn.idx]
+			g.g.Skip(onTime)
+			g.g.Advance(k - onTime)
+		} else {
+			sn.node.Skip(onTime)
+			s.takeQuiet(sn)
+			sn.node.Advance(k - onTime)
+		}
 		sn.synced += k
 	}
 	return true
@@ -157,7 +168,11 @@ func (s *Sim) Restart(id string) error {
 	if s.cfg.Mode == core.View {
 		for _, o := range s.nodes {
 			if !o.up || s.viewCut(sn.id, o.id) {
-				s.input(sn).PeerDown(o.id)
+				if s.named() {
+					s.inputGroup(sn).PeerDown(o.id)
+				} else {
+					s.input(sn).PeerDown(o.id)
+				}
 			}
 		}
 	}
@@ -169,7 +184,11 @@ func (s *Sim) Restart(id string) error {
 // current is a member as its own node knows itself now (its rating may have
 // changed since the cluster was built).
 func (s *Sim) current(id string) core.Peer {
-	if sn := s.member(id); sn.up {
+	if sn := s.member(id); sn.up && s.named() {
+		p, _ := s.roster.Get(id)
+		p.Rating = s.groups[sn.idx].g.Rating()
+		return p
+	} else if sn.up {
 		if p, ok := sn.node.Roster().Get(id); ok {
 			return p
 		}
@@ -335,8 +354,12 @@ func (s *Sim) block(from, to string, inView bool) error {
 // counted as sent, and is not a protocol member's act for the checker.
 func (s *Sim) Forge(m core.Message) error { return s.forge(m, true) }
 
-// forge is Forge, tracing the frame only if trace is set.
+// forge is Forge, tracing the frame only if trace is set. With names a
+// frame is a batch (the script's forge builds one: forgeBatch).
 func (s *Sim) forge(m core.Message, trace bool) error {
+	if s.named() {
+		return fmt.Errorf("sim: forge: the cluster has names: a frame is a batch of (name, message) pairs")
+	}
 	to, ok := s.find(m.To)
 	if !ok {
 		return fmt.Errorf("sim: forge: unknown target %q", m.To)
@@ -386,8 +409,29 @@ func (s *Sim) Detect(id string) error { return s.poke(id, (*core.Node).Detect) }
 func (s *Sim) Resign(id string) error { return s.poke(id, func(n *core.Node) { n.Resign() }) }
 
 // SetRating changes a node's rating; in View mode the others learn it
-// after the view delay, as from membership metadata.
+// after the view delay, as from membership metadata. With names every
+// member learns it at once in either mode (group.Group.PeerRating): the
+// spread placement needs every member to know every member's weight.
 func (s *Sim) SetRating(id string, r int64) error {
+	if s.named() {
+		sn, ok := s.find(id)
+		if !ok {
+			return fmt.Errorf("sim: unknown node %q", id)
+		}
+		if !sn.up {
+			s.tracef("%s: down, ignored", id)
+			return nil
+		}
+		s.inputGroup(sn).SetRating(r)
+		s.flush(sn)
+		for _, o := range s.nodes {
+			if o.id != id && o.up {
+				s.inputGroup(o).PeerRating(id, r)
+				s.flush(o)
+			}
+		}
+		return nil
+	}
 	if err := s.poke(id, func(n *core.Node) { n.SetRating(r) }); err != nil || !s.member(id).up {
 		return err
 	}
@@ -401,6 +445,9 @@ func (s *Sim) SetRating(id string, r int64) error {
 }
 
 func (s *Sim) poke(id string, fn func(*core.Node)) error {
+	if s.named() {
+		return s.pokeNames(id, "", fn)
+	}
 	sn, ok := s.find(id)
 	if !ok {
 		return fmt.Errorf("sim: unknown node %q", id)

@@ -14,6 +14,11 @@ func (s *Sim) CrashBefore(ids ...string) error {
 		s.takeQuiet(sn)
 		sn.up = false
 		sn.last, sn.leads = core.Status{ID: id}, false
+		if s.named() {
+			for i := range s.groups[sn.idx].names {
+				s.groups[sn.idx].names[i].last, s.groups[sn.idx].names[i].leads = core.Status{ID: id}, false
+			}
+		}
 	}
 	if s.cfg.Mode != core.View {
 		return nil
@@ -21,7 +26,11 @@ func (s *Sim) CrashBefore(ids ...string) error {
 	for _, o := range s.nodes {
 		if o.up {
 			for _, id := range ids {
-				s.input(o).PeerDown(id)
+				if s.named() {
+					s.inputGroup(o).PeerDown(id)
+				} else {
+					s.input(o).PeerDown(id)
+				}
 			}
 			s.flush(o)
 		}
@@ -41,12 +50,18 @@ func (s *Sim) RunFor(ms int64) {
 // Settle runs until the cluster is settled (every live node reports the
 // same coordinator, nobody is electing and no election message is in
 // flight) or until maxMs virtual milliseconds have passed. It reports
-// whether the cluster settled.
+// whether the cluster settled. With names (whose agreement costs a look
+// at every name of every member) it looks once per virtual millisecond,
+// after the events of the one before.
 func (s *Sim) Settle(maxMs int64) bool {
 	end := s.now + maxMs
+	looked := int64(-1)
 	for {
-		if s.Settled() {
-			return true
+		if s.names == nil || (s.now != looked && (s.queue.Len() == 0 || s.queue.peekAt() != s.now)) {
+			looked = s.now
+			if s.Settled() {
+				return true
+			}
 		}
 		if s.queue.Len() == 0 || s.queue.peekAt() > end {
 			s.now = max(s.now, end)
@@ -57,7 +72,8 @@ func (s *Sim) Settle(maxMs int64) bool {
 }
 
 // Settled reports whether every live node agrees on one coordinator, none
-// is electing and no election message is in flight.
+// is electing and no election message is in flight (with names: on each
+// name).
 func (s *Sim) Settled() bool {
 	if s.InFlight() > 0 {
 		return false
@@ -68,15 +84,41 @@ func (s *Sim) Settled() bool {
 
 // Agreement returns the coordinator every live node reports, and whether
 // they all report the same, non-empty one (and it is up and not electing).
+// With names it reports whether every name is agreed so, and returns the
+// status of a node on the first name that is not (AgreementOf says which
+// coordinator each name agreed on).
 func (s *Sim) Agreement() (core.Status, bool) {
+	if s.named() {
+		for ni := range s.names {
+			if st, ok := s.agreement(ni); !ok {
+				return st, false
+			}
+		}
+		return s.agreement(0)
+	}
+	return s.agreement(0)
+}
+
+// AgreementOf is Agreement for one name; an unknown name is never agreed.
+func (s *Sim) AgreementOf(name string) (core.Status, bool) {
+	ni := s.nameIndex(name)
+	if ni < 0 {
+		return core.Status{}, false
+	}
+	return s.agreement(ni)
+}
+
+// agreement is Agreement for election ni.
+func (s *Sim) agreement(ni int) (core.Status, bool) {
 	var agreed core.Status
 	first := true
 	for _, sn := range s.nodes {
 		if !sn.up {
 			continue
 		}
-		st := sn.node.Status()
-		if st.Coordinator == "" || sn.node.Electing() {
+		n := s.nodeOf(sn, ni)
+		st := n.Status()
+		if st.Coordinator == "" || n.Electing() {
 			return st, false
 		}
 		if first {
@@ -93,17 +135,25 @@ func (s *Sim) Agreement() (core.Status, bool) {
 }
 
 // Statuses returns every node's status in ring order (a crashed node's
-// State is sleep with no coordinator) and whether it is up.
-func (s *Sim) Statuses() ([]core.Status, []bool) {
+// State is sleep with no coordinator) and whether it is up; with names,
+// in the first name (StatusesOf gives any).
+func (s *Sim) Statuses() ([]core.Status, []bool) { return s.statuses(0) }
+
+// StatusesOf is Statuses for one name (nil for an unknown name).
+func (s *Sim) StatusesOf(name string) ([]core.Status, []bool) {
+	ni := s.nameIndex(name)
+	if ni < 0 {
+		return nil, nil
+	}
+	return s.statuses(ni)
+}
+
+func (s *Sim) statuses(ni int) ([]core.Status, []bool) {
 	sts := make([]core.Status, len(s.nodes))
 	up := make([]bool, len(s.nodes))
 	for i, sn := range s.nodes {
 		up[i] = sn.up
-		if sn.up {
-			sts[i] = sn.node.Status()
-		} else {
-			sts[i] = core.Status{ID: sn.id}
-		}
+		sts[i] = s.statusOf(sn, ni)
 	}
 	return sts, up
 }

@@ -50,6 +50,8 @@ type Faults struct {
 	setup   map[string]bool
 	// viewOnly: every schedule in View mode (ExploreConfig.ViewOnly).
 	viewOnly bool
+	// names: the named elections of every schedule (ExploreConfig.Names).
+	names int
 }
 
 // ParseFaults reads a selection: "" or "classic" (the original schedule:
@@ -143,7 +145,7 @@ func (f Faults) String() string {
 // ScheduleWith writes one random fault schedule with the selected faults.
 func ScheduleWith(alg core.Algorithm, n int, seed uint64, boundMs int64, f Faults) string {
 	if f.classic {
-		return classicSchedule(alg, n, seed, boundMs, f.viewOnly)
+		return classicSchedule(alg, n, seed, boundMs, f.viewOnly, f.names)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x4a55c))
 	g := &harsh{schedule: schedule{rng: rng, n: n, down: map[int]bool{}}, f: f, nonvoter: map[int]bool{}}
@@ -182,6 +184,7 @@ func (g *harsh) write(alg core.Algorithm, seed uint64, boundMs int64) string {
 		extra += " ratings=(" + g.list(r) + ")"
 	}
 	g.b.WriteString(fmt.Sprintf("# explore: algorithm %s, n %d, seed %d, faults %s\n\n", alg, n, seed, g.f))
+	g.namesLines(seed, g.f.names, g.nonvoter, g.quorum)
 	g.line(fmt.Sprintf("cluster algorithm=%s ids=(%s) mode=%s detector=on seed=%d%s", alg, g.ids(), mode, seed, extra))
 	for k := 3 + rng.IntN(10); k > 0; k-- {
 		g.line(fmt.Sprintf("advance ms=%d", 1+rng.IntN(400)))
@@ -407,5 +410,55 @@ func (g *harsh) redeploy() {
 	for _, id := range voters {
 		g.line(fmt.Sprintf("advance ms=%d", 1+g.rng.IntN(100)))
 		g.line(fmt.Sprintf("restart %d", id))
+	}
+}
+
+// namesLines declares a schedule's k named elections, all spread: a
+// quarter of them (at least one of two or more) with members abstaining,
+// "few-I", and the rest "job-I". The abstaining members are drawn from
+// the voters (not in nonvoter), a third of the members at most, and
+// fewer when the guard is on, so that the candidates left still make a
+// majority of the name's quorum size (the cluster's S = n less its
+// abstainers): every name can be led. The draws come from a generator
+// of their own, so that a seed draws the same faults with and without
+// names.
+func (g *schedule) namesLines(seed uint64, k int, nonvoter map[int]bool, quorum bool) {
+	if k <= 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6e616d6573))
+	few := 0
+	if k >= 2 && g.n >= 2 {
+		few = max(1, k/4)
+	}
+	if plain := k - few; plain > 0 {
+		g.line(fmt.Sprintf("names count=%d placement=spread", plain))
+	}
+	var voters []int
+	for id := 1; id <= g.n; id++ {
+		if !nonvoter[id] {
+			voters = append(voters, id)
+		}
+	}
+	for i := range few {
+		a := 1 + rng.IntN(max(1, g.n/3))
+		perm := rng.Perm(len(voters))
+		for a > 0 && (len(voters)-a < 1 || quorum && len(voters)-a < (g.n-a)/2+1) {
+			a--
+		}
+		if a == 0 {
+			g.line(fmt.Sprintf("name few-%d placement=spread", i))
+			continue
+		}
+		ab := make([]int, a)
+		for j := range ab {
+			ab[j] = voters[perm[j]]
+		}
+		slices.Sort(ab)
+		s := make([]string, a)
+		for j, id := range ab {
+			s[j] = strconv.Itoa(id)
+		}
+		g.line(fmt.Sprintf("name few-%d placement=spread abstain=(%s)", i, strings.Join(s, ",")))
 	}
 }

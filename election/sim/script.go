@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 )
 
 // Script runs the scenario language (docs/scenarios.md): one command per
@@ -20,6 +21,9 @@ type Script struct {
 	sim  *Sim
 	out  strings.Builder
 	last string // what "@coord" last resolved to; "@last" names it
+	// names are the names declared before "cluster", which it builds the
+	// cluster with.
+	names []Name
 	// dense: tick every node at every tick (Config.dense; tests only).
 	dense bool
 }
@@ -30,7 +34,7 @@ func (sc *Script) Sim() *Sim { return sc.sim }
 // Exec runs one command and returns its output.
 func (sc *Script) Exec(cmd string, args []datadriven.CmdArg) (string, error) {
 	sc.out.Reset()
-	if cmd != "cluster" && sc.sim == nil {
+	if cmd != "cluster" && cmd != "name" && cmd != "names" && sc.sim == nil {
 		return "", fmt.Errorf("%s: no cluster yet (start with \"cluster\")", cmd)
 	}
 	fn, ok := commands[cmd]
@@ -65,6 +69,7 @@ func init() {
 		"deliver": (*Script).deliver, "advance": (*Script).advance, "stabilize": (*Script).stabilize,
 		"status": (*Script).status, "messages": (*Script).messages, "check": (*Script).checkCmd,
 		"block": (*Script).block, "stall": (*Script).stall, "forge": (*Script).forge, "isolate": (*Script).isolate, "views": (*Script).views,
+		"name": (*Script).name, "names": (*Script).namesCmd,
 	}
 }
 
@@ -83,6 +88,7 @@ func (sc *Script) cluster(a args) error {
 		return err
 	}
 	cfg.Trace, cfg.dense = sc.trace, sc.dense
+	cfg.Names, sc.names = sc.names, nil
 	s, err := New(cfg)
 	if err != nil {
 		return err
@@ -97,10 +103,12 @@ func (sc *Script) cluster(a args) error {
 		}
 		s.check.Skip[k] = true
 	}
-	switch c := a.str("coordinator", "highest"); c {
-	case "none":
-	case "highest":
+	switch c := a.str("coordinator", "highest"); {
+	case c == "none":
+	case c == "highest":
 		err = s.Bootstrap(s.Highest())
+	case s.named():
+		err = fmt.Errorf("coordinator=%s: with names, want highest (each name's own) or none", c)
 	default:
 		err = s.Bootstrap(c)
 	}
@@ -201,21 +209,48 @@ func parseMsgType(s string) (core.MsgType, error) {
 }
 
 func (sc *Script) restart(a args) error { return sc.each(a, sc.sim.Restart) }
-func (sc *Script) resign(a args) error  { return sc.each(a, sc.sim.Resign) }
 
-// detect ID... | detect all
+// resign ID... [name=NAME]: with names, every name the node leads (or
+// the one named) hands off.
+func (sc *Script) resign(a args) error {
+	fn, err := sc.perName(a, sc.sim.Resign, func(n *core.Node) { n.Resign() })
+	if err != nil {
+		return err
+	}
+	return sc.each(a, fn)
+}
+
+// detect ID... | detect all [name=NAME]: with names, every name's node
+// (or the named one's) notices.
 func (sc *Script) detect(a args) error {
+	fn, err := sc.perName(a, sc.sim.Detect, (*core.Node).Detect)
+	if err != nil {
+		return err
+	}
 	if len(a.positional) == 1 && a.positional[0] == "all" {
 		for _, id := range sc.sim.IDs() {
 			if sc.sim.Up(id) {
-				if err := sc.sim.Detect(id); err != nil {
+				if err := fn(id); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	}
-	return sc.each(a, sc.sim.Detect)
+	return sc.each(a, fn)
+}
+
+// perName returns what a per-node command does: all, or, given name=NAME
+// (names only), fn on that name's node.
+func (sc *Script) perName(a args, all func(string) error, fn func(*core.Node)) (func(string) error, error) {
+	name := a.str("name", "")
+	if name == "" {
+		return all, nil
+	}
+	if !sc.sim.named() {
+		return nil, fmt.Errorf("name=%s: the cluster has no names", name)
+	}
+	return func(id string) error { return sc.sim.pokeNames(id, name, fn) }, nil
 }
 
 func (sc *Script) each(a args, fn func(string) error) error {
@@ -337,12 +372,19 @@ func (sc *Script) checkCmd(a args) error {
 		}
 		return nil
 	}
+	if sc.sim.named() && what != "majority" {
+		sc.okNames()
+		return nil
+	}
 	sc.trace("ok")
 	return nil
 }
 
-// status: one line per node.
-func (sc *Script) status(args) error {
+// status: one line per node (with names: per name, see statusNames).
+func (sc *Script) status(a args) error {
+	if sc.sim.named() {
+		return sc.statusNames(a)
+	}
 	sts, up := sc.sim.Statuses()
 	for i, st := range sts {
 		if !up[i] {
@@ -364,6 +406,9 @@ func (sc *Script) messages(args) error {
 		}
 	}
 	fmt.Fprintf(&b, "total=%d lost=%d", s.ElectionMessages(), s.Lost)
+	if s.named() {
+		fmt.Fprintf(&b, " batches=%d", s.BatchesSent)
+	}
 	sc.trace(b.String())
 	return nil
 }
@@ -385,6 +430,9 @@ func (sc *Script) resolve(id string) string {
 
 func (sc *Script) pickCoord() string {
 	s := sc.sim
+	if s.named() {
+		return sc.pickCoordNames()
+	}
 	best, bestTerm := "", core.Term(0)
 	votes := map[string]int{}
 	top := ""
@@ -407,8 +455,8 @@ func (sc *Script) pickCoord() string {
 		return best
 	case top != "":
 		return top
-	case s.highestLiveVoter() != "":
-		return s.highestLiveVoter()
+	case s.highestLiveVoter(0) != "":
+		return s.highestLiveVoter(0)
 	}
 	return s.nodes[0].id
 }
@@ -587,19 +635,41 @@ func (sc *Script) forge(a args) error {
 		return err
 	}
 	ts := a.str("term", "max")
-	var fixed core.Term
-	switch ts {
-	case "max":
-		fixed = core.MakeTerm(math.MaxUint32, core.Tag(from))
-	case "foreign":
-		var hi core.Term
-		for _, o := range sc.sim.nodes {
-			if o.up {
-				hi = max(hi, o.node.Status().Term)
+	// The elections forged for: the unnamed one, or every name (or the
+	// one name=NAME names).
+	els := []int{0}
+	if sc.sim.named() {
+		els = els[:0]
+		for ni, nm := range sc.sim.names {
+			if want := a.str("name", ""); want == "" || want == nm.Name {
+				els = append(els, ni)
 			}
 		}
-		other := sc.sim.nodes[(int(sn.idx)+1)%len(sc.sim.nodes)].id
-		fixed = core.MakeTerm(hi.Epoch()+1, core.Tag(other))
+		if len(els) == 0 {
+			return fmt.Errorf("name=%s: not a name of the cluster", a.str("name", ""))
+		}
+	} else if a.str("name", "") != "" {
+		return fmt.Errorf("name=%s: the cluster has no names", a.str("name", ""))
+	}
+	// fixedFor is the term of election ni's frames (not for step).
+	fixedFor := func(ni int) core.Term { return 0 }
+	switch ts {
+	case "max":
+		fixed := core.MakeTerm(math.MaxUint32, core.Tag(from))
+		fixedFor = func(int) core.Term { return fixed }
+	case "foreign":
+		fixed := map[int]core.Term{}
+		for _, ni := range els {
+			var hi core.Term
+			for _, o := range sc.sim.nodes {
+				if o.up {
+					hi = max(hi, sc.sim.nodeOf(o, ni).Status().Term)
+				}
+			}
+			other := sc.sim.nodes[(int(sn.idx)+1)%len(sc.sim.nodes)].id
+			fixed[ni] = core.MakeTerm(hi.Epoch()+1, core.Tag(other))
+		}
+		fixedFor = func(ni int) core.Term { return fixed[ni] }
 	case "step":
 	default:
 		e, g, ok := strings.Cut(ts, ".")
@@ -608,26 +678,40 @@ func (sc *Script) forge(a args) error {
 		if !ok || err1 != nil || err2 != nil {
 			return fmt.Errorf("term=%s: want max, foreign, step or EPOCH.TAG", ts)
 		}
-		fixed = core.MakeTerm(uint32(ev), uint32(gv))
+		fixed := core.MakeTerm(uint32(ev), uint32(gv))
+		fixedFor = func(int) core.Term { return fixed }
 	}
 	_, confirmed := a.kv["confirmed"]
 	confirmed = confirmed || slices.Contains(a.positional, "confirmed")
 	round := func(trace bool) (core.Term, error) {
-		p := sc.sim.current(from)
 		var term core.Term
 		for _, id := range to {
-			term = fixed
-			if ts == "step" {
-				o, _ := sc.sim.find(id)
-				term = core.MakeTerm(o.node.Status().Term.Epoch()+core.MaxEpochStep, core.Tag(from))
+			o, ok := sc.sim.find(id)
+			if !ok {
+				return term, fmt.Errorf("sim: forge: unknown target %q", id)
 			}
-			m := core.Message{Type: t, From: from, To: id, Term: term, Rating: p.Rating, Value: p.Rank()}
-			confirm(&m, confirmed)
-			if t == core.MsgHeartbeat || t == core.MsgCoordinator {
-				m.Coordinator = from
+			var pairs []group.Pair
+			for _, ni := range els {
+				term = fixedFor(ni)
+				if ts == "step" {
+					term = core.MakeTerm(sc.sim.nodeOf(o, ni).Status().Term.Epoch()+core.MaxEpochStep, core.Tag(from))
+				}
+				p := sc.sim.forgedAs(from, ni)
+				m := core.Message{Type: t, From: from, To: id, Term: term, Rating: p.Rating, Value: p.Rank()}
+				confirm(&m, confirmed)
+				if t == core.MsgHeartbeat || t == core.MsgCoordinator {
+					m.Coordinator = from
+				}
+				if !sc.sim.named() {
+					if err := sc.sim.forge(m, trace); err != nil {
+						return term, err
+					}
+					continue
+				}
+				pairs = append(pairs, group.Pair{Name: sc.sim.names[ni].Name, Msg: m})
 			}
-			if err := sc.sim.forge(m, trace); err != nil {
-				return term, err
+			if len(pairs) > 0 {
+				sc.sim.forgeBatch(o, group.Batch{From: from, To: id, Pairs: pairs}, trace)
 			}
 		}
 		return term, nil

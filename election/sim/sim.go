@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 )
 
 // maxMs bounds a tick and a message delay (an hour of virtual time), so
@@ -18,6 +19,11 @@ const maxMs = 3_600_000
 type Config struct {
 	// Members in ring (clockwise) order, with ratings. Required.
 	Members []core.Peer
+	// Names, when set, makes every member host these named elections in
+	// one group.Group (named.go): the network then carries the groups'
+	// batches, one delivery per batch, and the checker checks every name.
+	// Empty: every member is one core.Node, the unnamed election.
+	Names []Name
 	// Algorithm and Mode of every node.
 	Algorithm core.Algorithm
 	Mode      core.Mode
@@ -44,7 +50,8 @@ type Config struct {
 	// and uneven membership, as gossip is. Newer news about a member
 	// always wins over older news that arrives later.
 	ViewDelayMaxMs int64
-	// SendGapUs: a node's messages leave one after another, this many µs
+	// SendGapUs (without names: a group's batches leave at once, one
+	// packet per destination): a node's messages leave one after another, this many µs
 	// apart (the i-th of one Ready departs i × SendGapUs later, rounded
 	// down to the ms), as a runtime that opens a TCP connection per
 	// message sends a broadcast to n members over n × its cost. 0: all
@@ -100,6 +107,22 @@ type Sim struct {
 	viewUntil int64
 	// Forged counts frames injected by Forge.
 	Forged uint64
+	// names are the named elections (Config.Names; nil: one unnamed
+	// election); nameIdx indexes them by name, nameAbstain holds each
+	// one's abstaining members.
+	names       []Name
+	nameIdx     map[string]int
+	nameAbstain []map[string]bool
+	// batches holds the batches in flight, by slot (an evBatch event's
+	// msg.Seq); freeBatch lists the free slots.
+	batches   []group.Batch
+	freeBatch []uint64
+	// groups holds each member's group, by node index, with names (the
+	// simNodes' node is nil then).
+	groups []*memberGroup
+	// BatchesSent counts the batches (packets) handed to the network,
+	// with names.
+	BatchesSent uint64
 	// sendGap delays the message being sent by its place in its node's
 	// Ready (Config.SendGapUs).
 	sendGap int64
@@ -139,11 +162,9 @@ type simNode struct {
 	// synced is the phase tick up to which the node has been ticked (or
 	// skipped); wake is the phase tick at which it is next due (0: none).
 	synced, wake int
-	// checkTerm is the highest term the checker saw the node hold in
-	// incarnation checkInc.
-	checkTerm core.Term
-	checkInc  int64
-	up        bool
+	// The highest term the checker saw the node hold in an incarnation.
+	termCheck
+	up bool
 	// leads: the node's last Ready said it is coordinator (last.State),
 	// which the checker looks at after every input.
 	leads bool
@@ -175,6 +196,15 @@ func New(cfg Config) (*Sim, error) {
 	s := &Sim{cfg: cfg, roster: roster, queue: &eventQueue{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		group: map[string]int{}, lastAt: map[int64]int64{}, viewSeq: map[[2]int]uint64{}}
 	s.check = newChecker(s)
+	if len(cfg.Names) > 0 {
+		if err := s.checkNames(cfg.Names); err != nil {
+			return nil, err
+		}
+		for _, nm := range cfg.Names {
+			s.appendName(nm)
+		}
+		s.cfg.Names = nil // s.names holds them, with those added later
+	}
 	// Each node ticks at a random phase of the tick interval.
 	offsets := make([]int64, len(cfg.Members))
 	ids := map[int64]int{}
@@ -200,6 +230,22 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s.nodes = make([]*simNode, 0, len(cfg.Members))
 	s.cores = make([]*core.Node, len(cfg.Members))
+	if s.named() {
+		s.groups = make([]*memberGroup, len(cfg.Members))
+		slab := make([]simNode, len(cfg.Members))
+		for i, p := range cfg.Members {
+			sn := &slab[i]
+			*sn = simNode{idx: int32(i), id: p.ID, phase: int32(ids[offsets[i]])}
+			s.nodes = append(s.nodes, sn)
+			if err := s.bootGroup(sn); err != nil {
+				return nil, err
+			}
+		}
+		for i, p := range s.phases {
+			s.schedule(event{at: p.offset, kind: evTick, node: int32(i)})
+		}
+		return s, nil
+	}
 	// The simNodes and the state machines are built in a slice each,
 	// which the kernel backs with huge pages where it can: at n =
 	// 1,000,000 they are 0.3 and 1.2 GB, whose first touch in 4-KB pages
@@ -256,17 +302,18 @@ func (c *Config) fill() error {
 	return nil
 }
 
-// boot (re)creates a node's state machine: a restart loses all state.
-func (s *Sim) boot(sn *simNode) error { return s.bootIn(sn, new(core.Node)) }
+// boot (re)creates a node's state machine (with names, its group): a
+// restart loses all state.
+func (s *Sim) boot(sn *simNode) error {
+	if s.named() {
+		return s.bootGroup(sn)
+	}
+	return s.bootIn(sn, new(core.Node))
+}
 
 // bootIn is boot building the state machine in n (core.InitNode).
 func (s *Sim) bootIn(sn *simNode, n *core.Node) error {
-	cc := s.cfg.Core
-	cc.ID, cc.Roster, cc.Algorithm, cc.Mode = sn.id, s.roster, s.cfg.Algorithm, s.cfg.Mode
-	if !s.cfg.HeartbeatDetector {
-		cc.HeartbeatMisses = 1 << 30
-	}
-	if err := core.InitNode(n, cc); err != nil {
+	if err := core.InitNode(n, s.coreConfig(sn.id)); err != nil {
 		return fmt.Errorf("sim: node %s: %w", sn.id, err)
 	}
 	sn.node, sn.up = n, true
@@ -282,9 +329,18 @@ func (s *Sim) bootIn(sn *simNode, n *core.Node) error {
 
 // Bootstrap settles the cluster before the run: every node follows
 // coordinator in term 1.coordinator's tag, as if it had won an election.
+// With names, every name follows its own highest-ranked candidate
+// instead, and coordinator must be Highest().
 func (s *Sim) Bootstrap(coordinator string) error {
 	if _, ok := s.find(coordinator); !ok {
 		return fmt.Errorf("sim: bootstrap coordinator %q is not a member", coordinator)
+	}
+	if s.named() {
+		if coordinator != s.Highest() {
+			return fmt.Errorf("sim: bootstrap coordinator %q: with names each name starts with its own highest candidate", coordinator)
+		}
+		s.bootstrapNames()
+		return nil
 	}
 	t := core.MakeTerm(1, core.Tag(coordinator))
 	for _, sn := range s.nodes {
@@ -298,8 +354,11 @@ func (s *Sim) Bootstrap(coordinator string) error {
 
 // Highest returns the ID of the highest-ranked voter (the highest-ranked
 // member when every member is a non-voter): the one a settled cluster
-// follows.
+// follows. With names: the first name's highest-ranked candidate.
 func (s *Sim) Highest() string {
+	if s.named() {
+		return s.highestFor(0)
+	}
 	for i := s.roster.Len() - 1; i >= 0; i-- {
 		if p := s.roster.ByRank(i); !p.NonVoter {
 			return p.ID
@@ -311,9 +370,10 @@ func (s *Sim) Highest() string {
 // Now is the virtual time in milliseconds.
 func (s *Sim) Now() int64 { return s.now }
 
-// Node returns a node's state machine (nil if id is unknown), brought up
-// to the present: to read, not to feed (inputs go through the Sim, which
-// then knows to tick the node when its timers come due).
+// Node returns a node's state machine (nil if id is unknown, or with
+// names: see NodeOf), brought up to the present: to read, not to feed
+// (inputs go through the Sim, which then knows to tick the node when its
+// timers come due).
 func (s *Sim) Node(id string) *core.Node {
 	if sn, ok := s.find(id); ok {
 		if sn.up {

@@ -19,7 +19,7 @@ import (
 	"github.com/coordelect/coordelect/membership"
 )
 
-const benchSynopsis = `usage: coordbench failover|compare|soak|nodesoak|memory|idle|report [flags]
+const benchSynopsis = `usage: coordbench failover|compare|soak|nodesoak|memory|idle|elections|report [flags]
 
 Measures coordelect on real memberlist clusters, every member on its own
 127.0.0.1 port, with the library's default election configuration.
@@ -39,6 +39,10 @@ Progress goes to stderr; the result to stdout.
   idle       an idle cluster in this process (or, with -procs K, spread
              over K child processes): the coordinator's and the followers'
              sends per second, the CPU per member
+  elections  named elections on the simulator, in virtual time: leaders
+             per member, idle packets per member against a one-name
+             cluster, crash failover of every name the crashed member led,
+             spurious elections, bytes per name per member
   report     rewrite docs/performance.md and its plots from the results
              files (bench/results) that -results writes
 
@@ -132,7 +136,7 @@ const maxBenchSize = 1000
 // run dispatches coordbench's subcommands.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("want a subcommand: failover, compare, soak, nodesoak, memory, idle or report")
+		return usagef("want a subcommand: failover, compare, soak, nodesoak, memory, idle, elections or report")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -152,10 +156,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBenchIdle(ctx, args[1:], stdout, stderr)
 	case "report":
 		return runReport(ctx, args[1:], stdout, stderr)
+	case "elections":
+		return runBenchElections(ctx, args[1:], stdout, stderr)
 	case "shard":
 		return runShard(ctx, args[1:], os.Stdin, stdout, stderr)
 	}
-	return usagef("unknown subcommand %q (want failover, compare, soak, nodesoak, memory, idle or report)", args[0])
+	return usagef("unknown subcommand %q (want failover, compare, soak, nodesoak, memory, idle, elections or report)", args[0])
 }
 
 // parseBench parses the command line of subcommand name: the flags every

@@ -65,6 +65,8 @@ func TestBenchBadFlags(t *testing.T) {
 		"nodesoak", "nodesoak -d 1s -load fire", "nodesoak -d 1s -n 1", "nodesoak -d 1s -quota 0",
 		"nodesoak -d 1s -busy-per-core 0", "nodesoak -d 1s -demo /nonexistent/demo",
 		"report extra", "report -img", "report -nosuchflag",
+		"elections -n 1", "elections -elections 0", "elections -rounds 0", "elections -quorum 30", "elections -idle 10ms",
+		"elections -quiet -1s", "elections -timeout 0s", "elections -algorithm raft", "elections extra",
 	} {
 		var out, errb bytes.Buffer
 		rc := runArgs(strings.Fields(args), &out, &errb)
@@ -76,7 +78,7 @@ func TestBenchBadFlags(t *testing.T) {
 }
 
 func TestBenchHelp(t *testing.T) {
-	for _, args := range []string{"-h", "failover -h", "soak -h", "memory -h", "compare -h", "nodesoak -h", "idle -h", "report -h"} {
+	for _, args := range []string{"-h", "failover -h", "soak -h", "memory -h", "compare -h", "nodesoak -h", "idle -h", "elections -h", "report -h"} {
 		var out, errb bytes.Buffer
 		if rc := runArgs(strings.Fields(args), &out, &errb); rc != 0 || !strings.Contains(out.String(), "usage: coordbench") {
 			t.Errorf("%q: rc=%d stdout %q stderr %q; want rc 0 and the usage", args, rc, out.String(), errb.String())
@@ -290,5 +292,50 @@ func TestBenchIdleProcs(t *testing.T) {
 	if r.Failover == nil || r.Failover.Rounds != 2 || r.Failover.Failover.P50 <= 0 || r.Failover.Messages == nil ||
 		r.Failover.Messages.P50 < 5 {
 		t.Errorf("failover %+v: want 2 rounds with times and at least n-1 messages each", r.Failover)
+	}
+}
+
+// A tiny run of elections on the simulator: the JSON has the fields the
+// issue asks for, every name the crashed member led is timed, and the
+// same flags give the same figures (virtual time; the heap is not
+// compared).
+func TestBenchElectionsTiny(t *testing.T) {
+	var runs [2]electionsResult
+	for i := range runs {
+		var out, errb bytes.Buffer
+		args := []string{"elections", "-n", "5", "-elections", "12", "-rounds", "2", "-idle", "2s", "-json"}
+		if rc := runArgs(args, &out, &errb); rc != 0 {
+			t.Fatalf("rc=%d stderr=%s", rc, errb.String())
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(out.Bytes(), &fields); err != nil {
+			t.Fatalf("%v in %q", err, out.String())
+		}
+		for _, k := range []string{"n", "elections", "leaders_per_member", "idle_packets_per_s", "failover_ms", "spurious_elections", "bytes_per_name_per_member"} {
+			if _, ok := fields[k]; !ok {
+				t.Errorf("no %q in %s", k, out.String())
+			}
+		}
+		r := &runs[i]
+		if err := json.Unmarshal(out.Bytes(), r); err != nil {
+			t.Fatal(err)
+		}
+		if r.N != 5 || r.Elections != 12 || r.LeadersPerMember.Mean != 12.0/5 || r.IdlePackets.SingleElection <= 0 || r.IdlePackets.MaxMember <= 0 {
+			t.Errorf("result %+v: want n 5, 12 names, mean 2.4 leaders, idle packets", r)
+		}
+		sum := 0
+		for _, k := range r.NamesPerRound {
+			sum += k
+		}
+		if len(r.NamesPerRound) != 2 || sum != r.FailoverNames || r.Failover.P50 <= 0 {
+			t.Errorf("result %+v: want every name of 2 rounds timed", r)
+		}
+	}
+	a, b := runs[0], runs[1]
+	a.BytesPerName, a.SimBytesPerName, b.BytesPerName, b.SimBytesPerName = 0, 0, 0, 0
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) {
+		t.Errorf("two runs differ:\n%s\n%s", ja, jb)
 	}
 }

@@ -96,6 +96,10 @@ type (
 		run namedResults
 		r   soakResult
 	}
+	electionsRun struct {
+		run namedResults
+		r   electionsResult
+	}
 )
 
 // reportData is every results file, decoded and sorted for the report.
@@ -105,6 +109,7 @@ type reportData struct {
 	idles     []idleRun
 	memories  []memoryRun
 	soaks     []soakRun
+	elections []electionsRun
 	// recorded are the files with a Note: figures from an earlier run's
 	// log, shown apart from the current ones.
 	recorded []namedResults
@@ -147,8 +152,12 @@ func decode(runs []namedResults) (reportData, error) {
 			s := soakRun{run: r}
 			err = json.Unmarshal(r.Result, &s.r)
 			d.soaks = append(d.soaks, s)
+		case "elections":
+			e := electionsRun{run: r}
+			err = json.Unmarshal(r.Result, &e.r)
+			d.elections = append(d.elections, e)
 		default:
-			err = fmt.Errorf("bench %q: want compare, failover, idle, memory or soak", r.Bench)
+			err = fmt.Errorf("bench %q: want compare, failover, idle, memory, soak or elections", r.Bench)
 		}
 		if err != nil {
 			return d, fmt.Errorf("%s: %w", r.name, err)
@@ -177,6 +186,9 @@ func decode(runs []namedResults) (reportData, error) {
 		return cmpChain(boolInt(a.r.Bare)-boolInt(b.r.Bare), algOrder(a.r.Algorithm)-algOrder(b.r.Algorithm), a.r.Quorum-b.r.Quorum, a.r.N-b.r.N)
 	})
 	slices.SortStableFunc(d.memories, func(a, b memoryRun) int { return a.r.N - b.r.N })
+	slices.SortStableFunc(d.elections, func(a, b electionsRun) int {
+		return cmpChain(algOrder(a.r.Algorithm)-algOrder(b.r.Algorithm), a.r.Quorum-b.r.Quorum, a.r.N-b.r.N, a.r.Elections-b.r.Elections)
+	})
 	slices.SortStableFunc(d.compares, func(a, b compareRun) int { return a.rows[0].N - b.rows[0].N })
 	return d, nil
 }
@@ -215,6 +227,7 @@ func buildReport(runs []namedResults, img string) (string, []image, error) {
 	w.idle(d)
 	w.memory(d)
 	w.soak(d)
+	w.elections(d)
 	w.recorded(d)
 	return w.b.String(), w.imgs, nil
 }
@@ -377,6 +390,15 @@ func (w *mdWriter) summary(d reportData) {
 				kib(m.r.MemberlistPerNode), kib(m.r.MemberlistStackPerNode), m.run.name))
 		}
 	}
+	for _, e := range d.elections {
+		r := e.r
+		if r.Algorithm == "bully" && r.Quorum == 0 && e.run.Error == "" {
+			lines = append(lines, fmt.Sprintf("Named elections, n = %d, %s names (simulated, spread): leaders per member max %d, %s × the mean; the busiest member's idle packets %s/s, %s × a one-name cluster's; failover of each of the %s names the crashed member led over %d rounds: p50 %s ms, p99 %s ms; %d spurious elections; %s bytes per name per member (`%s`).",
+				r.N, commas(strconv.Itoa(r.Elections)), r.LeadersPerMember.Max, ratio(float64(r.LeadersPerMember.Max), r.LeadersPerMember.Mean),
+				fmt1(r.IdlePackets.MaxMember), strconv.FormatFloat(r.IdlePackets.Ratio, 'f', 3, 64), commas(strconv.Itoa(r.FailoverNames)), r.Rounds,
+				fmtMS(r.Failover.P50), fmtMS(r.Failover.P99), r.Spurious, commas(strconv.FormatFloat(r.BytesPerName, 'f', 0, 64)), e.run.name))
+		}
+	}
 	if len(lines) == 0 {
 		return
 	}
@@ -413,6 +435,7 @@ func (w *mdWriter) benches() {
 		{"`idle`", "an idle cluster for `-d`: the coordinator's sends per second, the followers', the CPU of the process, the live heap and goroutines per member; `-procs K` spreads the members over K processes (`-netns`: a network namespace each, root only); `-rounds R` then crashes the coordinator R times", "`coordbench idle -n 100 -d 20s`"},
 		{"`memory`", "the live heap (after GC), stacks and goroutines per member in three steps: bare memberlist, `membership.Node`, and with an elector", "`coordbench memory -n 100`"},
 		{"`soak`, `nodesoak`", "an idle cluster under CPU load (goroutines spinning in the bench's process; or `demo node` processes beside busy processes or under a cgroup quota), counting spurious elections", "`coordbench soak -d 10m`; `coordbench nodesoak -d 10m -demo /tmp/demo`"},
+		{"`elections`", "named elections on the simulator (`election/sim`, in virtual time; not real members): every member hosts `-elections` spread names in one `election/group` host; leaders per member, the busiest member's idle packets against a one-name cluster, crash failover of every name the member leading the most names led, spurious elections, bytes per name per member", "`coordbench elections -n 20 -elections 1000 -rounds 20`"},
 		{"`raftfailover`", "hashicorp/raft's failover alone, with the same driver", "`go run ./cmd/raftfailover -n 5 -rounds 20 -json`"},
 		{"`exclusivity`", "leases and fencing on real `fencedledger` processes killed, paused, restarted and re-rated (docs/reliability.md)", "`go run ./cmd/exclusivity -h`"},
 	})
@@ -668,6 +691,51 @@ func (w *mdWriter) soak(d reportData) {
 			strconv.Itoa(r.LeaderChanges), strconv.FormatUint(r.HeartbeatMisses, 10)})
 	}
 	w.table([]string{"n", "seconds", "spinning goroutines", "spurious elections", "coordinator changes", "heartbeat misses"}, rows)
+	w.conditions(d, runs...)
+}
+
+// elections shows the named-election runs (coordbench elections).
+func (w *mdWriter) elections(d reportData) {
+	if len(d.elections) == 0 {
+		return
+	}
+	w.p("## Named elections (simulated)")
+	w.p("")
+	w.p("`coordbench elections` runs the deterministic simulator in virtual time, not real members:")
+	w.p("each member hosts every name in one `election/group` host (the one the runtime drives), spread")
+	w.p("placement, every member of weight 1, and the simulated network carries the hosts' batches, one")
+	w.p("packet per destination. The network is the simulator's model of the runtime on a LAN: a 10-ms")
+	w.p("tick (heartbeat every 50 ms, K = 3 misses), one-way delays of 1–5 ms, membership reporting a")
+	w.p("crash or a return 1 s late (the followers' heartbeat detector, 150 ms, acts first). Leaders")
+	w.p("are the names each member leads once settled. Idle packets are the batches each member sends")
+	w.p("per virtual second over `-idle` (10 s); \"one name\" is the busiest member of a one-name cluster of the")
+	w.p("same n in the same run. Each round crashes the member that leads the most names, at a random")
+	w.p("phase of the heartbeat period, and times every name it led from the crash until every survivor")
+	w.p("reports the same new coordinator for it (virtual ms); the member then comes back and the")
+	w.p("cluster settles. Spurious elections are those started in the idle window and in the 1-s quiet")
+	w.p("window before each round. Bytes per name per member: the live heap (two GCs) of the settled,")
+	w.p("idle cluster less that of the one-name cluster, over n × (names − 1), less the simulator's own")
+	w.p("record per name and member. The figures are virtual time and do not depend on the machine.")
+	w.p("")
+	var rows [][]string
+	var runs []namedResults
+	for _, e := range d.elections {
+		r := e.r
+		runs = append(runs, e.run)
+		guard := "–"
+		if r.Quorum > 0 {
+			guard = strconv.Itoa(r.Quorum)
+		}
+		rows = append(rows, []string{r.Algorithm, guard, strconv.Itoa(r.N), commas(strconv.Itoa(r.Elections)),
+			fmt.Sprintf("%d / %s", r.LeadersPerMember.Max, fmt1(r.LeadersPerMember.Mean)),
+			fmt.Sprintf("%s / %s (%s×)", fmt1(r.IdlePackets.MaxMember), fmt1(r.IdlePackets.SingleElection), strconv.FormatFloat(r.IdlePackets.Ratio, 'f', 3, 64)),
+			fmt1(r.IdlePackets.PairsPerPacket),
+			fmt.Sprintf("%s (%d)", commas(strconv.Itoa(r.FailoverNames)), r.Rounds),
+			fmtMS(r.Failover.P50), fmtMS(r.Failover.P90), fmtMS(r.Failover.P99), fmtMS(r.Failover.Max),
+			strconv.FormatUint(r.Spurious, 10), commas(strconv.FormatFloat(r.BytesPerName, 'f', 0, 64))})
+	}
+	w.table([]string{"algorithm", "guard", "n", "names", "leaders per member, max / mean", "idle packets/s, busiest / one name", "pairs per packet",
+		"names timed (rounds)", "p50", "p90", "p99", "max", "spurious", "bytes per name per member"}, rows)
 	w.conditions(d, runs...)
 }
 
