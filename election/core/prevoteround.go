@@ -50,6 +50,12 @@ type preVoteRound struct {
 	// starts at the round's wait for answers (guardWait) and doubles with
 	// each such wave.
 	gap, reaskAt int
+	// waveAt is the tick of the round's last wave to its silent voters
+	// (the first wave included), and waveAnswered says that an answer to
+	// a question of that wave has come back: only then is a voter still
+	// silent taken for lost rather than slow, and asked again.
+	waveAt       int
+	waveAnswered bool
 	// others is sampleWide's buffer: the rank positions of the eligible
 	// voters that are not watchers.
 	others []int32

@@ -92,18 +92,21 @@ func (n *Node) quorumRound() bool { return n.guard.on() || n.pv.kind == preVoteP
 //     round trip to it;
 //   - one that has not answered (or refused because it leads), in the
 //     next wave to the silent voters, and only if this node has measured
-//     a round trip lately (longestRoundTrip): the first such wave comes
-//     guardWait after the round's start, each later one twice as long
-//     after the one before it, so a silent voter is asked again at most
-//     once per measured round trip (guardWait is at least the longest).
+//     a round trip lately (longestRoundTrip) and some voter has answered
+//     a question of the last wave: the first such wave comes guardWait
+//     after the round's start, each later one twice as long after the
+//     one before it, so a silent voter is asked again at most once per
+//     measured round trip (guardWait is at least the longest).
 //
-// A round trip measured lately says the network delivers: a voter still
-// silent after it is probably lost, and asking it again is worth a
-// message. Silence with nothing measured says the round trips may exceed
-// the wait (a cold start on a slow network, where every question is
-// still on its way), and a wave every wait would have n members put
-// n(n-1) questions on the network per wait. So a round asks a silent
-// voter once while nothing is measured, and at most 1 + log2(1 + span /
+// A round trip measured lately, and an answer to the last wave, say the
+// network delivers: a voter still silent after them is probably lost, and
+// asking it again is worth a message. Silence with nothing measured, or
+// with no answer to the last wave, says the round trips may exceed the
+// wait (a cold start on a slow network, or a network that slowed down
+// since the round trips were measured, where every question is still on
+// its way), and a wave every wait would have n members put n(n-1)
+// questions on the network per wait. So a round asks a silent voter once
+// while nothing is measured, and at most 1 + log2(1 + span /
 // guardWait) times in all (3 at the defaults), where the span is
 // QuorumLease + LeaseMargin + guardWait; plus once for each refusal the
 // voter sends it.
@@ -114,10 +117,16 @@ func (n *Node) askQuorum(first bool) {
 	silent := first
 	if !first && n.now >= pv.reaskAt {
 		// The next wave to the silent voters is due: send it, or skip
-		// it while nothing says the questions are answered at all.
-		_, silent = n.longestRoundTrip()
+		// it while nothing says the questions are answered at all: no
+		// round trip measured lately, or no answer to the last wave yet
+		// (a network slower than the round trips measured before it).
+		_, measured := n.longestRoundTrip()
+		silent = measured && pv.waveAnswered
 		pv.gap *= 2
 		pv.reaskAt = n.now + pv.gap
+	}
+	if silent {
+		pv.waveAt, pv.waveAnswered = n.now, false
 	}
 	ask := func(p Peer) {
 		if p.ID == n.self.ID || p.NonVoter || !n.view.alive(p.ID) || pv.granted[p.ID] {
@@ -171,6 +180,9 @@ func (n *Node) answerRoundTrip(m Message) (asked int) {
 	if a, ok := pv.asks[m.From]; ok {
 		asked = a.at
 		n.measuredAnswer(asked)
+	}
+	if asked >= pv.waveAt {
+		pv.waveAnswered = true
 	}
 	return asked
 }
