@@ -26,6 +26,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 )
 
 // DefaultBuffer is the default depth of a node's event channel; events that
@@ -39,9 +40,13 @@ var (
 )
 
 // Stats counts what a Network did with the messages sent through it.
+// A batch's pairs count as its messages.
 type Stats struct {
-	// Sent counts messages accepted by Send, by type.
+	// Sent counts messages accepted by Send and SendBatch, by type.
 	Sent [core.NumMsgTypes]uint64
+	// Packets counts what Send, SendBatch and SendCandidacy accepted, one
+	// per call: the packets (frames) a real transport would send.
+	Packets uint64
 	// Delivered counts messages put into a receiver's event channel.
 	Delivered uint64
 	// Dropped counts messages lost: to a crashed node, across a partition,
@@ -65,6 +70,7 @@ type Network struct {
 	gone    map[string]bool // crashed or left: messages to them are lost
 	group   map[string]int  // partition group; unlisted nodes are in group 0
 	drop    func(core.Message) bool
+	dropP   func(name string, m core.Message) bool
 	latency time.Duration
 	buffer  int
 	stats   Stats
@@ -103,6 +109,15 @@ func (n *Network) SetDrop(drop func(core.Message) bool) {
 	n.drop = drop
 }
 
+// SetDropPair installs a predicate that loses every pair of a batch it
+// returns true for (nil: lose none), with SetDrop's contract; SetDrop's
+// predicate applies to the pairs' messages too.
+func (n *Network) SetDropPair(drop func(name string, m core.Message) bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.dropP = drop
+}
+
 // Partition splits the nodes: messages between nodes of different groups
 // are lost. Nodes not listed form one more group. Membership events are
 // not affected: tell the nodes with AnnounceDown if the scenario needs it.
@@ -134,6 +149,22 @@ func (n *Network) Stats() Stats {
 // Identity.Payload is not carried: the Transport is no
 // election.PayloadTransport.
 func (n *Network) Join(id election.Identity) (*Transport, error) {
+	return n.join(id, true)
+}
+
+// JoinUnnamed is Join for a member that runs the unnamed election only,
+// as an older build does during a rolling restart: its Transport is no
+// election.BatchTransport, and the others' EventPeerUp for it has Named
+// false.
+func (n *Network) JoinUnnamed(id election.Identity) (election.Transport, error) {
+	t, err := n.join(id, false)
+	if err != nil {
+		return nil, err
+	}
+	return unnamed{t}, nil
+}
+
+func (n *Network) join(id election.Identity, named bool) (*Transport, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if id.Name == "" {
@@ -143,11 +174,11 @@ func (n *Network) Join(id election.Identity) (*Transport, error) {
 		return nil, fmt.Errorf("electiontest: Join: Identity.Name = %q: already a member", id.Name)
 	}
 	p := id.Peer()
-	t := &Transport{net: n, id: id, self: p, events: make(chan election.Event, n.buffer)}
+	t := &Transport{net: n, id: id, self: p, named: named, events: make(chan election.Event, n.buffer)}
 	for _, id := range n.sortedIDs() {
 		other := n.nodes[id]
-		n.enqueue(t, election.Event{Kind: election.EventPeerUp, Peer: other.self})
-		n.enqueue(other, election.Event{Kind: election.EventPeerUp, Peer: p})
+		n.enqueue(t, election.Event{Kind: election.EventPeerUp, Peer: other.self, Named: other.named})
+		n.enqueue(other, election.Event{Kind: election.EventPeerUp, Peer: p, Named: named})
 	}
 	n.nodes[p.ID] = t
 	delete(n.gone, p.ID)
@@ -242,7 +273,55 @@ func (n *Network) send(m core.Message) error {
 		n.stats.Dropped++
 		return nil
 	}
+	n.stats.Packets++
 	n.enqueue(to, election.Event{Kind: election.EventMessage, Message: m.Clone()})
+	return nil
+}
+
+// sendBatch routes b's pairs that are not lost, in one event; n.mu is
+// held.
+func (n *Network) sendBatch(b group.Batch) error {
+	to, ok := n.nodes[b.To]
+	switch {
+	case !ok && !n.gone[b.To]:
+		return fmt.Errorf("%w %q", ErrUnknownPeer, b.To)
+	case ok && !to.named:
+		return fmt.Errorf("electiontest: %q runs no named elections: it takes no batches", b.To)
+	}
+	var keep []group.Pair
+	for _, p := range b.Pairs {
+		if t := p.Msg.Type; t > 0 && int(t) < core.NumMsgTypes {
+			n.stats.Sent[t]++
+		}
+		if !ok || n.group[b.From] != n.group[b.To] || n.drop != nil && n.drop(p.Msg) || n.dropP != nil && n.dropP(p.Name, p.Msg) {
+			n.stats.Dropped++
+			continue
+		}
+		keep = append(keep, group.Pair{Name: p.Name, Msg: p.Msg.Clone()})
+	}
+	n.stats.Packets++
+	if len(keep) > 0 {
+		n.enqueue(to, election.Event{Kind: election.EventBatch, Batch: group.Batch{From: b.From, To: b.To, Pairs: keep}})
+	}
+	return nil
+}
+
+// sendCandidacy routes c unless it is lost to a crash or a partition;
+// n.mu is held.
+func (n *Network) sendCandidacy(c election.Candidacy) error {
+	to, ok := n.nodes[c.To]
+	switch {
+	case !ok && !n.gone[c.To]:
+		return fmt.Errorf("%w %q", ErrUnknownPeer, c.To)
+	case ok && !to.named:
+		return fmt.Errorf("electiontest: %q runs no named elections: it takes no candidacies", c.To)
+	}
+	n.stats.Packets++
+	if !ok || n.group[c.From] != n.group[c.To] {
+		return nil
+	}
+	x := c.Clone()
+	n.enqueue(to, election.Event{Kind: election.EventCandidacy, Candidacy: &x})
 	return nil
 }
 
@@ -283,15 +362,18 @@ func (n *Network) deliver(t *Transport, ev election.Event) {
 	if t.closed {
 		return
 	}
+	msgs := uint64(0)
+	switch ev.Kind {
+	case election.EventMessage:
+		msgs = 1
+	case election.EventBatch:
+		msgs = uint64(len(ev.Batch.Pairs))
+	}
 	select {
 	case t.events <- ev:
-		if ev.Kind == election.EventMessage {
-			n.stats.Delivered++
-		}
+		n.stats.Delivered += msgs
 	default:
-		if ev.Kind == election.EventMessage {
-			n.stats.Dropped++
-		}
+		n.stats.Dropped += msgs
 	}
 }
 
@@ -306,6 +388,7 @@ type Transport struct {
 	net    *Network
 	id     election.Identity // as joined
 	self   core.Peer         // id's current ranking (guarded by net.mu)
+	named  bool              // it runs named elections (Join, not JoinUnnamed)
 	events chan election.Event
 	// guarded by net.mu
 	closed  bool
@@ -313,7 +396,7 @@ type Transport struct {
 	timer   *time.Timer
 }
 
-var _ election.Transport = (*Transport)(nil)
+var _ election.BatchTransport = (*Transport)(nil)
 
 // LocalID is the node's ID (Identity().Name).
 func (t *Transport) LocalID() string { return t.id.Name }
@@ -338,6 +421,31 @@ func (t *Transport) Send(m core.Message) error {
 	}
 	m.From = t.self.ID
 	return t.net.send(m)
+}
+
+// SendBatch routes b's pairs to b.To, in one event: the pairs that the
+// network loses (crashed receiver, partition, drop predicates) are
+// dropped, each counted as a message. The receiver must run named
+// elections (Join).
+func (t *Transport) SendBatch(b group.Batch) error {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	b.From = t.self.ID
+	return t.net.sendBatch(b)
+}
+
+// SendCandidacy routes c to c.To (lost only to a crash or a partition).
+func (t *Transport) SendCandidacy(c election.Candidacy) error {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	c.From = t.self.ID
+	return t.net.sendCandidacy(c)
 }
 
 // Events delivers the node's messages and membership events.
@@ -370,3 +478,13 @@ func (t *Transport) Close() error {
 	n.broadcast(t.self.ID, election.Event{Kind: election.EventPeerDown, Peer: core.Peer{ID: t.self.ID}})
 	return nil
 }
+
+// unnamed is a member's Transport without its named elections (JoinUnnamed).
+type unnamed struct{ t *Transport }
+
+func (u unnamed) Identity() election.Identity   { return u.t.Identity() }
+func (u unnamed) Send(m core.Message) error     { return u.t.Send(m) }
+func (u unnamed) Events() <-chan election.Event { return u.t.Events() }
+func (u unnamed) SetRating(rating int64) error  { return u.t.SetRating(rating) }
+func (u unnamed) LocalID() string               { return u.t.LocalID() }
+func (u unnamed) Close() error                  { return u.t.Close() }
