@@ -59,8 +59,8 @@ type Elector struct {
 	touched []*Election
 	// cand is the candidacy exchange (candidacy.go).
 	cand candidacies
-	// one is the pair a message of the unnamed election travels in.
-	one [1]group.Pair
+	// pairs is sendBatch's buffer: a batch's pairs of named elections.
+	pairs []group.Pair
 	// runCtx is Run's context; leadership contexts derive from it.
 	runCtx context.Context
 	// viewChanged says that a membership event changed the view since
@@ -150,7 +150,9 @@ func New(cfg Config) (*Elector, error) {
 		requests:     make(chan request),
 		workWake:     make(chan struct{}, 1),
 	}
-	e.btr, _ = cfg.Transport.(BatchTransport)
+	if bt, ok := cfg.Transport.(BatchTransport); ok && bt.Named() {
+		e.btr = bt
+	}
 	e.cand.init(e)
 	if e.rec == nil {
 		e.rec = NopRecorder{}

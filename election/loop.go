@@ -354,29 +354,23 @@ func msgFields(m core.Message, peer string) []any {
 	return f
 }
 
-// sendBatch hands b to the transport: as one batch to a member that
-// runs named elections (BatchTransport), else as the unnamed election's
-// messages (Send), the other names' pairs being dropped (counted as
-// SendFailed: such a member runs the unnamed election only, and stands
-// for no other name). Ready's buffers are the group's: Send gets a copy
-// of each message, SendBatch copies what it keeps.
+// sendBatch hands b to the transport: the unnamed election's messages
+// one by one (Send), as an Elector without named elections sends them,
+// so that their order on the link and a transport that wraps Send see
+// what they always did; the other names' pairs as one batch (SendBatch)
+// to a member that runs named elections, and to any other not at all
+// (counted as SendFailed: such a member runs the unnamed election alone
+// and stands for no other name). Ready's buffers are the group's: Send
+// gets a copy of each message, SendBatch copies what it keeps.
 func (e *Elector) sendBatch(b *group.Batch) {
-	if e.log.IsDebug() {
-		for _, p := range b.Pairs {
+	debug := e.log.IsDebug()
+	named := e.pairs[:0]
+	for _, p := range b.Pairs {
+		if debug {
 			e.log.Debug("send", append(msgFields(p.Msg, p.Msg.To), "election", p.Name)...)
 		}
-	}
-	if e.btr != nil && e.cand.named(b.To) {
-		err := e.btr.SendBatch(*b)
-		if err != nil {
-			e.log.Debug("send failed", "peer", b.To, "pairs", len(b.Pairs), "error", err)
-		}
-		e.countSent(b.Pairs, err == nil)
-		return
-	}
-	for _, p := range b.Pairs {
 		if p.Name != DefaultName {
-			e.countSent([]group.Pair{p}, false)
+			named = append(named, p)
 			continue
 		}
 		err := e.tr.Send(p.Msg.Clone())
@@ -385,6 +379,19 @@ func (e *Elector) sendBatch(b *group.Batch) {
 		}
 		e.def.countSent(p.Msg.Type, err == nil)
 	}
+	if len(named) > 0 {
+		ok := e.btr != nil && e.cand.named(b.To)
+		if ok {
+			err := e.btr.SendBatch(group.Batch{From: b.From, To: b.To, Pairs: named})
+			if err != nil {
+				e.log.Debug("send failed", "peer", b.To, "pairs", len(named), "error", err)
+			}
+			ok = err == nil
+		}
+		e.countSent(named, ok)
+	}
+	clear(named)
+	e.pairs = named[:0]
 }
 
 // countSent counts pairs as sent, or as refused, in their names' Updates.

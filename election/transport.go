@@ -115,11 +115,18 @@ type StartupTransport interface {
 // called from the elector's loop goroutine and must not block on the
 // network. Their arguments are the elector's buffers, valid during the
 // call only: a transport that keeps any part copies it (group.Batch.Clone).
-// The elector sends a batch or a candidacy only to a member whose
-// EventPeerUp had Named set, and sends a member without it Send's
-// messages of the unnamed election alone.
+// The elector sends the unnamed election's messages with Send, whatever
+// the member (so that they keep one order per link, and a transport that
+// wraps Send sees them as it always did), and a batch of the other names'
+// pairs, or a candidacy, only to a member whose EventPeerUp had Named
+// set: a member without it runs the unnamed election alone.
 type BatchTransport interface {
 	Transport
+	// Named reports whether this member runs named elections: whether
+	// the others are told so (their EventPeerUp has Named set) and it
+	// takes batches and candidacies. An Elector over a BatchTransport
+	// that says no runs the unnamed election alone.
+	Named() bool
 	// SendBatch queues b for b.To. Heartbeats and their acks may go
 	// best effort (datagrams); the other pairs reliably and in order per
 	// link. An error means no pair of b was queued.

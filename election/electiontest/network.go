@@ -153,15 +153,10 @@ func (n *Network) Join(id election.Identity) (*Transport, error) {
 }
 
 // JoinUnnamed is Join for a member that runs the unnamed election only,
-// as an older build does during a rolling restart: its Transport is no
-// election.BatchTransport, and the others' EventPeerUp for it has Named
-// false.
-func (n *Network) JoinUnnamed(id election.Identity) (election.Transport, error) {
-	t, err := n.join(id, false)
-	if err != nil {
-		return nil, err
-	}
-	return unnamed{t}, nil
+// as an older build does during a rolling restart: its Transport's Named
+// is false, and the others' EventPeerUp for it has Named false.
+func (n *Network) JoinUnnamed(id election.Identity) (*Transport, error) {
+	return n.join(id, false)
 }
 
 func (n *Network) join(id election.Identity, named bool) (*Transport, error) {
@@ -423,6 +418,10 @@ func (t *Transport) Send(m core.Message) error {
 	return t.net.send(m)
 }
 
+// Named reports whether the node runs named elections (Join; not
+// JoinUnnamed).
+func (t *Transport) Named() bool { return t.named }
+
 // SendBatch routes b's pairs to b.To, in one event: the pairs that the
 // network loses (crashed receiver, partition, drop predicates) are
 // dropped, each counted as a message. The receiver must run named
@@ -478,13 +477,3 @@ func (t *Transport) Close() error {
 	n.broadcast(t.self.ID, election.Event{Kind: election.EventPeerDown, Peer: core.Peer{ID: t.self.ID}})
 	return nil
 }
-
-// unnamed is a member's Transport without its named elections (JoinUnnamed).
-type unnamed struct{ t *Transport }
-
-func (u unnamed) Identity() election.Identity   { return u.t.Identity() }
-func (u unnamed) Send(m core.Message) error     { return u.t.Send(m) }
-func (u unnamed) Events() <-chan election.Event { return u.t.Events() }
-func (u unnamed) SetRating(rating int64) error  { return u.t.SetRating(rating) }
-func (u unnamed) LocalID() string               { return u.t.LocalID() }
-func (u unnamed) Close() error                  { return u.t.Close() }
