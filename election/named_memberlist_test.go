@@ -33,7 +33,9 @@ func (c *realNamed) add(id string, opts election.ElectionOptions, names []string
 }
 
 // agree reports the leader and term every member in ids that runs name
-// reports, "" while they differ or the leader does not say it leads.
+// reports, "" while they differ, the leader does not say it leads, or
+// some member's view ranks another first (the spread placement settles
+// as the members learn of each other).
 func (c *realNamed) agree(name string, ids []string) (string, uint64) {
 	leader, term, first := "", uint64(0), true
 	for _, id := range ids {
@@ -50,7 +52,25 @@ func (c *realNamed) agree(name string, ids []string) (string, uint64) {
 	if el := c.els[leader][name]; el == nil || !el.IsLeader() {
 		return "", 0
 	}
+	for _, id := range ids {
+		if el := c.els[id][name]; el != nil && topRanked(el.Status().Members) != leader {
+			return "", 0 // the placement has not settled: the leader will move
+		}
+	}
 	return leader, term
+}
+
+// topRanked returns the live voter of highest rank (rating, then ID) of
+// a name's member list: the one its placement elects.
+func topRanked(ms []election.Member) string {
+	var top core.Peer
+	for _, m := range ms {
+		p := core.Peer{ID: m.ID, Rating: m.Rating}
+		if m.Alive && !m.NonVoter && (top.ID == "" || p.Rank().Compare(top.Rank()) > 0) {
+			top = p
+		}
+	}
+	return top.ID
 }
 
 func (c *realNamed) waitAll(within time.Duration, names, ids []string) (map[string]string, map[string]uint64) {
@@ -113,7 +133,7 @@ func TestMemberlistNamedElections(t *testing.T) {
 	if _, err := c.nodes["old"].el.Election("x", election.ElectionOptions{}); err == nil {
 		t.Error("a member with UnnamedOnly started a named election")
 	}
-	leaders, terms := c.waitAll(20*time.Second, names, ids)
+	leaders, terms := c.waitAll(60*time.Second, names, ids)
 	load := perMember(leaders)
 	t.Logf("leaders per member: %v", load)
 	if load["old"] > 0 {
@@ -142,8 +162,8 @@ func TestMemberlistNamedElections(t *testing.T) {
 			rest = append(rest, id)
 		}
 	}
-	after, terms2 := c.waitAll(30*time.Second, names, rest)
-	t.Logf("every name agreed again %v after the kill: %v", time.Since(start).Round(time.Millisecond), perMember(after))
+	after, terms2 := c.waitAll(60*time.Second, names, rest)
+	t.Logf("every name agreed again, the killed member dead in every view, %v after the kill: %v", time.Since(start).Round(time.Millisecond), perMember(after))
 	spurious := 0
 	for _, name := range names {
 		switch {

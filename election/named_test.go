@@ -2,8 +2,12 @@ package election_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -58,6 +62,23 @@ func (c *named) add(opts election.ElectionOptions, names []string, ids ...string
 				c.t.Fatal(err)
 			}
 			c.els[id][name], c.cbs[id][name] = el, cb
+		}
+	}
+}
+
+// addPlain starts names on every member with opts and no callbacks.
+func (c *named) addPlain(opts election.ElectionOptions, names []string) {
+	c.t.Helper()
+	for id, m := range c.members {
+		if c.els[id] == nil {
+			c.els[id] = map[string]*election.Election{}
+		}
+		for _, name := range names {
+			el, err := m.e.Election(name, opts)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			c.els[id][name] = el
 		}
 	}
 }
@@ -493,5 +514,47 @@ func TestNamedAddedBeforeRun(t *testing.T) {
 			return started["c"] == 1
 		}, func() string { return electiontest.Describe(ms...) })
 		net.Close()
+	})
+}
+
+// TestNamedHandler: /status lists the elections with their leaders;
+// /leader answers for the unnamed election, and for a name with
+// ?election=NAME (404 for a name this member does not run).
+func TestNamedHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newNamed(t, voters(3), nil)
+		c.waitAgreed(time.Second, "c", 0)
+		c.add(election.ElectionOptions{}, []string{"x"}, "a", "b")
+		_, terms := c.waitAll(2*time.Second, []string{"x"})
+		h := election.NewHandler(c.members["a"].e, nil)
+		get := func(path string, v any) int {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			if v != nil {
+				if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
+					t.Fatalf("%s: %v: %s", path, err, rec.Body)
+				}
+			}
+			return rec.Code
+		}
+		var st election.StatusDocument
+		get("/status", &st)
+		want := []election.StatusElection{
+			{Name: "default", State: "lost", Coordinator: "c", Term: st.Term, TermText: election.TermText(st.Term), Candidate: true},
+			{Name: "x", State: "lost", Coordinator: "b", Term: terms["x"], TermText: election.TermText(terms["x"]), Candidate: true},
+		}
+		if !reflect.DeepEqual(st.Elections, want) {
+			t.Errorf("/status elections:\n got %+v\nwant %+v", st.Elections, want)
+		}
+		var l election.LeaderDocument
+		if code := get("/leader?election=x", &l); code != http.StatusOK || l.Coordinator != "b" || l.Term != terms["x"] {
+			t.Errorf("/leader?election=x: %d %+v", code, l)
+		}
+		if code := get("/leader", &l); code != http.StatusOK || l.Coordinator != "c" {
+			t.Errorf("/leader: %d %+v", code, l)
+		}
+		if code := get("/leader?election=nope", nil); code != http.StatusNotFound {
+			t.Errorf("/leader?election=nope: %d, want 404", code)
+		}
 	})
 }

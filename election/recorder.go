@@ -71,6 +71,9 @@ type Update struct {
 	// SendFailed those it refused (dropped with reason send_failed).
 	Sent       [core.NumMsgTypes]uint64
 	SendFailed uint64
+	// Ended: the election ended on this member (Election.Close, or Run
+	// returned); its last Update.
+	Ended bool
 	// UnknownElection counts the pairs of batches this member received
 	// for names it does not run (dropped; in the unnamed election's
 	// Update): the members that run a name heartbeat every member.

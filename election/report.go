@@ -267,7 +267,7 @@ func (el *Election) end() {
 	el.verifiers = nil
 	el.last = Leadership{}
 	el.status.State = core.StateSleep // a stopped node takes no steps: not "coordinator" any more
-	el.upd.StateChanged, el.upd.LeaderChanged = true, true
+	el.upd.StateChanged, el.upd.LeaderChanged, el.upd.Ended = true, true, true
 	el.record()
 	el.obs.close(el.last)
 	s := *el.snap.Load()

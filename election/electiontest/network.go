@@ -20,6 +20,7 @@ package electiontest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -74,12 +75,14 @@ type Network struct {
 	latency time.Duration
 	buffer  int
 	stats   Stats
+	from    map[string]uint64 // packets sent, by sender (SenderPackets)
 }
 
 // NewNetwork returns an empty network with no latency and no faults.
 func NewNetwork() *Network {
 	return &Network{
 		nodes:  make(map[string]*Transport),
+		from:   make(map[string]uint64),
 		gone:   make(map[string]bool),
 		group:  make(map[string]int),
 		buffer: DefaultBuffer,
@@ -134,6 +137,14 @@ func (n *Network) Partition(groups ...[]string) {
 
 // Heal removes every partition.
 func (n *Network) Heal() { n.Partition() }
+
+// SenderPackets returns, per member, the packets (Stats.Packets) it has
+// sent so far.
+func (n *Network) SenderPackets() map[string]uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return maps.Clone(n.from)
+}
 
 // Stats returns the network's counts so far.
 func (n *Network) Stats() Stats {
@@ -269,6 +280,7 @@ func (n *Network) send(m core.Message) error {
 		return nil
 	}
 	n.stats.Packets++
+	n.from[m.From]++
 	n.enqueue(to, election.Event{Kind: election.EventMessage, Message: m.Clone()})
 	return nil
 }
@@ -295,6 +307,7 @@ func (n *Network) sendBatch(b group.Batch) error {
 		keep = append(keep, group.Pair{Name: p.Name, Msg: p.Msg.Clone()})
 	}
 	n.stats.Packets++
+	n.from[b.From]++
 	if len(keep) > 0 {
 		n.enqueue(to, election.Event{Kind: election.EventBatch, Batch: group.Batch{From: b.From, To: b.To, Pairs: keep}})
 	}
@@ -312,6 +325,7 @@ func (n *Network) sendCandidacy(c election.Candidacy) error {
 		return fmt.Errorf("electiontest: %q runs no named elections: it takes no candidacies", c.To)
 	}
 	n.stats.Packets++
+	n.from[c.From]++
 	if !ok || n.group[c.From] != n.group[c.To] {
 		return nil
 	}
