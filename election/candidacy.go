@@ -2,6 +2,7 @@ package election
 
 import (
 	"math/bits"
+	"time"
 )
 
 // The candidacy exchange: how every member learns which names the others
@@ -51,7 +52,14 @@ type candidacies struct {
 	// run and some other member does.
 	foreign map[string]*candidateBits
 	due     bool // some member is to be sent something (flush)
-	buf     []CandidacyEntry
+	// next is the group tick from which the next sends may go: at most
+	// one round of them per heartbeat interval, so that a burst of
+	// changes (a thousand names added one by one) goes as one change.
+	next int
+	// nextDigest is the group tick of the next look for the members
+	// owed a digest (digest).
+	nextDigest int
+	buf        []CandidacyEntry
 }
 
 // peerCandidacy is what this member knows of another's candidacies, and
@@ -61,7 +69,9 @@ type peerCandidacy struct {
 	// sent: 0 while a whole statement is due (flagSendFull).
 	sent  uint64
 	known uint64 // the version of its statement held (flagHeard)
-	flags peerFlags
+	// sentAt is the group tick of the last candidacy sent to it.
+	sentAt int
+	flags  peerFlags
 }
 
 type peerFlags uint8
@@ -132,6 +142,28 @@ func (b *candidateBits) empty() bool {
 func (c *candidacies) init(e *Elector) {
 	c.e = e
 	c.foreign = make(map[string]*candidateBits)
+	c.version, c.base = 1, 1 // a digest of version 0 would read as a request
+}
+
+// digestEvery is how often a member that has sent another nothing for so
+// long sends it a digest: its statement's version, by which the other
+// finds out that it missed the last change (a lost frame that no later
+// one revealed) and asks for the whole statement.
+const digestEvery = 10 * time.Second
+
+// digestTicks is digestEvery in group ticks.
+func (c *candidacies) digestTicks() int { return max(1, int(digestEvery/c.e.cfg.Tick)) }
+
+// wake returns the group tick at which the loop is to run flush for the
+// exchange (sends held back by next, the digests), or -1.
+func (c *candidacies) wake() int {
+	if c.e.btr == nil {
+		return -1
+	}
+	if c.due {
+		return min(c.next, c.nextDigest)
+	}
+	return c.nextDigest
 }
 
 // peer returns what is known of the member of group index i, making room
@@ -271,10 +303,15 @@ func (c *candidacies) record(x CandidacyEntry) {
 // statements. Then every live member that runs named elections has been
 // sent the current version.
 func (c *candidacies) flush() {
-	if !c.due {
+	now := c.e.g.Now()
+	if now >= c.nextDigest && c.e.btr != nil {
+		c.digest(now)
+	}
+	if !c.due || now < c.next {
 		return
 	}
 	c.due = false
+	c.next = now + c.e.g.Config().HeartbeatInterval
 	for i := range c.peers {
 		p := &c.peers[i]
 		if !p.is(flagAlive) || !p.is(flagNamed) {
@@ -283,13 +320,13 @@ func (c *candidacies) flush() {
 		to := c.e.g.MemberID(i)
 		if p.is(flagAskDue) {
 			p.set(flagAskDue, false)
-			c.send(Candidacy{To: to, Ask: true, Base: p.known})
+			c.send(p, Candidacy{To: to, Ask: true, Base: p.known})
 		}
 		switch {
 		case p.is(flagSendFull) || p.sent != c.base && p.sent != c.version:
-			c.sendWhole(to)
+			c.sendWhole(p, to)
 		case p.sent == c.base && len(c.changes) > 0:
-			c.send(Candidacy{To: to, Base: c.base, Version: c.version, Entries: c.changes})
+			c.send(p, Candidacy{To: to, Base: c.base, Version: c.version, Entries: c.changes})
 		}
 		p.sent = c.version
 		p.set(flagSendFull, false)
@@ -298,10 +335,24 @@ func (c *candidacies) flush() {
 	c.changes, c.base = c.changes[:0], c.version
 }
 
+// digest sends every live member that runs named elections, and has been
+// sent nothing for digestEvery ticks, this member's statement's version
+// (a Candidacy of no entries whose Base and Version are it).
+func (c *candidacies) digest(now int) {
+	every := c.digestTicks()
+	c.nextDigest = now + max(every/4, 1)
+	for i := range c.peers {
+		p := &c.peers[i]
+		if p.is(flagAlive) && p.is(flagNamed) && !p.is(flagSendFull) && now-p.sentAt >= every {
+			c.send(p, Candidacy{To: c.e.g.MemberID(i), Base: c.base, Version: c.base})
+		}
+	}
+}
+
 // sendWhole sends member to this member's whole statement, in pieces of
 // at most maxCandidacyEntries: the first is Full, the others change the
 // version it makes by nothing but their entries.
-func (c *candidacies) sendWhole(to string) {
+func (c *candidacies) sendWhole(p *peerCandidacy, to string) {
 	stand := !c.e.self.NonVoter
 	first := true
 	c.buf = c.buf[:0]
@@ -310,7 +361,7 @@ func (c *candidacies) sendWhole(to string) {
 		if first {
 			x.Full, x.Base = true, 0
 		}
-		c.send(x)
+		c.send(p, x)
 		first = false
 		clear(c.buf)
 		c.buf = c.buf[:0]
@@ -326,8 +377,9 @@ func (c *candidacies) sendWhole(to string) {
 	}
 }
 
-// send hands x to the transport.
-func (c *candidacies) send(x Candidacy) {
+// send hands x, for p, to the transport.
+func (c *candidacies) send(p *peerCandidacy, x Candidacy) {
+	p.sentAt = c.e.g.Now()
 	x.From = c.e.id
 	if err := c.e.btr.SendCandidacy(x); err != nil {
 		// The link is gone (the member left) or full: it is sent the
@@ -352,6 +404,9 @@ func (c *candidacies) receive(x *Candidacy) {
 	}
 	if !x.Full && len(x.Entries) == 0 && x.Version == 0 {
 		return // a request alone
+	}
+	if !x.Full && len(x.Entries) == 0 && p.is(flagHeard) && x.Version == p.known {
+		return // a digest of the statement held
 	}
 	switch {
 	case x.Full:

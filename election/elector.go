@@ -61,6 +61,9 @@ type Elector struct {
 	cand candidacies
 	// pairs is sendBatch's buffer: a batch's pairs of named elections.
 	pairs []group.Pair
+	// spareUpd are the Updates the names have recorded, for the next
+	// ones (Election.u).
+	spareUpd []*Update
 	// runCtx is Run's context; leadership contexts derive from it.
 	runCtx context.Context
 	// viewChanged says that a membership event changed the view since

@@ -230,7 +230,7 @@ func (el *Election) observeIsolated() bool {
 		return false // bully has no such rule (the core guard's sitsOut is the rings')
 	}
 	el.isolated = v
-	el.upd.SittingOut, el.upd.SittingOutChanged = v, true
+	el.u().SittingOut, el.u().SittingOutChanged = v, true
 	if v {
 		el.log.Warn("sitting out ring elections: fewer than a majority of QuorumSize answered or acknowledged", "quorum", el.e.cfg.QuorumSize)
 		return true
@@ -255,7 +255,7 @@ func (el *Election) observeLease() {
 		el.log.Info("quorum lease back to QuorumLease", "lease", ask)
 	}
 	el.leaseAsk = ask
-	el.upd.LeaseChanged = true
+	el.u().LeaseChanged = true
 }
 
 // guarded reports whether the name runs with the quorum guard.

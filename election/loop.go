@@ -306,11 +306,11 @@ func (e *Elector) touch(el *Election) {
 // run, and pairs not addressed to it.
 func (e *Elector) dropped(c group.Counters) {
 	if c.UnknownName > 0 {
-		e.def.upd.UnknownElection += c.UnknownName
+		e.def.u().UnknownElection += c.UnknownName
 		e.log.Debug("dropped pairs for elections this member does not run", "pairs", c.UnknownName)
 	}
 	if c.Misaddressed > 0 {
-		e.def.upd.Dropped[core.DropMisaddressed] += c.Misaddressed
+		e.def.u().Dropped[core.DropMisaddressed] += c.Misaddressed
 	}
 }
 
@@ -411,10 +411,10 @@ func (e *Elector) countSent(pairs []group.Pair, ok bool) {
 // countSent counts one message of the name as sent, or as refused.
 func (el *Election) countSent(t core.MsgType, ok bool) {
 	if !ok {
-		el.upd.SendFailed++
+		el.u().SendFailed++
 		return
 	}
-	el.upd.Sent[t]++
+	el.u().Sent[t]++
 }
 
 // rosterClipAfter is how long the view goes unchanged before the names'

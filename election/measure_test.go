@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -63,6 +64,17 @@ func TestMeasureNamedMemory(t *testing.T) {
 				leaders, _ := c.waitAll(60*time.Second, names)
 				<-time.After(31 * time.Second) // the rosters give back their room (rosterClipAfter)
 				after := liveHeapNow()
+				if path := os.Getenv("COORDELECT_HEAP"); path != "" {
+					f, err := os.Create(fmt.Sprintf("%s.n%d", path, n))
+					if err != nil {
+						t.Fatal(err)
+					}
+					_ = pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+				for name := range leaders {
+					leaders[name], _ = c.agree(name) // the placement settled since the first agreement
+				}
 				load := perMember(leaders)
 				mx := 0
 				for _, k := range load {

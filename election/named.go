@@ -87,7 +87,7 @@ type Election struct {
 	// The fields below are owned by the loop goroutine (or, before Run,
 	// by whoever holds e.mu).
 	opts     ElectionOptions
-	upd      Update // what the next Update hands the Recorder
+	upd      *Update // what the next Update hands the Recorder; nil: nothing yet (u)
 	status   core.Status
 	electing bool
 	last     Leadership
@@ -206,7 +206,7 @@ func (el *Election) initial() {
 	el.status = n.Status()
 	el.startup = n.Startup()
 	el.startupOpen = el.startup.Holding
-	el.upd.StateChanged = true
+	el.u().StateChanged = true
 	el.updateSnapshot()
 }
 

@@ -14,9 +14,11 @@ import (
 // account takes what the name's node counted into the next Update and
 // logs the elections this member takes part in.
 func (el *Election) account(rd *core.Ready) {
-	el.upd.Add(&rd.Counters)
+	if rd.Counters != (core.Counters{}) {
+		el.u().Add(&rd.Counters)
+	}
 	if rd.ElectionsStarted > 0 {
-		el.upd.Cause = rd.Cause
+		el.u().Cause = rd.Cause
 		el.electionBegan = true
 		el.log.Info("election started", "term", rd.Status.Term, "cause", rd.Cause)
 	}
@@ -36,10 +38,10 @@ func (el *Election) observe(st core.Status, electing, viewChanged bool) {
 		changed = el.observeHold() || changed
 	}
 	if st.State != el.status.State {
-		el.upd.StateChanged = true
+		el.u().StateChanged = true
 	}
 	if st.Term != el.status.Term {
-		el.upd.TermChanged = true
+		el.u().TermChanged = true
 	}
 	el.status, el.electing = st, electing
 	el.trackElection()
@@ -75,13 +77,39 @@ func (el *Election) observeQuiet() {
 // record hands the Recorder what changed since the previous Update, if
 // anything did.
 func (el *Election) record() {
-	u := &el.upd
+	u := el.upd
+	if u == nil {
+		return // nothing changed
+	}
 	u.State, u.Term, u.Leader, u.Lease = el.status.State, uint64(el.status.Term), el.last, el.leaseAsk
 	if !u.empty() {
 		u.Election = el.name
 		el.e.rec.Record(*u)
 	}
 	*u = Update{}
+	el.upd = nil
+	if len(el.e.spareUpd) < maxSpareUpdates {
+		el.e.spareUpd = append(el.e.spareUpd, u)
+	}
+}
+
+// maxSpareUpdates bounds the Updates an Elector keeps for reuse: a
+// burst (every name elected at once) does not stay allocated.
+const maxSpareUpdates = 64
+
+// u returns the Update the name's next record hands over, taking one
+// from the Elector's spares: a name holds one only while something is
+// to be recorded (an Update is most of what a name would cost otherwise).
+func (el *Election) u() *Update {
+	if el.upd == nil {
+		e := el.e
+		if k := len(e.spareUpd); k > 0 {
+			el.upd, e.spareUpd = e.spareUpd[k-1], e.spareUpd[:k-1]
+		} else {
+			el.upd = new(Update)
+		}
+	}
+	return el.upd
 }
 
 // observeStartup follows the start-up hold until it is over, and reports
@@ -180,7 +208,7 @@ func (el *Election) trackElection() {
 	}
 	d := time.Since(el.unsettledSince)
 	el.unsettledSince = time.Time{}
-	el.upd.ElectionEnded, el.upd.ElectionDuration = true, d
+	el.u().ElectionEnded, el.u().ElectionDuration = true, d
 	el.log.Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
 }
 
@@ -197,7 +225,7 @@ func (el *Election) changeLeader(l Leadership) {
 		el.lease.Store(nil)
 		el.stopLeading()
 	}
-	el.upd.LeaderChanged = true
+	el.u().LeaderChanged = true
 	if l.Known() {
 		if l.Coordinator != el.announced.Coordinator || l.Term != el.announced.Term {
 			el.announced = l
@@ -267,7 +295,7 @@ func (el *Election) end() {
 	el.verifiers = nil
 	el.last = Leadership{}
 	el.status.State = core.StateSleep // a stopped node takes no steps: not "coordinator" any more
-	el.upd.StateChanged, el.upd.LeaderChanged, el.upd.Ended = true, true, true
+	el.u().StateChanged, el.u().LeaderChanged, el.u().Ended = true, true, true
 	el.record()
 	el.obs.close(el.last)
 	s := *el.snap.Load()

@@ -150,7 +150,7 @@ func (e *Elector) countMembers() {
 			}
 		}
 	}
-	u := &e.def.upd
+	u := e.def.u()
 	u.Alive, u.Known, u.MembersChanged = alive, r.Len(), true
 	e.checkVoters(voters)
 }

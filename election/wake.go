@@ -84,6 +84,9 @@ func (e *Elector) plan() {
 		return
 	}
 	e.due = min(e.g.NextDeadline(), max(e.sampled+e.sampleEvery(timer), now+1))
+	if w := e.cand.wake(); w >= 0 {
+		e.due = min(e.due, max(w, now+1)) // candidacies held back, or digests
+	}
 }
 
 // maxSampleStretch bounds the stretched sample period (sampleEvery): at

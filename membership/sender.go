@@ -187,7 +187,8 @@ func (s *sender) queuePairs(l *outLink, b group.Batch, pairs []group.Pair, order
 }
 
 // sendCandidacy encodes c and queues it, numbered on the batch stream, by
-// TCP, for c.To, which must run named elections.
+// TCP, for c.To, which must run named elections; a digest (no entries, no
+// flag) goes as one unnumbered datagram.
 func (s *sender) sendCandidacy(c election.Candidacy) error {
 	body, err := appendCandidacyBody(nil, c)
 	if err != nil {
@@ -199,6 +200,10 @@ func (s *sender) sendCandidacy(c election.Candidacy) error {
 	}
 	if !l.to.named {
 		return fmt.Errorf("%w: %q runs no named elections (an older build?): it takes no candidacies", ErrInvalid, c.To)
+	}
+	if !c.Full && !c.Ask && len(c.Entries) == 0 {
+		// A digest: one datagram, unnumbered; a lost one is sent again.
+		return s.enqueue(l, outItem{body: body, kind: frameCandidacy, bestEffort: true})
 	}
 	return s.enqueue(l, outItem{body: body, kind: frameCandidacy, ordered: true})
 }

@@ -360,6 +360,9 @@ func (n *Network) deliverDue(t *Transport) {
 		t.pending[0] = pending{}
 		t.pending = t.pending[1:]
 	}
+	if len(t.pending) == 0 {
+		t.pending = nil // a burst's backing array goes
+	}
 	t.timer = nil
 	if len(t.pending) > 0 {
 		t.timer = time.AfterFunc(t.pending[0].due.Sub(now), func() { n.deliverDue(t) })
