@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 )
 
 // Errors returned by the Elector.
@@ -22,50 +23,64 @@ var (
 	ErrTransportClosed = errors.New("election: transport closed")
 )
 
-// Elector runs one node's election: a single goroutine (Run's) owns the
-// core.Node, feeds it ticks, transport events and local requests, sends
-// what it queues, and reports leadership to observers, callbacks, the
-// logger and the metrics Recorder. An Elector runs once: after Run returns
-// it is closed. Two Electors in one process share nothing.
+// Elector runs one member's elections: the unnamed one (DefaultName),
+// whose methods are the Elector's own, and the named ones it is given
+// (Election). A single goroutine (Run's) owns the group of core.Nodes
+// (package group), feeds it ticks, transport events and local requests,
+// sends what it queues, and reports each name's leadership to its
+// observers, callbacks, the logger and the metrics Recorder. An Elector
+// runs once: after Run returns it is closed. Two Electors in one process
+// share nothing.
 type Elector struct {
 	cfg  Config
 	id   string
 	self Identity // as the Transport gave it to New; Rating is not kept up to date
 	tr   Transport
+	btr  BatchTransport // tr, if it carries named elections; else nil
 	log  hclog.Logger
 	rec  Recorder
 
-	// node and the fields below it are owned by the loop goroutine (or,
+	// g and the fields below it are owned by the loop goroutine (or,
 	// before Run, by whoever holds mu).
-	node     *core.Node
-	upd      Update // what the next Update hands the Recorder
-	status   core.Status
-	electing bool
-	last     Leadership
-	leaseAsk time.Duration // Update.Lease: the lease this node last asked for
-	isolated bool          // core.Node.Isolated at the last Ready (observeIsolated)
+	g *group.Group
+	// node is the unnamed election's node, as the group last built it.
+	node *core.Node
+	// def is the unnamed election; names and list hold every election
+	// (def first in list), written by the loop under namesMu, which the
+	// readers off the loop (lookup, Elections) take.
+	def *Election
+	// leading is the unnamed election's (Election.leading).
+	leading *atomic.Pointer[spanRun]
+	names   map[string]*Election
+	list    []*Election
+	namesMu sync.RWMutex
+	// touched lists the elections to report on at the next flush: those
+	// the group handed an Update, stepped or asked (touch).
+	touched []*Election
+	// cand is the candidacy exchange (candidacy.go).
+	cand candidacies
+	// pairs is sendBatch's buffer: a batch's pairs of named elections.
+	pairs []group.Pair
+	// spareUpd are the Updates the names have recorded, for the next
+	// ones (Election.u).
+	spareUpd []*Update
 	// runCtx is Run's context; leadership contexts derive from it.
 	runCtx context.Context
-	// leading is the span this node leads in, nil while it leads in none
-	// (span.go). Only the loop writes it.
-	leading atomic.Pointer[spanRun]
-	// lastSpan is the last span this node started, and spans how many it
-	// has started.
-	lastSpan Span
-	spans    uint64
-	// unsettledSince is when this node lost its agreed coordinator.
-	unsettledSince time.Time
-	electionBegan  bool      // the node started an election during this flush
-	membersDirty   bool      // the view changed since the members were last counted
-	membersBuilt   time.Time // when the members were last counted (countMembers)
-	// viewSince is when the node's view last changed, and clipped says
-	// that its roster has given back its spare room since (clipRoster).
+	// viewChanged says that a membership event changed the view since
+	// the last flush.
+	viewChanged  bool
+	membersDirty bool      // the view changed since the members were last counted
+	membersBuilt time.Time // when the members were last counted (countMembers)
+	// viewSince is when the view last changed, and clipped says that the
+	// names' rosters have given back their spare room since (clipRoster).
 	viewSince    time.Time
 	clipped      bool
 	warnedVoters bool // checkVoters has warned
-	// origin is when Run started: the core's tick 0 on the monotonic clock.
+	expectSet    bool // Config.ExpectVoters was set, not defaulted
+	holdEvery    int  // ticks between two reads of an unchanged node's hold
+	// origin is when Run started: the group's tick 0 on the monotonic clock.
 	origin time.Time
-	// due is the tick the loop is due to wake at (wake.go): the core's
+	// due is the tick the loop is due to wake at (wake.go): the group's
 	// next deadline, or the next sample of its lateness if that is
 	// sooner; armed is the tick its timer is set for (-1: not set).
 	due, armed int
@@ -76,28 +91,17 @@ type Elector struct {
 	// the start too);
 	// lateTicks the ticks it woke after the one it was due at (it ran late).
 	wakes, lateTicks atomic.Uint64
-	verifiers        []verifier // VerifyLeader calls waiting for their round
-	announced        Leadership // the last coordinator and term OnNewLeader got
-	// workSpan is the spanRun.work of the span whose leader work (Claim,
-	// OnStartedLeading) may still run, 0 when none does; a hand-off
-	// waits for it (workDone, workWake).
-	workSpan    uint64
-	workDone    atomic.Uint64
-	workWake    chan struct{}
-	lease       atomic.Pointer[leaseState]
-	startup     core.Startup // the start-up hold, while it may change
-	startupOpen bool         // the hold is not over yet
-	expectSet   bool         // Config.ExpectVoters was set, not defaulted
-	hold        Hold         // the node's hold, as last observed (observeHold)
-	holdRead    int          // the tick the hold was last read at
-	holdWarned  bool         // the hold in force has been logged at Warn
-	holdEvery   int          // ticks between two reads of an unchanged node's hold
+	// workWake wakes the loop when some name's leader work has returned
+	// (Election.markWorkDone); working lists the names whose leader work
+	// may still run (Election.workSpan set).
+	workWake chan struct{}
+	working  []*Election
 
-	// view is held (written) by the loop while it hands the node an event
-	// that can change the node's view (handle, SetRating), and read by
-	// Status, which builds its member list from the view on another
-	// goroutine (status.go): every member keeps no second copy of its
-	// view of every other.
+	// view is held (written) by the loop while it hands the group
+	// anything (a turn of the loop: the event or request and the flush
+	// after it), and read by Status, which builds its member list from a
+	// name's view on another goroutine (status.go): every member keeps no
+	// second copy of its view of every other.
 	view sync.RWMutex
 
 	mu      sync.Mutex
@@ -111,10 +115,7 @@ type Elector struct {
 	// in is the transport event the loop is handling: received into the
 	// Elector rather than into the loop's frame, which the goroutine keeps
 	// while it waits (loop.go).
-	in     Event
-	snap   atomic.Pointer[Status]
-	obs    observers
-	notify *notifier
+	in Event
 }
 
 // request is a call into the node made on the loop goroutine.
@@ -124,7 +125,8 @@ type request struct {
 }
 
 // New checks cfg and returns an Elector for the node cfg.Transport names,
-// in state sleep. It starts nothing: call Run.
+// in state sleep, running the unnamed election. It starts nothing: call
+// Run.
 func New(cfg Config) (*Elector, error) {
 	explicit := cfg.ExpectVoters > 0
 	cfg.setDefaults()
@@ -132,7 +134,7 @@ func New(cfg Config) (*Elector, error) {
 	if err != nil {
 		return nil, err
 	}
-	node, err := core.NewNode(cc)
+	g, err := group.New(cc)
 	if err != nil {
 		return nil, err
 	}
@@ -143,26 +145,34 @@ func New(cfg Config) (*Elector, error) {
 		tr:           cfg.Transport,
 		log:          namedLogger(cfg.Logger, cc.ID),
 		rec:          cfg.Recorder,
-		node:         node,
+		g:            g,
+		names:        make(map[string]*Election),
 		membersDirty: true,
 		closing:      make(chan struct{}),
 		done:         make(chan struct{}),
 		requests:     make(chan request),
 		workWake:     make(chan struct{}, 1),
 	}
-	e.notify = newNotifier(cfg.Callbacks, cfg.HeartbeatInterval, e.markWorkDone)
+	if bt, ok := cfg.Transport.(BatchTransport); ok && bt.Named() {
+		e.btr = bt
+	}
+	e.cand.init(e)
 	if e.rec == nil {
 		e.rec = NopRecorder{}
 	}
-	e.status = node.Status()
-	e.startup = node.Startup()
-	e.startupOpen = e.startup.Holding
 	e.holdEvery = max(int(time.Second/cfg.Tick), 1)
 	e.expectSet = explicit
-	e.upd.StateChanged = true
-	e.updateSnapshot()
+	if err := g.Add(DefaultName, group.Options{}); err != nil {
+		return nil, err
+	}
+	e.def = newElection(e, DefaultName, ElectionOptions{Callbacks: cfg.Callbacks})
+	e.leading = &e.def.leading
+	e.names[DefaultName] = e.def
+	e.list = append(e.list, e.def)
+	e.node = g.Node(DefaultName)
+	e.def.initial()
 	e.countMembers()
-	e.record()
+	e.def.record()
 	return e, nil
 }
 
@@ -185,16 +195,16 @@ func (e *Elector) ID() string { return e.id }
 // transport's error if it is a FailingTransport that failed), ErrClosed or
 // ErrRunning when the Elector is closed or already running.
 func (e *Elector) Run(ctx context.Context) error {
-	if err := e.start(); err != nil {
+	if err := e.start(ctx); err != nil {
 		return err
 	}
 	defer e.wg.Done()
-	e.notify.begin()
-	e.runCtx = ctx
 	err := e.loop(ctx)
 	e.markClosed()
 	close(e.done)
-	e.notify.wait()
+	for _, el := range e.Elections() {
+		el.notify.wait()
+	}
 	return err
 }
 
@@ -211,7 +221,9 @@ func (e *Elector) markClosed() {
 	}
 }
 
-func (e *Elector) start() error {
+// start marks the Elector running with Run's context, and lets every
+// name's callbacks start.
+func (e *Elector) start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
@@ -221,6 +233,10 @@ func (e *Elector) start() error {
 		return ErrRunning
 	}
 	e.started = true
+	e.runCtx = ctx
+	for _, el := range e.list {
+		el.notify.begin()
+	}
 	e.wg.Add(1)
 	return nil
 }
@@ -237,17 +253,11 @@ func (e *Elector) Close() error {
 
 // Leader returns the coordinator this node reports and its term; ok is
 // false while it knows none.
-func (e *Elector) Leader() (id string, term uint64, ok bool) {
-	l := e.obs.current()
-	return l.Coordinator, l.Term, l.Known()
-}
+func (e *Elector) Leader() (id string, term uint64, ok bool) { return e.def.Leader() }
 
 // IsLeader reports whether this node is the coordinator and, with the
 // quorum guard, holds a valid lease (see Check).
-func (e *Elector) IsLeader() bool {
-	l := e.obs.current()
-	return l.IsSelf && e.Check(l.Term) == nil
-}
+func (e *Elector) IsLeader() bool { return e.def.IsLeader() }
 
 // Observe returns a channel that always holds the newest Leadership: it
 // has the current value at once, and a value nobody read is replaced by the
@@ -255,7 +265,7 @@ func (e *Elector) IsLeader() bool {
 // election. The channel is closed, after a final Leadership{}, when Run
 // returns. Each call makes a new channel; call it once per consumer. To
 // stop one consumer before Run returns, use Subscribe.
-func (e *Elector) Observe() <-chan Leadership { return e.obs.subscribe() }
+func (e *Elector) Observe() <-chan Leadership { return e.def.Observe() }
 
 // Resign hands the coordinator role on to the next voter by rating, without
 // waiting for failure detection. This node stops leading at once (its
@@ -265,9 +275,7 @@ func (e *Elector) Observe() <-chan Leadership { return e.obs.subscribe() }
 // longer leads, core.ErrNotLeader if it did not, core.ErrNoSuccessor when
 // no other live voter exists, or ctx's error. The node stays a member,
 // follows its successor and does not displace it.
-func (e *Elector) Resign(ctx context.Context) error {
-	return e.do(ctx, func() error { return e.node.Resign() })
-}
+func (e *Elector) Resign(ctx context.Context) error { return e.def.Resign(ctx) }
 
 // TransferTo hands the coordinator role to the member id, which declares at
 // once (hashicorp/raft's LeadershipTransferToServer), with the same
@@ -275,17 +283,17 @@ func (e *Elector) Resign(ctx context.Context) error {
 // this node's view holds dead, or a call on a node that does not lead.
 // With PreemptAlways a live voter ranked above id may displace it in turn.
 func (e *Elector) TransferTo(ctx context.Context, id string) error {
-	return e.do(ctx, func() error { return e.node.TransferTo(id) })
+	return e.def.TransferTo(ctx, id)
 }
 
-// SetRating changes this node's rating and publishes it through the
-// Transport. If the node now outranks the coordinator by the preemption
-// policy, it starts an election. It returns the Transport's error.
+// SetRating changes this node's rating, for every election it runs, and
+// publishes it through the Transport. If the node now outranks a
+// coordinator by the preemption policy (for a name placed by PlaceSpread,
+// by its rendezvous rating), it starts an election. It returns the
+// Transport's error.
 func (e *Elector) SetRating(r int64) error {
 	return e.do(context.Background(), func() error {
-		e.view.Lock()
-		e.node.SetRating(r)
-		e.view.Unlock()
+		_ = e.inView(func() error { e.g.SetRating(r); return nil })
 		return e.tr.SetRating(r)
 	})
 }
@@ -301,6 +309,8 @@ func (e *Elector) do(ctx context.Context, fn func() error) error {
 	case !e.started:
 		defer e.mu.Unlock()
 		err := fn()
+		e.view.Lock()
+		defer e.view.Unlock()
 		e.flush()
 		return err
 	}
@@ -319,14 +329,4 @@ func (e *Elector) do(ctx context.Context, fn func() error) error {
 // Status returns a snapshot of this node's state. A node whose lease has
 // run out (Check) is not reported as coordinator, even before its loop has
 // noticed.
-func (e *Elector) Status() Status {
-	s := *e.snap.Load()
-	s.Members = e.members()
-	if s.Coordinator == e.id && e.Check(s.Term) != nil {
-		s.Coordinator = ""
-		if s.State == core.StateCoordinator {
-			s.State = core.StateCandidate
-		}
-	}
-	return s
-}
+func (e *Elector) Status() Status { return e.def.Status() }

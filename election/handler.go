@@ -2,6 +2,7 @@ package election
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -33,6 +34,27 @@ type StatusDocument struct {
 	Hold *StatusHold `json:"hold,omitempty"`
 	// Members lists this node and the members it knows.
 	Members []StatusMember `json:"members"`
+	// Elections lists the elections this node runs, the unnamed one
+	// (DefaultName) first, when it runs named ones (Elector.Election);
+	// absent otherwise. The fields above are the unnamed election's.
+	Elections []StatusElection `json:"elections,omitempty"`
+}
+
+// StatusElection is one election in a StatusDocument.
+type StatusElection struct {
+	// Name is the election's name.
+	Name string `json:"name"`
+	// State is this node's state in it.
+	State string `json:"state"`
+	// Coordinator is the coordinator this node reports for it, "" when
+	// none; Term and TermText its term (else the highest seen).
+	Coordinator string `json:"coordinator"`
+	Term        uint64 `json:"term"`
+	TermText    string `json:"term_text"`
+	// IsSelf reports that this node leads it.
+	IsSelf bool `json:"is_self"`
+	// Candidate reports that this node stands for it.
+	Candidate bool `json:"candidate"`
 }
 
 // StatusHold is a hold in a StatusDocument (Status.Hold).
@@ -94,7 +116,8 @@ type LeaderDocument struct {
 //
 //	GET /status   StatusDocument, 200
 //	GET /leader   LeaderDocument: 200 while a coordinator is known, else 503
-//	              (with coordinator "")
+//	              (with coordinator ""); /leader?election=NAME for the
+//	              named election NAME (404 when this node does not run it)
 //	GET /healthz  200 "ok" while e runs (Run has started and not returned),
 //	              else 503: a liveness probe
 //	GET /readyz   Readiness as JSON: 200 when ready, else 503 with the
@@ -111,10 +134,19 @@ type LeaderDocument struct {
 func NewHandler(e *Elector, members func() []StatusMember) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, statusDocument(e.Status(), members))
+		doc := statusDocument(e.Status(), members)
+		doc.Elections = statusElections(e)
+		writeJSON(w, http.StatusOK, doc)
 	})
-	mux.HandleFunc("GET /leader", func(w http.ResponseWriter, _ *http.Request) {
-		doc := leaderDocument(e)
+	mux.HandleFunc("GET /leader", func(w http.ResponseWriter, r *http.Request) {
+		el := e.def
+		if name := r.URL.Query().Get("election"); name != "" {
+			if el = e.lookup(name); el == nil || el.removed {
+				writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no election %q on this node", name)})
+				return
+			}
+		}
+		doc := leaderDocument(el)
 		code := http.StatusOK
 		if doc.Coordinator == "" {
 			code = http.StatusServiceUnavailable
@@ -145,7 +177,7 @@ func NewHandler(e *Elector, members func() []StatusMember) http.Handler {
 // leaderDocument builds /leader from one Leadership; a leadership of this
 // node whose lease has run out (Check) is reported as none, as Status and
 // IsLeader do.
-func leaderDocument(e *Elector) LeaderDocument {
+func leaderDocument(e *Election) LeaderDocument {
 	l, payload := e.LeaderPayload()
 	if l.IsSelf && e.Check(l.Term) != nil {
 		l, payload = Leadership{}, ""
@@ -155,6 +187,25 @@ func leaderDocument(e *Elector) LeaderDocument {
 		doc.TermText = TermText(l.Term)
 	}
 	return doc
+}
+
+// statusElections lists the elections of e for /status, each from one
+// snapshot of it; nil while e runs the unnamed election alone.
+func statusElections(e *Elector) []StatusElection {
+	els := e.Elections()
+	if len(els) < 2 {
+		return nil
+	}
+	out := make([]StatusElection, 0, len(els))
+	for _, el := range els {
+		st := *el.snap.Load()
+		if st.Coordinator == e.id && el.Check(st.Term) != nil {
+			st.Coordinator = ""
+		}
+		out = append(out, StatusElection{Name: el.name, State: st.State.String(), Coordinator: st.Coordinator,
+			Term: st.Term, TermText: TermText(st.Term), IsSelf: st.Coordinator == e.id, Candidate: !st.NonVoter})
+	}
+	return out
 }
 
 // statusDocument builds /status from the snapshot st and members.

@@ -37,7 +37,7 @@ type leaseState struct {
 // load, no I/O, cheap enough before every side effect. A process that was
 // paused past its lease sees false at once when it resumes, before the
 // loop has even noticed. See Check.
-func (e *Elector) Valid(term uint64) bool { return e.Check(term) == nil }
+func (e *Elector) Valid(term uint64) bool { return e.def.Check(term) == nil }
 
 // Check is Valid with the reason: nil, ErrNotLeader or ErrLeaseExpired.
 //
@@ -47,11 +47,20 @@ func (e *Elector) Valid(term uint64) bool { return e.Check(term) == nil }
 // (LeaseMargin-1)/QuorumLease ticks of each other (no synchronised clocks
 // are needed). Without the guard it only says that this node still
 // believes it leads; fence the writes with the term (Callbacks.Claim).
-func (e *Elector) Check(term uint64) error { return e.check(term, 0) }
+func (e *Elector) Check(term uint64) error { return e.def.check(term, 0) }
+
+// Valid reports whether this member leads the name in term and, with the
+// quorum guard, its lease has not run out (Elector.Valid).
+func (el *Election) Valid(term uint64) bool { return el.Check(term) == nil }
+
+// Check is Valid with the reason: nil, ErrNotLeader or ErrLeaseExpired
+// (Elector.Check). A term is the name's own: a term of another name
+// fails.
+func (el *Election) Check(term uint64) error { return el.check(term, 0) }
 
 // check is Check for span number span of term (0: any span of term).
-func (e *Elector) check(term uint64, span int) error {
-	s := e.lease.Load()
+func (el *Election) check(term uint64, span int) error {
+	s := el.lease.Load()
 	switch {
 	case s == nil || s.term != term || term == 0 || span != 0 && s.span != span:
 		return ErrNotLeader
@@ -65,13 +74,18 @@ func (e *Elector) check(term uint64, span int) error {
 // if it is not renewed; ok is false when it does not lead in term or the
 // quorum guard is off (no lease: leadership lasts until it is lost).
 func (e *Elector) LeaseDeadline(term uint64) (deadline time.Time, ok bool) {
-	return e.leaseDeadline(term, 0)
+	return e.def.leaseDeadline(term, 0)
+}
+
+// LeaseDeadline is Elector.LeaseDeadline for the name.
+func (el *Election) LeaseDeadline(term uint64) (deadline time.Time, ok bool) {
+	return el.leaseDeadline(term, 0)
 }
 
 // leaseDeadline is LeaseDeadline for span number span of term (0: any
 // span of term).
-func (e *Elector) leaseDeadline(term uint64, span int) (deadline time.Time, ok bool) {
-	s := e.lease.Load()
+func (el *Election) leaseDeadline(term uint64, span int) (deadline time.Time, ok bool) {
+	s := el.lease.Load()
 	if s == nil || s.term != term || span != 0 && s.span != span || s.end.IsZero() {
 		return time.Time{}, false
 	}
@@ -83,12 +97,17 @@ func (e *Elector) leaseDeadline(term uint64, span int) (deadline time.Time, ok b
 // take a new one per operation), or at once when it does not lead in term.
 // Without the quorum guard it ends only with parent or the leadership.
 func (e *Elector) LeaseContext(parent context.Context, term uint64) (context.Context, context.CancelFunc) {
-	if err := e.Check(term); err != nil {
+	return e.def.LeaseContext(parent, term)
+}
+
+// LeaseContext is Elector.LeaseContext for the name.
+func (el *Election) LeaseContext(parent context.Context, term uint64) (context.Context, context.CancelFunc) {
+	if err := el.Check(term); err != nil {
 		ctx, cancel := context.WithCancelCause(parent)
 		cancel(err)
 		return ctx, func() {}
 	}
-	if d, ok := e.LeaseDeadline(term); ok {
+	if d, ok := el.LeaseDeadline(term); ok {
 		return context.WithDeadline(parent, d)
 	}
 	return context.WithCancel(parent)
@@ -98,25 +117,33 @@ func (e *Elector) LeaseContext(parent context.Context, term uint64) (context.Con
 // sends a heartbeat round at once and returns nil when voters that make a
 // majority with this node have acknowledged it, ErrNotLeader if the
 // leadership ends first, or ctx's error. It needs the quorum guard.
-func (e *Elector) VerifyLeader(ctx context.Context) error { return e.verify(ctx, 0, 0) }
+func (e *Elector) VerifyLeader(ctx context.Context) error { return e.def.verify(ctx, 0, 0) }
+
+// VerifyLeader is Elector.VerifyLeader for the name: it needs the quorum
+// guard for the name (Config.QuorumSize or ElectionOptions.QuorumSize).
+func (el *Election) VerifyLeader(ctx context.Context) error { return el.verify(ctx, 0, 0) }
 
 // verify is VerifyLeader for span number span of term (0, 0: whatever this
 // node leads in now).
-func (e *Elector) verify(ctx context.Context, term uint64, span int) error {
-	if e.cfg.QuorumSize == 0 {
+func (el *Election) verify(ctx context.Context, term uint64, span int) error {
+	e := el.e
+	if e.cfg.QuorumSize == 0 && el.opts.QuorumSize == 0 {
 		return ErrNoQuorumGuard
 	}
 	done := make(chan error, 1)
 	err := e.do(ctx, func() error {
-		if span != 0 && !e.inSpan(term, span) {
-			return ErrNotLeader
-		}
-		seq := e.node.VerifyRound()
-		if seq == 0 {
-			return ErrNotLeader
-		}
-		e.verifiers = append(e.verifiers, verifier{seq: seq, term: uint64(e.node.Status().Term), span: span, done: done})
-		return nil
+		return e.inView(func() error {
+			if el.removed || span != 0 && !el.inSpan(term, span) {
+				return ErrNotLeader
+			}
+			e.touch(el)
+			seq, _ := e.g.VerifyRound(el.name)
+			if seq == 0 {
+				return ErrNotLeader
+			}
+			el.verifiers = append(el.verifiers, verifier{seq: seq, term: uint64(el.node().Status().Term), span: span, done: done})
+			return nil
+		})
 	})
 	if err != nil {
 		return err
@@ -139,55 +166,55 @@ type verifier struct {
 
 // inSpan reports whether this node leads, as the loop last reported, in
 // span number span of term.
-func (e *Elector) inSpan(term uint64, span int) bool {
-	run := e.leading.Load()
-	return e.last.IsSelf && run != nil && run.span.Term == term && run.span.Number == span
+func (el *Election) inSpan(term uint64, span int) bool {
+	run := el.leading.Load()
+	return el.last.IsSelf && run != nil && run.span.Term == term && run.span.Number == span
 }
 
 // checkVerifiers answers the VerifyLeader calls whose round a majority has
 // acknowledged, or whose leadership has ended.
-func (e *Elector) checkVerifiers() {
-	keep := e.verifiers[:0]
-	for _, v := range e.verifiers {
+func (el *Election) checkVerifiers() {
+	keep := el.verifiers[:0]
+	for _, v := range el.verifiers {
 		switch {
-		case !e.last.IsSelf || e.last.Term != v.term, v.span != 0 && !e.inSpan(v.term, v.span):
+		case !el.last.IsSelf || el.last.Term != v.term, v.span != 0 && !el.inSpan(v.term, v.span):
 			v.done <- ErrNotLeader
-		case e.node.Verified(v.seq):
+		case el.node().Verified(v.seq):
 			v.done <- nil
 		default:
 			keep = append(keep, v)
 		}
 	}
-	clear(e.verifiers[len(keep):])
-	e.verifiers = keep
+	clear(el.verifiers[len(keep):])
+	el.verifiers = keep
 }
 
 // publishLease stores what Check reads: the term and span this node leads
 // in and, with the guard, its lease end turned from the core's ticks into
 // an instant of the monotonic clock (origin + ticks x Tick, never later than
 // the send time of the round that gave the lease plus QuorumLease).
-func (e *Elector) publishLease() {
-	run := e.leading.Load()
-	if !e.last.IsSelf || run == nil {
-		if e.lease.Load() != nil {
-			e.lease.Store(nil)
+func (el *Election) publishLease() {
+	run := el.leading.Load()
+	if !el.last.IsSelf || run == nil {
+		if el.lease.Load() != nil {
+			el.lease.Store(nil)
 		}
 		return
 	}
-	s := &leaseState{term: run.span.Term, span: run.span.Number}
-	if e.cfg.QuorumSize > 0 {
-		end, ok := e.node.LeaseEnd()
+	s := leaseState{term: run.span.Term, span: run.span.Number}
+	if el.guarded() {
+		end, ok := el.node().LeaseEnd()
 		if !ok {
-			e.lease.Store(nil)
+			el.lease.Store(nil)
 			return
 		}
-		if int64(end) > math.MaxInt64/int64(e.cfg.Tick) {
+		if int64(end) > math.MaxInt64/int64(el.e.cfg.Tick) {
 			end = 0
 		}
-		s.end = e.origin.Add(time.Duration(end) * e.cfg.Tick)
+		s.end = el.instant(end)
 	}
-	if old := e.lease.Load(); old == nil || *old != *s {
-		e.lease.Store(s)
+	if old := el.lease.Load(); old == nil || *old != s {
+		el.lease.Store(&s) // allocated only when it changed
 	}
 }
 
@@ -197,18 +224,18 @@ func (e *Elector) publishLease() {
 // from most of the others, or on a host so loaded that a majority's
 // answers came too late. It reports whether the sit-out changed
 // (Status.SittingOut).
-func (e *Elector) observeIsolated() bool {
-	v := e.node.Isolated()
-	if v == e.isolated || e.self.Algorithm == core.Bully {
+func (el *Election) observeIsolated() bool {
+	v := el.node().Isolated()
+	if v == el.isolated || el.e.self.Algorithm == core.Bully {
 		return false // bully has no such rule (the core guard's sitsOut is the rings')
 	}
-	e.isolated = v
-	e.upd.SittingOut, e.upd.SittingOutChanged = v, true
+	el.isolated = v
+	el.u().SittingOut, el.u().SittingOutChanged = v, true
 	if v {
-		e.log.Warn("sitting out ring elections: fewer than a majority of QuorumSize answered or acknowledged", "quorum", e.cfg.QuorumSize)
+		el.log.Warn("sitting out ring elections: fewer than a majority of QuorumSize answered or acknowledged", "quorum", el.e.cfg.QuorumSize)
 		return true
 	}
-	e.log.Info("back in ring elections: this member reaches a majority again")
+	el.log.Info("back in ring elections: this member reaches a majority again")
 	return true
 }
 
@@ -216,17 +243,20 @@ func (e *Elector) observeIsolated() bool {
 // (Update.Lease), and logs when it stretches beyond QuorumLease and when
 // it comes back: a failover after this coordinator's crash takes as much
 // longer as the lease has stretched.
-func (e *Elector) observeLease() {
-	ask := time.Duration(e.node.LeaseAsk()) * e.cfg.Tick
-	if ask == e.leaseAsk {
+func (el *Election) observeLease() {
+	ask := time.Duration(el.node().LeaseAsk()) * el.e.cfg.Tick
+	if ask == el.leaseAsk {
 		return
 	}
-	switch base := e.cfg.QuorumLease; {
-	case ask > base && e.leaseAsk <= base:
-		e.log.Info("quorum lease stretched: heartbeat round trips are slow", "lease", ask, "quorum_lease", base)
-	case ask == base && e.leaseAsk > base:
-		e.log.Info("quorum lease back to QuorumLease", "lease", ask)
+	switch base := el.e.cfg.QuorumLease; {
+	case ask > base && el.leaseAsk <= base:
+		el.log.Info("quorum lease stretched: heartbeat round trips are slow", "lease", ask, "quorum_lease", base)
+	case ask == base && el.leaseAsk > base:
+		el.log.Info("quorum lease back to QuorumLease", "lease", ask)
 	}
-	e.leaseAsk = ask
-	e.upd.LeaseChanged = true
+	el.leaseAsk = ask
+	el.u().LeaseChanged = true
 }
+
+// guarded reports whether the name runs with the quorum guard.
+func (el *Election) guarded() bool { return el.e.cfg.QuorumSize > 0 || el.opts.QuorumSize > 0 }

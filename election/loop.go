@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 )
 
 // loop is the one goroutine that owns the node. Every event is followed by
@@ -53,7 +54,6 @@ func (e *Elector) loop(ctx context.Context) error {
 			e.finish()
 			return nil
 		}
-		e.flush()
 	}
 }
 
@@ -66,20 +66,39 @@ func (e *Elector) loopStart() *time.Timer {
 	timer := time.NewTimer(time.Hour)
 	e.armed = -1
 	e.origin = time.Now()
-	e.log.Info("elector running", "algorithm", e.self.Algorithm, "rating", e.status.Rating,
-		"non_voter", e.self.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters)
-	if e.observeHold() { // a start-up hold is in force from the start
-		e.updateSnapshot()
+	e.log.Info("elector running", "algorithm", e.self.Algorithm, "rating", e.def.status.Rating,
+		"non_voter", e.self.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters,
+		"elections", e.g.Len())
+	e.view.Lock()
+	defer e.view.Unlock()
+	for _, el := range e.list {
+		if el.observeHold() { // a start-up hold is in force from the start
+			el.updateSnapshot()
+		}
 	}
 	return timer
 }
 
-// tick: the timer fired at the node's deadline.
+// tick: the timer fired at the group's deadline.
 //
 //go:noinline
 func (e *Elector) tick() {
+	e.view.Lock()
+	defer e.view.Unlock()
 	e.armed = -1
 	e.advance()
+	e.flush()
+}
+
+// workEnded: the leader work of some names' spans may have returned; a
+// hand-off waiting for it goes on.
+//
+//go:noinline
+func (e *Elector) workEnded() {
+	e.view.Lock()
+	defer e.view.Unlock()
+	e.endWork()
+	e.flush()
 }
 
 // event hands the node one transport event, and the PeerUps waiting
@@ -87,6 +106,8 @@ func (e *Elector) tick() {
 //
 //go:noinline
 func (e *Elector) event(events <-chan Event) {
+	e.view.Lock()
+	defer e.view.Unlock()
 	// The core's clock first: a loop that ran late must not stamp
 	// a heartbeat's receipt (where the promise its ack makes
 	// starts) with a time before the heartbeat was even sent.
@@ -97,41 +118,82 @@ func (e *Elector) event(events <-chan Event) {
 	if peerUp {
 		e.morePeerUps(events)
 	}
+	e.flush()
 }
 
 // request runs a local request (Elector.do) on the loop.
 //
 //go:noinline
 func (e *Elector) request(r request) {
+	e.view.Lock()
 	e.advance()
-	err := r.fn()
+	e.view.Unlock()
+	err := r.fn() // it holds e.view while it calls into the group (inView)
+	e.view.Lock()
 	e.flush()
+	e.view.Unlock()
 	r.result <- err
 }
 
-// handle feeds one transport event to the node; any of them can change
-// its view, which Status reads (e.view).
-func (e *Elector) handle(ev *Event) {
+// inView runs f, which calls into the group, holding e.view: the part of
+// a request (Elector.do) that changes what Status reads. The rest of the
+// request runs without it, so that Status answers while a request waits.
+func (e *Elector) inView(f func() error) error {
 	e.view.Lock()
 	defer e.view.Unlock()
+	return f()
+}
+
+// handle feeds one transport event to the group; any of them can change
+// a name's view, which Status reads (the loop holds e.view).
+func (e *Elector) handle(ev *Event) {
 	switch ev.Kind {
 	case EventMessage:
 		m := ev.Message
 		if e.log.IsDebug() {
 			e.log.Debug("receive", msgFields(m, m.From)...)
 		}
-		e.node.Step(m)
+		e.touch(e.def)
+		_ = e.g.With(DefaultName, func(n *core.Node) error { n.Step(m); return nil })
+	case EventBatch:
+		e.stepBatch(&ev.Batch)
+	case EventCandidacy:
+		if ev.Candidacy != nil {
+			e.cand.receive(ev.Candidacy)
+		}
 	case EventPeerUp:
-		e.log.Debug("peer up", "peer", ev.Peer.ID, "rating", ev.Peer.Rating, "non_voter", ev.Peer.NonVoter)
-		e.node.PeerUp(ev.Peer)
+		e.log.Debug("peer up", "peer", ev.Peer.ID, "rating", ev.Peer.Rating, "non_voter", ev.Peer.NonVoter, "named", ev.Named)
+		e.g.PeerUp(ev.Peer)
+		e.cand.peerUp(ev.Peer.ID, ev.Named)
+		e.viewChanged = true
 	case EventPeerDown:
 		e.log.Debug("peer down", "peer", ev.Peer.ID)
-		e.node.PeerDown(ev.Peer.ID)
+		e.g.PeerDown(ev.Peer.ID)
+		e.cand.peerDown(ev.Peer.ID)
+		e.viewChanged = true
 	case EventPeerRating:
 		e.log.Debug("peer rating", "peer", ev.Peer.ID, "rating", ev.Peer.Rating)
-		e.node.PeerRating(ev.Peer.ID, ev.Peer.Rating)
+		e.g.PeerRating(ev.Peer.ID, ev.Peer.Rating)
+		e.viewChanged = true
 	default:
 		e.log.Warn("ignoring transport event of unknown kind", "kind", ev.Kind)
+	}
+}
+
+// stepBatch hands the group a batch, and notes the names it reached:
+// their leases and verifiers may have moved without a Ready of their
+// node (an ack changes neither the status nor the messages queued).
+func (e *Elector) stepBatch(b *group.Batch) {
+	if e.log.IsDebug() {
+		for _, p := range b.Pairs {
+			e.log.Debug("receive", append(msgFields(p.Msg, p.Msg.From), "election", p.Name)...)
+		}
+	}
+	e.g.Step(*b)
+	for i := range b.Pairs {
+		if el := e.lookup(b.Pairs[i].Name); el != nil {
+			e.touch(el)
+		}
 	}
 }
 
@@ -168,40 +230,106 @@ func (e *Elector) morePeerUps(events <-chan Event) {
 	}
 }
 
-// flush takes the node's Ready: it sends the messages, reports what
-// changed to observers, callbacks, the snapshot and the Recorder.
+// flush takes the group's Ready: it sends the batches, and reports what
+// changed of each name it touched to observers, callbacks, the snapshot
+// and the Recorder (report.go). The caller holds e.view.
 func (e *Elector) flush() {
-	rd := e.node.Ready()
-	for _, m := range rd.Messages {
-		e.send(m)
+	rd := e.g.Ready()
+	e.node = e.g.Node(DefaultName)
+	for i := range rd.Batches {
+		e.sendBatch(&rd.Batches[i])
 	}
-	e.account(rd)
-	e.observe(rd)
-	e.record()
-	if e.node.HandoffPending() && e.workSpan == 0 {
-		// The leader work has stopped (or there is none): pass the role on.
-		e.node.CompleteHandoff()
+	e.dropped(rd.Counters)
+	e.touch(e.def) // the unnamed election is reported on at every flush
+	for _, u := range rd.Updates {
+		if el := e.lookup(u.Name); el != nil && !el.removed {
+			el.account(u.Ready)
+			el.readied = true
+			e.touch(el)
+			if u.Name == DefaultName {
+				e.viewChanged = e.viewChanged || u.Ready.ViewChanged
+			}
+		}
+	}
+	// The names the group handed no Update but that this flush reports
+	// on (stepped, asked, the unnamed one) may still have counted
+	// something (a message received changes neither the status nor the
+	// messages queued): their node's Ready, with no message in it (the
+	// group took any), hands it over.
+	for _, el := range e.touched {
+		if !el.readied {
+			rd := el.node().Ready()
+			el.account(rd)
+			if el == e.def {
+				e.viewChanged = e.viewChanged || rd.ViewChanged
+			}
+		}
+		el.readied = false
+	}
+	if e.membersDirty = e.membersDirty || e.viewChanged; e.membersDirty {
+		e.countMembers()
+	}
+	e.clipRoster(e.viewChanged)
+	viewChanged := e.viewChanged
+	e.viewChanged = false
+	handoff := false
+	for _, el := range e.touched {
+		el.touched = false
+		n := el.node()
+		el.observe(n.Status(), n.Electing(), viewChanged)
+		el.record()
+		if n.HandoffPending() && el.workSpan == 0 {
+			// The leader work has stopped (or there is none): pass the
+			// role on; the next flush sends what that queued.
+			_ = e.g.With(el.name, func(n *core.Node) error { n.CompleteHandoff(); return nil })
+			handoff = true
+		}
+	}
+	clear(e.touched)
+	e.touched = e.touched[:0]
+	e.cand.flush()
+	if handoff {
 		e.flush()
 	}
 }
 
-// markWorkDone is the notifier's word that the leader work (Claim,
-// OnStartedLeading) of the span numbered work (spanRun.work) has returned,
-// and that of every span before it. It never blocks.
-func (e *Elector) markWorkDone(work uint64) {
-	e.workDone.Store(work)
-	select {
-	case e.workWake <- struct{}{}:
-	default:
+// touch lists el for the report of the next flush.
+func (e *Elector) touch(el *Election) {
+	if !el.touched {
+		el.touched = true
+		e.touched = append(e.touched, el)
 	}
 }
 
-// workEnded: the leader work of workSpan may have returned; a hand-off
-// waiting for it goes on.
-func (e *Elector) workEnded() {
-	if e.workSpan != 0 && e.workDone.Load() >= e.workSpan {
-		e.workSpan = 0
+// dropped takes what the group dropped of the batches it was handed into
+// the unnamed election's Update: pairs for a name this member does not
+// run, and pairs not addressed to it.
+func (e *Elector) dropped(c group.Counters) {
+	if c.UnknownName > 0 {
+		e.def.u().UnknownElection += c.UnknownName
+		e.log.Debug("dropped pairs for elections this member does not run", "pairs", c.UnknownName)
 	}
+	if c.Misaddressed > 0 {
+		e.def.u().Dropped[core.DropMisaddressed] += c.Misaddressed
+	}
+}
+
+// endWork: the leader work of some names' spans may have returned: those
+// names' hand-offs, if any, go on at the next flush.
+func (e *Elector) endWork() {
+	keep := e.working[:0]
+	for _, el := range e.working {
+		if el.workSpan != 0 && el.workDone.Load() >= el.workSpan {
+			el.workSpan = 0
+			e.touch(el)
+			continue
+		}
+		if el.workSpan != 0 && !el.removed {
+			keep = append(keep, el)
+		}
+	}
+	clear(e.working[len(keep):])
+	e.working = keep
 }
 
 // msgFields are the fields of a message's debug line: its type, the peer
@@ -234,86 +362,77 @@ func msgFields(m core.Message, peer string) []any {
 	return f
 }
 
-// send hands m to the transport. Ready's buffer is reused by the node, so
-// the transport gets a copy.
-func (e *Elector) send(m core.Message) {
-	if e.log.IsDebug() {
-		e.log.Debug("send", msgFields(m, m.To)...)
+// sendBatch hands b to the transport: the unnamed election's messages
+// one by one (Send), as an Elector without named elections sends them,
+// so that their order on the link and a transport that wraps Send see
+// what they always did; the other names' pairs as one batch (SendBatch)
+// to a member that runs named elections, and to any other not at all
+// (counted as SendFailed: such a member runs the unnamed election alone
+// and stands for no other name). Ready's buffers are the group's: Send
+// gets a copy of each message, SendBatch copies what it keeps.
+func (e *Elector) sendBatch(b *group.Batch) {
+	debug := e.log.IsDebug()
+	named := e.pairs[:0]
+	for _, p := range b.Pairs {
+		if debug {
+			e.log.Debug("send", append(msgFields(p.Msg, p.Msg.To), "election", p.Name)...)
+		}
+		if p.Name != DefaultName {
+			named = append(named, p)
+			continue
+		}
+		err := e.tr.Send(p.Msg.Clone())
+		if err != nil {
+			e.log.Debug("send failed", "type", p.Msg.Type, "peer", p.Msg.To, "error", err)
+		}
+		e.def.countSent(p.Msg.Type, err == nil)
 	}
-	if err := e.tr.Send(m.Clone()); err != nil {
-		e.upd.SendFailed++
-		e.log.Debug("send failed", "type", m.Type, "peer", m.To, "error", err)
+	if len(named) > 0 {
+		ok := e.btr != nil && e.cand.named(b.To)
+		if ok {
+			err := e.btr.SendBatch(group.Batch{From: b.From, To: b.To, Pairs: named})
+			if err != nil {
+				e.log.Debug("send failed", "peer", b.To, "pairs", len(named), "error", err)
+			}
+			ok = err == nil
+		}
+		e.countSent(named, ok)
+	}
+	clear(named)
+	e.pairs = named[:0]
+}
+
+// countSent counts pairs as sent, or as refused, in their names' Updates.
+func (e *Elector) countSent(pairs []group.Pair, ok bool) {
+	var el *Election
+	for i := range pairs {
+		p := &pairs[i]
+		if el == nil || el.name != p.Name {
+			if el = e.lookup(p.Name); el == nil {
+				continue // a name removed since its pairs were queued
+			}
+		}
+		el.countSent(p.Msg.Type, ok)
+	}
+}
+
+// countSent counts one message of the name as sent, or as refused.
+func (el *Election) countSent(t core.MsgType, ok bool) {
+	if !ok {
+		el.u().SendFailed++
 		return
 	}
-	e.upd.Sent[m.Type]++
+	el.u().Sent[t]++
 }
 
-// account takes what the node counted into the next Update and logs the
-// elections this node takes part in.
-func (e *Elector) account(rd *core.Ready) {
-	e.upd.Add(&rd.Counters)
-	if rd.ElectionsStarted > 0 {
-		e.upd.Cause = rd.Cause
-		e.electionBegan = true
-		e.log.Info("election started", "term", rd.Status.Term, "cause", rd.Cause)
-	}
-	if rd.ElectionsRestarted > 0 {
-		e.log.Info("election restarted: no coordinator announced in time")
-	}
-}
-
-// observe reports the node's status where it differs from the last one
-// reported.
-func (e *Elector) observe(rd *core.Ready) {
-	st, electing := rd.Status, rd.Electing
-	e.membersDirty = e.membersDirty || rd.ViewChanged
-	startup := e.observeStartup()
-	changed := st != e.status || electing != e.electing || startup
-	if now := e.node.Now(); changed || rd.ViewChanged || now-e.holdRead >= e.holdEvery {
-		e.holdRead = now
-		changed = e.observeHold() || changed
-	}
-	if st.State != e.status.State {
-		e.upd.StateChanged = true
-	}
-	if st.Term != e.status.Term {
-		e.upd.TermChanged = true
-	}
-	e.status, e.electing = st, electing
-	e.trackElection()
-	newLeader := e.leadership() != e.last
-	if newLeader {
-		e.changeLeader(e.leadership())
-	}
-	e.publishLease()
-	e.observeLease()
-	if e.observeIsolated() {
-		changed = true
-	}
-	if len(e.verifiers) > 0 {
-		e.checkVerifiers()
-	}
-	if changed || newLeader {
-		e.updateSnapshot()
-	}
-	if newLeader {
-		// Last: a subscriber that wakes on the new Leadership finds
-		// Status, the handler and Check (publishLease) saying the same.
-		e.obs.publish(e.last)
-	}
-	if e.membersDirty {
-		e.countMembers()
-	}
-	e.clipRoster(rd.ViewChanged)
-}
-
-// rosterClipAfter is how long the view goes unchanged before the node's
-// roster gives back its spare room (core.Node.ClipRoster): longer than the
-// burst of joins of a cluster forming or a partition healing.
+// rosterClipAfter is how long the view goes unchanged before the names'
+// rosters give back their spare room (core.Node.ClipRoster): longer than
+// the burst of joins of a cluster forming or a partition healing.
 const rosterClipAfter = 30 * time.Second
 
-// clipRoster has the node's roster give back its spare room once the view
-// has not changed for rosterClipAfter (once after each change).
+// clipRoster has every name's roster give back its spare room once the
+// view has not changed for rosterClipAfter (once after each change). The
+// caller holds e.view (Status reads the rosters).
 func (e *Elector) clipRoster(changed bool) {
 	now := time.Now()
 	if changed || e.viewSince.IsZero() {
@@ -323,231 +442,93 @@ func (e *Elector) clipRoster(changed bool) {
 	if e.clipped || now.Sub(e.viewSince) < rosterClipAfter {
 		return
 	}
-	e.view.Lock() // Status reads the roster
-	e.node.ClipRoster()
-	e.view.Unlock()
+	for _, el := range e.list {
+		el.node().ClipRoster()
+	}
 	e.clipped = true
 }
 
-// record hands the Recorder what changed since the previous Update, if
-// anything did.
-func (e *Elector) record() {
-	u := &e.upd
-	u.State, u.Term, u.Leader, u.Lease = e.status.State, uint64(e.status.Term), e.last, e.leaseAsk
-	if !u.empty() {
-		e.rec.Record(*u)
-	}
-	*u = Update{}
-}
-
-// observeStartup follows the start-up hold until it is over, and reports
-// whether it changed. A hold that the window ended short of an expectation
-// set in Config is a warning: the node elects without the members it was
-// told to expect. Short of a default one (another voter, for a node with
-// seeds; the quorum size) it is news: the seeds are still unreachable
-// (the transport says so), or the quorum guard keeps a minority from
-// leading anyway.
-func (e *Elector) observeStartup() bool {
-	if !e.startupOpen {
-		return false
-	}
-	su := e.node.Startup()
-	if su == e.startup {
-		return false
-	}
-	if !su.Holding {
-		e.startupOpen = false
-		if su.Short {
-			log := e.log.Info
-			if e.expectSet {
-				log = e.log.Warn
-			}
-			log("start-up window passed with fewer voters than expected: electing with those visible",
-				"voters", su.Voters, "expect", su.Expect, "window", e.cfg.ExpectWindow)
-		}
-	}
-	e.startup = su
-	return true
-}
-
-// observeHold follows the node's hold (core.Node.Hold) and reports
-// whether it changed. A hold is logged once at Warn, with what it waits
-// for, when it starts or changes its reason, and its end once at Info. The
-// start-up hold is logged only once the start-up window has passed: every
-// member of a cluster starting together holds while it runs. A change of
-// the counts alone updates Status without a log line. The node's hold is
-// O(n) to read while no coordinator is known, so it is read only when the
-// status or the view changed (a hold ends only by one of those; a solo
-// hold by an election, which changes the status), at the start of Run,
-// and otherwise once a second (holdEvery).
-func (e *Elector) observeHold() bool {
-	h := e.node.Hold()
-	next := Hold{Reason: h.Reason, Voters: h.Voters, Need: h.Need, Found: h.Found}
-	if h.Until > 0 {
-		next.Until = e.origin.Add(time.Duration(h.Until) * e.cfg.Tick)
-	}
-	prev := e.hold
-	e.hold = next
-	early := next.Reason == core.HoldExpect && e.node.Now() < e.node.Config().ExpectWindow
-	switch {
-	case next.Held() && !early && (next.Reason != prev.Reason || !e.holdWarned):
-		e.holdWarned = true
-		e.log.Warn(next.String(), "hold", next.Reason, "voters", next.Voters, "need", next.Need)
-	case !next.Held() && prev.Held():
-		if e.holdWarned {
-			e.log.Info("election hold over", "was", prev.Reason)
-		}
-		e.holdWarned = false
-	case next.Reason != prev.Reason:
-		e.holdWarned = false
-	}
-	return next != prev
-}
-
-// leadership is what this node reports: a coordinator only when the node
-// says one is agreed (with the quorum guard on, one holding a lease), and
-// itself only in state coordinator.
-func (e *Elector) leadership() Leadership {
-	st := e.status
-	if st.Coordinator == "" {
-		return Leadership{}
-	}
-	self := st.Coordinator == e.id
-	if self && st.State != core.StateCoordinator {
-		return Leadership{}
-	}
-	return Leadership{Coordinator: st.Coordinator, Term: uint64(st.Term), IsSelf: self}
-}
-
-// trackElection measures how long this node goes without an agreed
-// coordinator: from the moment it left sleep, lost its coordinator or
-// started an election, until it knows a coordinator with no election
-// running. An election that ends within the event that began it counts 0.
-func (e *Elector) trackElection() {
-	st := e.status
-	unsettled := st.Coordinator == "" || e.electing
-	began := e.electionBegan || unsettled && st.State != core.StateSleep
-	e.electionBegan = false
-	if began && e.unsettledSince.IsZero() {
-		e.unsettledSince = time.Now()
-	}
-	if unsettled || e.unsettledSince.IsZero() {
-		return
-	}
-	d := time.Since(e.unsettledSince)
-	e.unsettledSince = time.Time{}
-	e.upd.ElectionEnded, e.upd.ElectionDuration = true, d
-	e.log.Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
-}
-
-// changeLeader takes in a new Leadership, which observe publishes once
-// Status and Check agree with it: it ends this node's span (Check fails,
-// then its context is cancelled) before it announces anything else, and starts a new span (its context exists, then Check
-// passes: publishLease) whenever this node leads, also again in a term it
-// led in before. OnNewLeader hears each (coordinator, term) once, however
-// often the coordinator is lost and found again in between.
-func (e *Elector) changeLeader(l Leadership) {
-	prev := e.last
-	e.last = l
-	if prev.IsSelf && e.leading.Load() != nil {
-		e.lease.Store(nil)
-		e.stopLeading()
-	}
-	e.upd.LeaderChanged = true
-	if l.Known() {
-		if l.Coordinator != e.announced.Coordinator || l.Term != e.announced.Term {
-			e.announced = l
-			e.log.Info("new coordinator", "coordinator", l.Coordinator, "term", core.Term(l.Term))
-			e.notify.push(notification{kind: notifyNewLeader, l: l})
-		}
-	} else {
-		e.log.Debug("no coordinator", "last", prev.Coordinator, "term", core.Term(prev.Term))
-	}
-	if l.IsSelf {
-		e.startLeading(l)
-	}
-}
-
-// startLeading starts a span of l and queues its Claim and
-// OnStartedLeading: the notifier runs them once the callbacks queued
-// before (the previous span's included) have returned.
-func (e *Elector) startLeading(l Leadership) {
-	run := e.startSpan(l)
-	e.log.Info("started leading", "term", core.Term(l.Term), "span", run.span.Number)
-	if e.notify.push(notification{kind: notifyStarted, l: l, ctx: run.ctx, work: run.work}) {
-		e.workSpan = run.work
-	}
-}
-
-// stopLeading ends the current span: its context is cancelled and its
-// OnStoppedLeading queued.
-func (e *Elector) stopLeading() {
-	run := e.leading.Load()
-	e.leading.Store(nil)
-	run.cancel()
-	e.log.Info("stopped leading", "term", core.Term(run.span.Term), "span", run.span.Number)
-	e.notify.push(notification{kind: notifyStopped, l: Leadership{Coordinator: e.id, Term: run.span.Term, IsSelf: true}, work: run.work})
-}
-
-// handoff runs when Run's context ends: a leader resigns (its leader work
-// has been cancelled with Run's context; the successor is asked once that
-// work has returned, or StopTimeout has passed), then keeps handling
-// transport events (not ticks, so it cannot stand again) until it sees a
-// successor, HandoffTimeout passes or Close is called.
+// handoff runs when Run's context ends: a leader resigns every name it
+// leads (its leader work has been cancelled with Run's context; each
+// successor is asked once that name's work has returned, or StopTimeout
+// has passed), then keeps handling transport events (not ticks, so it
+// cannot stand again) until every such name has a successor,
+// HandoffTimeout passes or Close is called.
 func (e *Elector) handoff(events <-chan Event) {
-	if err := e.node.Resign(); err != nil {
-		e.flush()
-		return // not leading, or nobody to hand off to
+	e.view.Lock()
+	var waiting []*Election
+	for _, el := range e.list {
+		if el.resignOnShutdown() {
+			waiting = append(waiting, el)
+		}
 	}
 	e.flush()
-	e.log.Info("resigned on shutdown; waiting for a successor", "timeout", e.cfg.HandoffTimeout)
+	e.view.Unlock()
+	if len(waiting) == 0 {
+		return // not leading, or nobody to hand off to
+	}
+	e.log.Info("resigned on shutdown; waiting for a successor", "timeout", e.cfg.HandoffTimeout, "elections", len(waiting))
 	stop := time.NewTimer(e.cfg.StopTimeout)
 	defer stop.Stop()
 	timer := time.NewTimer(e.cfg.StopTimeout + e.cfg.HandoffTimeout)
 	defer timer.Stop()
-	for !e.last.Known() {
+	for !succeeded(waiting) {
 		select {
 		case ev, ok := <-events:
 			if !ok {
 				return
 			}
+			e.view.Lock()
 			e.handle(&ev)
+			e.flush()
+			e.view.Unlock()
 		case <-e.workWake:
 			e.workEnded()
 		case <-stop.C:
-			if e.node.HandoffPending() {
-				e.log.Warn("leader work still running after StopTimeout; handing off anyway", "timeout", e.cfg.StopTimeout)
-				e.workSpan = 0
+			e.view.Lock()
+			for _, el := range waiting {
+				if el.node().HandoffPending() {
+					el.log.Warn("leader work still running after StopTimeout; handing off anyway", "timeout", e.cfg.StopTimeout)
+					el.workSpan = 0
+					e.touch(el)
+				}
 			}
+			e.flush()
+			e.view.Unlock()
 		case <-timer.C:
 			e.log.Warn("no successor announced before the hand-off timeout")
 			return
 		case <-e.closing:
 			return
 		}
-		e.flush()
 	}
 }
 
-// finish ends this node's part: leadership ends, observers see no
-// coordinator and are closed, the snapshot says stopped.
+// resignOnShutdown resigns the name if this member leads it, and reports
+// whether it did (a successor is to be awaited).
+func (el *Election) resignOnShutdown() bool {
+	el.e.touch(el)
+	return el.e.g.With(el.name, func(n *core.Node) error { return n.Resign() }) == nil
+}
+
+// succeeded reports whether every name of els knows a coordinator.
+func succeeded(els []*Election) bool {
+	for _, el := range els {
+		if !el.last.Known() {
+			return false
+		}
+	}
+	return true
+}
+
+// finish ends this member's part: every name's leadership ends, its
+// observers see no coordinator and are closed, its snapshot says stopped.
 func (e *Elector) finish() {
-	e.lease.Store(nil)
-	if e.last.IsSelf && e.leading.Load() != nil {
-		e.stopLeading()
+	e.view.Lock()
+	defer e.view.Unlock()
+	for _, el := range e.list {
+		el.end()
 	}
-	for _, v := range e.verifiers {
-		v.done <- ErrNotLeader
-	}
-	e.verifiers = nil
-	e.last = Leadership{}
-	e.status.State = core.StateSleep // a stopped node takes no steps: not "coordinator" any more
-	e.upd.StateChanged, e.upd.LeaderChanged = true, true
-	e.record()
-	e.obs.close(e.last)
-	s := *e.snap.Load()
-	s.Coordinator, s.Stopped = "", true
-	e.snap.Store(&s)
 	e.log.Info("elector stopped")
 }
 

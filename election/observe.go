@@ -100,10 +100,7 @@ func (s *Subscription) Close() { s.o.unsubscribe(s.ch) }
 // Subscribe is Observe with an end: the returned Subscription's C holds
 // the current Leadership at once and then always the newest one, and its
 // Close stops it without waiting for Run to return.
-func (e *Elector) Subscribe() *Subscription {
-	ch := e.obs.subscribeChan()
-	return &Subscription{C: ch, ch: ch, o: &e.obs}
-}
+func (e *Elector) Subscribe() *Subscription { return e.def.Subscribe() }
 
 func (o *observers) current() Leadership {
 	o.mu.Lock()

@@ -28,7 +28,5 @@ func (e *Elector) Payload(id string) (payload string, ok bool) {
 // send a client to. payload is "" when no coordinator is known, or when
 // the Transport has no payload for it.
 func (e *Elector) LeaderPayload() (l Leadership, payload string) {
-	l = e.obs.current()
-	payload, _ = e.Payload(l.Coordinator)
-	return l, payload
+	return e.def.LeaderPayload()
 }

@@ -24,6 +24,12 @@ type Recorder interface {
 // Term, Leader and the member counts are current values, each with a flag
 // that says whether it is new in this Update.
 type Update struct {
+	// Election is the name of the election the Update is about:
+	// DefaultName for the unnamed election. An Elector that runs named
+	// elections (Elector.Election) hands over an Update per name; the
+	// member counts (Alive, Known) are the member's, in the unnamed
+	// election's Updates.
+	Election string
 	// State is the node's state; StateChanged says it changed (the first
 	// Update has it set: the state at New).
 	State        core.State
@@ -65,6 +71,13 @@ type Update struct {
 	// SendFailed those it refused (dropped with reason send_failed).
 	Sent       [core.NumMsgTypes]uint64
 	SendFailed uint64
+	// Ended: the election ended on this member (Election.Close, or Run
+	// returned); its last Update.
+	Ended bool
+	// UnknownElection counts the pairs of batches this member received
+	// for names it does not run (dropped; in the unnamed election's
+	// Update): the members that run a name heartbeat every member.
+	UnknownElection uint64
 	// ElectionEnded: this node knows an agreed coordinator again after
 	// ElectionDuration without one, measured from the moment it detected
 	// the need for an election (failure detected, hand-off received,
@@ -82,7 +95,7 @@ const DropSendFailed = "send_failed"
 // counted (the current values alone are not news).
 func (u *Update) empty() bool {
 	v := *u
-	v.State, v.Term, v.Leader, v.Alive, v.Known, v.Lease, v.SittingOut = 0, 0, Leadership{}, 0, 0, 0, false
+	v.Election, v.State, v.Term, v.Leader, v.Alive, v.Known, v.Lease, v.SittingOut = "", 0, 0, Leadership{}, 0, 0, 0, false
 	return v == Update{}
 }
 

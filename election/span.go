@@ -24,7 +24,7 @@ type Span struct {
 	// the next, and so on.
 	Number int
 
-	e *Elector
+	el *Election
 }
 
 // Check is Elector.Check for this span: nil while the span lasts and its
@@ -32,10 +32,10 @@ type Span struct {
 // of the same term has begun), ErrLeaseExpired when the lease has run out
 // on the monotonic clock before the loop has ended the span.
 func (s Span) Check() error {
-	if s.e == nil {
+	if s.el == nil {
 		return ErrNotLeader
 	}
-	return s.e.check(s.Term, s.Number)
+	return s.el.check(s.Term, s.Number)
 }
 
 // Valid reports whether Check passes.
@@ -45,10 +45,10 @@ func (s Span) Valid() bool { return s.Check() == nil }
 // renewed; ok is false once the span has ended, or without the quorum guard
 // (no lease: the span lasts until the leadership is lost).
 func (s Span) Deadline() (deadline time.Time, ok bool) {
-	if s.e == nil {
+	if s.el == nil {
 		return time.Time{}, false
 	}
-	return s.e.leaseDeadline(s.Term, s.Number)
+	return s.el.leaseDeadline(s.Term, s.Number)
 }
 
 // Verify is Elector.VerifyLeader for this span: nil when a majority has
@@ -56,10 +56,10 @@ func (s Span) Deadline() (deadline time.Time, ok bool) {
 // span has ended or ends first, ErrNoQuorumGuard without the guard, or
 // ctx's error.
 func (s Span) Verify(ctx context.Context) error {
-	if s.e == nil {
+	if s.el == nil {
 		return ErrNotLeader
 	}
-	return s.e.verify(ctx, s.Term, s.Number)
+	return s.el.verify(ctx, s.Term, s.Number)
 }
 
 // spanKey is the context key of the Span a leadership context carries.
@@ -87,15 +87,19 @@ type spanRun struct {
 
 // startSpan starts the span of l (this node leads): a new context, and
 // Number one past the previous span's if that was in the same term.
-func (e *Elector) startSpan(l Leadership) *spanRun {
+func (el *Election) startSpan(l Leadership) *spanRun {
 	n := 1
-	if e.lastSpan.Term == l.Term {
-		n = e.lastSpan.Number + 1
+	if el.lastSpan.Term == l.Term {
+		n = el.lastSpan.Number + 1
 	}
-	e.lastSpan = Span{Term: l.Term, Number: n, e: e}
-	e.spans++
-	ctx, cancel := context.WithCancel(context.WithValue(e.runCtx, spanKey{}, e.lastSpan))
-	run := &spanRun{span: e.lastSpan, ctx: ctx, cancel: cancel, work: e.spans}
-	e.leading.Store(run)
+	el.lastSpan = Span{Term: l.Term, Number: n, el: el}
+	el.spans++
+	parent := el.e.runCtx
+	if parent == nil {
+		parent = context.Background() // a span before Run: its context ends with the span
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(parent, spanKey{}, el.lastSpan))
+	run := &spanRun{span: el.lastSpan, ctx: ctx, cancel: cancel, work: el.spans}
+	el.leading.Store(run)
 	return run
 }

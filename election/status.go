@@ -11,6 +11,8 @@ import (
 type Status struct {
 	// ID is this node's ID.
 	ID string
+	// Name is the election's name: DefaultName for the unnamed election.
+	Name string
 	// State is the node's state (sleep, cand, lost, coordinator, ...).
 	State core.State
 	// Term is the coordinator's term when Coordinator is set, else the
@@ -23,7 +25,8 @@ type Status struct {
 	Electing bool
 	// Rating is this node's rating.
 	Rating int64
-	// NonVoter reports that this node never stands.
+	// NonVoter reports that this node never stands (for a named
+	// election: that it does not stand for the name).
 	NonVoter bool
 	// Algorithm is the election algorithm the node runs.
 	Algorithm core.Algorithm
@@ -126,61 +129,53 @@ func membersEvery(n int) time.Duration {
 	return min(time.Second, time.Duration(n)*time.Millisecond)
 }
 
-// countMembers hands the Recorder the members the view holds and those
-// alive, and checks the live voters (checkVoters), at most once per
-// membersEvery after a change of the view.
+// countMembers hands the Recorder (in the unnamed election's Update) the
+// members the view holds and those alive, and checks the live voters
+// (checkVoters), at most once per membersEvery after a change of the
+// view. The membership is every name's: the unnamed election's roster
+// holds it with the members' own ratings.
 func (e *Elector) countMembers() {
-	r := e.node.Roster()
+	n := e.node
+	r := n.Roster()
 	if time.Since(e.membersBuilt) < membersEvery(r.Len()) {
 		return
 	}
 	e.membersBuilt, e.membersDirty = time.Now(), false
 	alive, voters := 0, 0
 	for i := range r.Len() {
-		if p := r.At(i); e.node.Alive(p.ID) {
+		if p := r.At(i); n.Alive(p.ID) {
 			alive++
 			if !p.NonVoter {
 				voters++
 			}
 		}
 	}
-	e.upd.Alive, e.upd.Known, e.upd.MembersChanged = alive, r.Len(), true
+	u := e.def.u()
+	u.Alive, u.Known, u.MembersChanged = alive, r.Len(), true
 	e.checkVoters(voters)
 }
 
-// updateSnapshot publishes the node's status for Status() (but the member
-// list, which Status builds). Its coordinator is the one the node reports
-// (leadership), so that State, Term and Coordinator agree.
-func (e *Elector) updateSnapshot() {
-	st := e.status
+// updateSnapshot publishes the name's status for Status() (but the
+// member list, which Status builds). Its coordinator is the one the node
+// reports (leadership), so that State, Term and Coordinator agree.
+func (el *Election) updateSnapshot() {
+	st := el.status
+	e := el.e
 	s := &Status{
 		ID:          e.id,
+		Name:        el.name,
 		State:       st.State,
 		Term:        uint64(st.Term),
-		Coordinator: e.leadership().Coordinator,
-		Electing:    e.electing,
+		Coordinator: el.leadership().Coordinator,
+		Electing:    el.electing,
 		Rating:      st.Rating,
-		NonVoter:    e.self.NonVoter,
+		NonVoter:    e.self.NonVoter || el.opts.Abstain,
 		Algorithm:   e.self.Algorithm,
-		Startup:     e.startup,
-		Hold:        e.hold,
-		SittingOut:  e.isolated,
+		Startup:     el.startup,
+		Hold:        el.hold,
+		SittingOut:  el.isolated,
 	}
-	e.snap.Store(s)
-}
-
-// members builds Status's member list from the node's view: on any
-// goroutine, under e.view.
-func (e *Elector) members() []Member {
-	e.view.RLock()
-	defer e.view.RUnlock()
-	r := e.node.Roster()
-	out := make([]Member, r.Len())
-	for i := range out {
-		p := r.At(i)
-		out[i] = Member{ID: p.ID, Rating: p.Rating, NonVoter: p.NonVoter, Alive: e.node.Alive(p.ID)}
-	}
-	return out
+	el.snap.Store(s)
 }
 
 // checkVoters warns, once, when the view holds more live voters than

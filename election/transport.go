@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 )
 
 // EventKind says what a transport Event carries.
@@ -21,6 +22,13 @@ const (
 	EventPeerDown
 	// EventPeerRating: a member published a new rating (Peer is set).
 	EventPeerRating
+	// EventBatch: a batch of named elections' messages arrived (Batch is
+	// set): what one member sent this one in one frame, a message of
+	// every name that had one for it. Only a BatchTransport reports it.
+	EventBatch
+	// EventCandidacy: a member told this one which names it runs and
+	// stands for (Candidacy is set). Only a BatchTransport reports it.
+	EventCandidacy
 )
 
 // Event is what a Transport reports to the elector.
@@ -29,8 +37,18 @@ type Event struct {
 	Kind EventKind
 	// Message is the message received (EventMessage).
 	Message core.Message
-	// Peer is the member concerned (the other kinds).
+	// Peer is the member concerned (the membership kinds).
 	Peer core.Peer
+	// Named (EventPeerUp): the member runs named elections: a
+	// BatchTransport can send it batches and candidacies. A member
+	// without it (an older build, during a rolling restart) runs the
+	// unnamed election only.
+	Named bool
+	// Batch is the batch received (EventBatch). It is the Event's own:
+	// the elector may keep it.
+	Batch group.Batch
+	// Candidacy is the candidacy statement received (EventCandidacy).
+	Candidacy *Candidacy
 }
 
 // Transport carries election messages between nodes and reports membership.
@@ -84,4 +102,77 @@ type StartupTransport interface {
 	// the others (memberlist: its gossip interval): a starting node's view
 	// that has not changed for that long has probably stopped growing.
 	Spread() time.Duration
+}
+
+// BatchTransport is a Transport that carries named elections (optional;
+// membership.Node and electiontest's Transport implement it): batches
+// of (name, message) pairs, one frame per destination, and the
+// candidacy statements by which members learn which names the others
+// run and stand for. Without it an Elector runs the unnamed election
+// only (Elector.Election refuses other names).
+//
+// Concurrency contract: as Send's. SendBatch and SendCandidacy are
+// called from the elector's loop goroutine and must not block on the
+// network. Their arguments are the elector's buffers, valid during the
+// call only: a transport that keeps any part copies it (group.Batch.Clone).
+// The elector sends the unnamed election's messages with Send, whatever
+// the member (so that they keep one order per link, and a transport that
+// wraps Send sees them as it always did), and a batch of the other names'
+// pairs, or a candidacy, only to a member whose EventPeerUp had Named
+// set: a member without it runs the unnamed election alone.
+type BatchTransport interface {
+	Transport
+	// Named reports whether this member runs named elections: whether
+	// the others are told so (their EventPeerUp has Named set) and it
+	// takes batches and candidacies. An Elector over a BatchTransport
+	// that says no runs the unnamed election alone.
+	Named() bool
+	// SendBatch queues b for b.To. Heartbeats and their acks may go
+	// best effort (datagrams); the other pairs reliably and in order per
+	// link. An error means no pair of b was queued.
+	SendBatch(b group.Batch) error
+	// SendCandidacy queues c for c.To, reliably and in order with the
+	// batches to c.To.
+	SendCandidacy(c Candidacy) error
+}
+
+// Candidacy is a candidacy statement: what one member tells another of
+// the names it runs (hosts) and stands for. A member sends each other
+// member its whole statement when it learns of it (EventPeerUp), and
+// then the changes, numbered; a receiver that finds a change missing
+// asks for the whole statement again (Ask). See docs/design.md, "Named
+// elections".
+type Candidacy struct {
+	// From and To are the sender and the receiver.
+	From, To string
+	// Full: Entries are the sender's whole statement (Version's): the
+	// receiver forgets what it knew of the sender's names first.
+	Full bool
+	// Ask: the sender asks the receiver for its whole statement (it
+	// missed a change). A Candidacy may carry only this.
+	Ask bool
+	// Base is the version of the statement the Entries change (0 with
+	// Full), Version the version they make: a receiver applies a change
+	// only to the statement of version Base.
+	Base, Version uint64
+	// Entries are the names, each once at most.
+	Entries []CandidacyEntry
+}
+
+// CandidacyEntry is one name in a Candidacy.
+type CandidacyEntry struct {
+	// Name is the election's name.
+	Name string
+	// Stand: the sender runs the name and stands for it. Without it the
+	// sender runs the name without standing, or (Gone) no longer runs it.
+	Stand bool
+	// Gone: the sender no longer runs the name (in a change; a whole
+	// statement lists only the names the sender runs).
+	Gone bool
+}
+
+// Clone returns a copy of c that shares no memory with it.
+func (c Candidacy) Clone() Candidacy {
+	c.Entries = append([]CandidacyEntry(nil), c.Entries...)
+	return c
 }

@@ -66,7 +66,7 @@ import "time"
 // setSleep derives the loop's sample period, in ticks, from the core's
 // configuration.
 func (e *Elector) setSleep() {
-	cc := e.node.Config()
+	cc := e.g.Config()
 	h := cc.HeartbeatInterval
 	e.samplePeriod = max(1, min(h+h/2, (cc.HeartbeatMisses-1)*h))
 }
@@ -77,13 +77,16 @@ func (e *Elector) setSleep() {
 // due within samplePeriod ticks. It holds until the next call into the
 // node.
 func (e *Elector) plan() {
-	now := e.node.Now()
-	timer := e.node.NextTimer() - now
-	if e.node.Health() > 0 && timer <= e.samplePeriod {
+	now := e.g.Now()
+	timer := e.g.NextTimer() - now
+	if e.g.Health() > 0 && timer <= e.samplePeriod {
 		e.due = now + 1 // it ran late lately and times something: every tick is a sample
 		return
 	}
-	e.due = min(e.node.NextDeadline(), max(e.sampled+e.sampleEvery(timer), now+1))
+	e.due = min(e.g.NextDeadline(), max(e.sampled+e.sampleEvery(timer), now+1))
+	if w := e.cand.wake(); w >= 0 {
+		e.due = min(e.due, max(w, now+1)) // candidacies held back, or digests
+	}
 }
 
 // maxSampleStretch bounds the stretched sample period (sampleEvery): at
@@ -119,7 +122,7 @@ func (e *Elector) schedule(t *time.Timer) {
 // paused process), and those the core takes in one step (Advance: the
 // lease sees the whole gap, the failure detector one tick).
 func (e *Elector) advance() {
-	now := e.node.Now()
+	now := e.g.Now()
 	target := int(time.Since(e.origin) / e.cfg.Tick)
 	k := target - now
 	if k <= 0 {
@@ -129,15 +132,15 @@ func (e *Elector) advance() {
 		e.sampled = target // a wake at or after the tick due: a sample
 	}
 	if target <= e.due {
-		e.node.Skip(k)
+		e.g.Skip(k)
 		return
 	}
 	onTime := max(e.due-1-now, 0)
-	e.node.Skip(onTime)
+	e.g.Skip(onTime)
 	late := k - onTime - 1
 	e.lateTicks.Add(uint64(late))
 	if late >= e.cfg.HeartbeatMisses*int(e.cfg.HeartbeatInterval/e.cfg.Tick) {
 		e.log.Info("the loop ran late: this process was paused or starved", "late", time.Duration(late)*e.cfg.Tick)
 	}
-	e.node.Advance(k - onTime)
+	e.g.Advance(k - onTime)
 }

@@ -63,8 +63,22 @@ func appendBatchUpTo(dst []byte, h frameHeader, b group.Batch, limit int) ([]byt
 	if err := checkBatch(b); err != nil {
 		return dst, 0, err
 	}
+	head := appendHeaderAs(dst, batchMagic, batchVersion, h)
+	out, n, err := appendBatchBody(head, b, limit-(len(head)-len(dst)))
+	if err != nil {
+		return dst, 0, err
+	}
+	return out, n, nil
+}
+
+// appendBatchBody appends the part of a batch frame after its link
+// header (from, to, count, pairs) with as many of b's first pairs as fit
+// in limit bytes, and returns how many it took; b has been checked
+// (checkBatch). A sender encodes the body once and prepends the header
+// when it transmits (the sequence number is known only then).
+func appendBatchBody(dst []byte, b group.Batch, limit int) ([]byte, int, error) {
 	start := len(dst)
-	out := appendString(appendString(appendHeaderAs(dst, batchMagic, batchVersion, h), b.From), b.To)
+	out := appendString(appendString(dst, b.From), b.To)
 	// The count goes before the pairs: room for the widest count that a
 	// frame can hold, then the pairs, then the count moved into place.
 	countAt := len(out)
@@ -81,7 +95,7 @@ func appendBatchUpTo(dst []byte, h frameHeader, b group.Batch, limit int) ([]byt
 		n++
 	}
 	if n == 0 {
-		return dst, 0, fmt.Errorf("%w: batch pair 0 (name %q) does not fit in %d bytes", ErrTooLarge, b.Pairs[0].Name, limit)
+		return dst[:start], 0, fmt.Errorf("%w: batch pair 0 (name %q) does not fit in %d bytes", ErrTooLarge, b.Pairs[0].Name, limit)
 	}
 	var count [binary.MaxVarintLen16]byte
 	k := binary.PutUvarint(count[:], uint64(n))

@@ -173,8 +173,17 @@ type Options struct {
 	// dead one is forgotten (GossipToTheDeadTime: 30 s with the LAN
 	// profile).
 	// Delegate, Events, Merge, Conflict, Ping, Alive, Logger and LogOutput
-	// are set after it returns.
+	// are set after it returns, and so are the DelegateProtocol fields
+	// (the announcement of named elections).
 	Memberlist func(*memberlist.Config)
+	// UnnamedOnly makes the member run the unnamed election alone, as a
+	// member of a build without named elections does: it does not
+	// announce them (the others send it frames, not batches, and hold it
+	// a candidate of no named election), and it is no
+	// election.BatchTransport for its elector (Named is false). For tests
+	// of mixed clusters, and to hold a member to the frames of the older
+	// build. Default false: the member runs named elections.
+	UnnamedOnly bool
 }
 
 // Resolver looks up a host name's IP addresses; *net.Resolver is one.
@@ -369,11 +378,28 @@ func (c *Config) memberlistConfig(d *delegate, logger hclog.Logger) *memberlist.
 		c.Memberlist(mc)
 	}
 	mc.Delegate, mc.Events, mc.Merge, mc.Conflict, mc.Ping, mc.Alive = d, d, d, d, d, d
+	if !c.UnnamedOnly {
+		// The announcement of named elections (namedProtocol): the
+		// highest delegate protocol version it understands; the version
+		// it speaks stays 0, which every member understands.
+		mc.DelegateProtocolMin, mc.DelegateProtocolMax, mc.DelegateProtocolVersion = 0, namedProtocol, 0
+	}
 	mc.LogOutput = nil
 	w := logger.Named("memberlist").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true})
 	mc.Logger = log.New(&logWatch{next: w, keyMismatch: d.keyMismatch}, "", 0)
 	return mc
 }
+
+// namedProtocol is the memberlist delegate protocol version (its
+// Node.DMax, gossiped with every alive message) by which a member
+// announces that it runs named elections: that it decodes batch frames
+// (batch.go) and candidacy frames (candidacy.go). The node metadata
+// cannot carry it: a member of an older build refuses metadata with a
+// flag bit or a field it does not know, and would refuse this member. An
+// older member announces 0 (memberlist's default), and takes frames
+// alone; memberlist accepts the two ranges together, since every member
+// speaks version 0.
+const namedProtocol = 1
 
 // keyMismatchLog is what memberlist logs when a packet or stream was
 // encrypted with a key this node does not hold (security.go).

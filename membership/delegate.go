@@ -110,6 +110,10 @@ type nodeInfo struct {
 	Addr net.IP
 	Port uint16
 	Meta []byte
+	// Named: the member announces named elections (memberlist's
+	// delegate protocol range reaches namedProtocol): it takes batch and
+	// candidacy frames.
+	Named bool
 }
 
 func (i nodeInfo) address() string {
@@ -129,10 +133,11 @@ func nodeItem(k itemKind, n *memberlist.Node) inboxItem {
 		ip = v4 // 4 bytes, not 16: the table keeps the copy
 	}
 	return inboxItem{kind: k, node: nodeInfo{
-		Name: n.Name,
-		Addr: append(net.IP(nil), ip...),
-		Port: n.Port,
-		Meta: append([]byte(nil), n.Meta...),
+		Name:  n.Name,
+		Addr:  append(net.IP(nil), ip...),
+		Port:  n.Port,
+		Meta:  append([]byte(nil), n.Meta...),
+		Named: n.DMax >= namedProtocol,
 	}}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 )
 
 // eventBuffer is the capacity of the Events channel. Events that do not
@@ -29,11 +30,13 @@ type dispatcher struct {
 	hold     time.Duration
 	maxMsgs  int
 
-	links       map[string]*inLink // by sender name
-	pending     []election.Event   // FIFO; pending[0] is offered to events
-	pendingMsgs int                // messages in pending
-	timer       *time.Timer        // fires at the earliest link or limbo deadline
-	limbo       limbo              // frames from senders not admitted yet
+	links       map[string]*inLink              // by sender name: the frames' streams
+	blinks      map[string]*seqLink[streamItem] // by sender name: the batch streams'
+	bscratch    []streamItem
+	pending     []election.Event // FIFO; pending[0] is offered to events
+	pendingMsgs int              // messages in pending
+	timer       *time.Timer      // fires at the earliest link or limbo deadline
+	limbo       limbo            // frames from senders not admitted yet
 	scratch     []core.Message
 
 	// rejoin asks for a join of a restarted member's address (Node.askJoin):
@@ -88,6 +91,7 @@ func (d *dispatcher) handle(items []inboxItem, now time.Time) {
 	}
 	for _, name := range d.table.prune(now) {
 		delete(d.links, name)
+		delete(d.blinks, name)
 		d.out.forget(name)
 	}
 	d.table.clip(now)
@@ -129,6 +133,9 @@ func (d *dispatcher) membership(evs []election.Event, now time.Time) {
 			if l := d.links[ev.Peer.ID]; l != nil {
 				d.deliverAll(l.flush(d.scratch[:0]))
 			}
+			if l := d.blinks[ev.Peer.ID]; l != nil {
+				d.deliverItems(l.flush(d.bscratch[:0]))
+			}
 			if i+1 < len(evs) && evs[i+1].Kind == election.EventPeerUp && evs[i+1].Peer.ID == ev.Peer.ID {
 				// A restart (a new boot ID): the links start over, but the
 				// elector sees only the PeerUp. A PeerDown would make every
@@ -149,34 +156,25 @@ func (d *dispatcher) membership(evs []election.Event, now time.Time) {
 	}
 }
 
-// receive decodes a frame, checks that it comes from the current
-// incarnation of an admitted member and was meant for this incarnation of
-// this node, and delivers it (in order, for reliable messages).
+// receive decodes a frame (a message, a batch or a candidacy: its first
+// byte says which), checks that it comes from the current incarnation of
+// an admitted member and was meant for this incarnation of this node,
+// and delivers it (in order, for reliable ones).
 func (d *dispatcher) receive(b []byte, now time.Time) {
+	if len(b) > 0 && (b[0] == batchMagic || b[0] == candidacyMagic) {
+		d.receiveStream(b, now)
+		return
+	}
 	h, m, err := decodeFrame(b)
 	if err != nil {
 		d.stats.drop(decodeDropReason(err))
 		d.log.Debug("dropping frame", "error", err)
 		return
 	}
-	t, ok := d.table.target(m.From)
-	// Boot IDs order incarnations (newBootID). A sender that has not heard
-	// of our restart addresses our earlier boot, and a peer that restarted
-	// writes before its new metadata reaches us: both are current and are
-	// taken at once (waiting for gossip took seconds, during which the two
-	// could not hear each other and one elected itself). Frames of an
-	// earlier life of the sender, or for a later one of ours, are stale.
-	switch {
-	case h.ToBoot > d.selfBoot:
-		d.stats.drop(DropStale)
+	if !d.current(h, m.From, b, now) {
 		return
-	case !ok:
-		d.park(m.From, b, now, DropUnknownSender)
-		return
-	case h.FromBoot < t.boot:
-		d.stats.drop(DropStale)
-		return
-	case h.Seq == 0:
+	}
+	if h.Seq == 0 {
 		d.deliver(m)
 		return
 	}
@@ -192,6 +190,107 @@ func (d *dispatcher) receive(b []byte, now time.Time) {
 		d.links[m.From] = l
 	}
 	d.deliverAll(l.accept(h.Seq, m, now, d.scratch[:0]))
+}
+
+// current reports whether a frame from sender, with header h, comes from
+// the current incarnation of an admitted member and is meant for this
+// incarnation; a frame from a member not admitted yet is parked (limbo),
+// the others are dropped.
+func (d *dispatcher) current(h frameHeader, sender string, b []byte, now time.Time) bool {
+	t, ok := d.table.target(sender)
+	// Boot IDs order incarnations (newBootID). A sender that has not heard
+	// of our restart addresses our earlier boot, and a peer that restarted
+	// writes before its new metadata reaches us: both are current and are
+	// taken at once (waiting for gossip took seconds, during which the two
+	// could not hear each other and one elected itself). Frames of an
+	// earlier life of the sender, or for a later one of ours, are stale.
+	switch {
+	case h.ToBoot > d.selfBoot:
+		d.stats.drop(DropStale)
+		return false
+	case !ok:
+		d.park(sender, b, now, DropUnknownSender)
+		return false
+	case h.FromBoot < t.boot:
+		d.stats.drop(DropStale)
+		return false
+	}
+	return true
+}
+
+// streamItem is one item of a sender's batch stream: a batch, or a
+// candidacy statement.
+type streamItem struct {
+	batch group.Batch
+	cand  *election.Candidacy
+}
+
+// receiveStream decodes a batch or a candidacy frame and delivers it as
+// receive does a frame, in the order of the sender's batch stream.
+func (d *dispatcher) receiveStream(b []byte, now time.Time) {
+	var h frameHeader
+	var it streamItem
+	var from string
+	var err error
+	if b[0] == batchMagic {
+		h, it.batch, err = decodeBatch(b)
+		from = it.batch.From
+	} else {
+		var c election.Candidacy
+		h, c, err = decodeCandidacy(b)
+		it.cand, from = &c, c.From
+	}
+	if err != nil {
+		d.stats.drop(decodeDropReason(err))
+		d.log.Debug("dropping frame", "error", err)
+		return
+	}
+	if !d.current(h, from, b, now) {
+		return
+	}
+	if h.Seq == 0 {
+		d.deliverItem(it)
+		return
+	}
+	if d.blinks == nil {
+		d.blinks = make(map[string]*seqLink[streamItem])
+	}
+	l := d.blinks[from]
+	if l == nil || l.boot != h.FromBoot || l.toBoot != h.ToBoot {
+		l = newSeqLink[streamItem](h.FromBoot, d.hold, d.stats)
+		l.toBoot = h.ToBoot
+		if h.ToBoot < d.selfBoot {
+			l.next = h.Seq // numbered from before our restart (see receive)
+		}
+		d.blinks[from] = l
+	}
+	d.deliverItems(l.accept(h.Seq, it, now, d.bscratch[:0]))
+}
+
+// deliverItems delivers its, a slice of d.bscratch, and keeps it for
+// reuse.
+func (d *dispatcher) deliverItems(its []streamItem) {
+	for _, it := range its {
+		d.deliverItem(it)
+	}
+	clear(its)
+	d.bscratch = its[:0]
+}
+
+// deliverItem queues a batch (its pairs counted as messages received)
+// or a candidacy for the elector, unless QueueSize events wait.
+func (d *dispatcher) deliverItem(it streamItem) {
+	if d.pendingMsgs >= d.maxMsgs {
+		d.stats.drop(DropQueueFull)
+		return
+	}
+	d.pendingMsgs++
+	if it.cand != nil {
+		d.pending = append(d.pending, election.Event{Kind: election.EventCandidacy, Candidacy: it.cand})
+		return
+	}
+	d.stats.received.Add(uint64(len(it.batch.Pairs)))
+	d.pending = append(d.pending, election.Event{Kind: election.EventBatch, Batch: it.batch})
 }
 
 // deliverAll delivers ms, a slice of d.scratch, and keeps it for reuse.
@@ -214,7 +313,8 @@ func (d *dispatcher) deliver(m core.Message) {
 }
 
 func (d *dispatcher) pop() {
-	if d.pending[0].Kind == election.EventMessage {
+	switch d.pending[0].Kind {
+	case election.EventMessage, election.EventBatch, election.EventCandidacy:
 		d.pendingMsgs--
 	}
 	d.pending[0] = election.Event{}
@@ -229,6 +329,9 @@ func (d *dispatcher) expire(now time.Time) {
 	for _, l := range d.links {
 		d.deliverAll(l.expire(now, d.scratch[:0]))
 	}
+	for _, l := range d.blinks {
+		d.deliverItems(l.expire(now, d.bscratch[:0]))
+	}
 	d.limbo.expire(now, d.stats.drop)
 }
 
@@ -236,6 +339,11 @@ func (d *dispatcher) expire(now time.Time) {
 func (d *dispatcher) armTimer() {
 	var first time.Time
 	for _, l := range d.links {
+		if !l.deadline.IsZero() && (first.IsZero() || l.deadline.Before(first)) {
+			first = l.deadline
+		}
+	}
+	for _, l := range d.blinks {
 		if !l.deadline.IsZero() && (first.IsZero() || l.deadline.Before(first)) {
 			first = l.deadline
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 )
 
 // Node is one member of a memberlist cluster, and the election.Transport
@@ -72,7 +73,10 @@ type Node struct {
 	closed atomic.Bool
 }
 
-var _ election.StartupTransport = (*Node)(nil)
+var (
+	_ election.StartupTransport = (*Node)(nil)
+	_ election.BatchTransport   = (*Node)(nil)
+)
 
 // New fills in the defaults of cfg's zero Options (Options.WithDefaults),
 // validates cfg, creates the memberlist, joins cfg.Seeds once and
@@ -367,6 +371,58 @@ func (n *Node) Send(m core.Message) error {
 		return fmt.Errorf("%w: From %q is not this node", ErrInvalid, m.From)
 	}
 	return n.out.send(m)
+}
+
+// Named reports whether this node runs named elections
+// (election.BatchTransport): unless Config.UnnamedOnly, it announces them
+// to the others, and takes and sends batches and candidacies.
+func (n *Node) Named() bool { return !n.cfg.UnnamedOnly }
+
+// SendBatch queues the batch b for b.To and returns without waiting on
+// the network (election.BatchTransport): its heartbeats and acks as
+// datagrams (as many as they need, each at most maxDatagram bytes), the
+// rest reliably and in order on the link's batch stream. b.To must run
+// named elections (election.Event.Named), b.From be this node, and every
+// pair's message be from b.From to b.To. An error means not every pair
+// was queued: ErrClosed, ErrUnknownPeer, ErrQueueFull, ErrInvalid (also
+// when b.To or this node runs no named elections) or ErrTooLarge. b is
+// not kept.
+func (n *Node) SendBatch(b group.Batch) error {
+	if err := n.sendable(b.From); err != nil {
+		return err
+	}
+	if n.cfg.UnnamedOnly {
+		return fmt.Errorf("%w: this node runs no named elections (Config.UnnamedOnly)", ErrInvalid)
+	}
+	return n.out.sendBatch(b)
+}
+
+// SendCandidacy queues the candidacy statement c for c.To, reliably and in
+// order with the batches to it (election.BatchTransport), with SendBatch's
+// errors. c is not kept.
+func (n *Node) SendCandidacy(c election.Candidacy) error {
+	if err := n.sendable(c.From); err != nil {
+		return err
+	}
+	if n.cfg.UnnamedOnly {
+		return fmt.Errorf("%w: this node runs no named elections (Config.UnnamedOnly)", ErrInvalid)
+	}
+	return n.out.sendCandidacy(c)
+}
+
+// sendable reports why this node cannot send from from, if it cannot.
+func (n *Node) sendable(from string) error {
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	if err := n.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	if from != n.cfg.Name {
+		// The receiver would drop it: the boot ID would not be From's.
+		return fmt.Errorf("%w: From %q is not this node", ErrInvalid, from)
+	}
+	return nil
 }
 
 // SetRating publishes this node's new rating in its metadata. The gossip

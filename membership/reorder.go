@@ -26,23 +26,36 @@ const maxHeld = 256
 // A link belongs to one incarnation of the sender (its boot ID); a sender
 // that restarts numbers from 1 again, on a new link. inLink is a pure
 // data structure: the dispatcher owns it and passes the time in.
-type inLink struct {
+//
+// A sender has two streams to each receiver, each numbered on its own:
+// its frames (Node.Send: core.Messages, an inLink) and its batch stream
+// (Node.SendBatch and Node.SendCandidacy: batches and candidacy
+// statements, a seqLink of streamItems).
+type inLink = seqLink[core.Message]
+
+// seqLink is the receive side of one numbered stream of one sender: what
+// inLink says, for items of type T.
+type seqLink[T any] struct {
 	boot     uint64 // the sender's boot ID
 	toBoot   uint64 // the boot ID of ours the sender addresses
 	next     uint64 // next sequence number to deliver
-	held     map[uint64]core.Message
+	held     map[uint64]T
 	deadline time.Time // when the open gap is skipped; zero if none
 	hold     time.Duration
 	stats    *counters
 }
 
 func newInLink(boot uint64, hold time.Duration, stats *counters) *inLink {
-	return &inLink{boot: boot, next: 1, held: make(map[uint64]core.Message), hold: hold, stats: stats}
+	return newSeqLink[core.Message](boot, hold, stats)
 }
 
-// accept takes message seq and appends to out the messages now deliverable,
+func newSeqLink[T any](boot uint64, hold time.Duration, stats *counters) *seqLink[T] {
+	return &seqLink[T]{boot: boot, next: 1, held: make(map[uint64]T), hold: hold, stats: stats}
+}
+
+// accept takes item seq and appends to out the items now deliverable,
 // in order.
-func (l *inLink) accept(seq uint64, m core.Message, now time.Time, out []core.Message) []core.Message {
+func (l *seqLink[T]) accept(seq uint64, m T, now time.Time, out []T) []T {
 	_, dup := l.held[seq]
 	switch {
 	case seq < l.next || dup:
@@ -64,7 +77,7 @@ func (l *inLink) accept(seq uint64, m core.Message, now time.Time, out []core.Me
 }
 
 // expire skips the open gap if its hold time is over.
-func (l *inLink) expire(now time.Time, out []core.Message) []core.Message {
+func (l *seqLink[T]) expire(now time.Time, out []T) []T {
 	if l.deadline.IsZero() || now.Before(l.deadline) {
 		return out
 	}
@@ -72,7 +85,7 @@ func (l *inLink) expire(now time.Time, out []core.Message) []core.Message {
 }
 
 // flush delivers every held message, skipping all gaps: the sender is gone.
-func (l *inLink) flush(out []core.Message) []core.Message {
+func (l *seqLink[T]) flush(out []T) []T {
 	for len(l.held) > 0 {
 		out = l.skip(out, time.Time{})
 	}
@@ -80,7 +93,7 @@ func (l *inLink) flush(out []core.Message) []core.Message {
 }
 
 // skip gives up on the sequence numbers below the lowest held message.
-func (l *inLink) skip(out []core.Message, now time.Time) []core.Message {
+func (l *seqLink[T]) skip(out []T, now time.Time) []T {
 	lowest := uint64(0)
 	for seq := range l.held {
 		if lowest == 0 || seq < lowest {
@@ -98,7 +111,7 @@ func (l *inLink) skip(out []core.Message, now time.Time) []core.Message {
 
 // drain delivers held messages that have become next in line, and re-arms
 // the deadline for a further gap.
-func (l *inLink) drain(out []core.Message, now time.Time) []core.Message {
+func (l *seqLink[T]) drain(out []T, now time.Time) []T {
 	for {
 		m, ok := l.held[l.next]
 		if !ok {

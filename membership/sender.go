@@ -8,7 +8,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 
+	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 )
 
 // maxDatagram caps a best-effort frame, in bytes: one UDP datagram under
@@ -73,14 +75,38 @@ type outLink struct {
 	// after the last returned under it) and a successor link (after
 	// exited) take them over.
 	prev *outLink // the link this one replaced, until inherit
-	seq  uint64   // last sequence number sent
+	seq  uint64   // last sequence number sent of the frames (Send)
+	bseq uint64   // last sequence number sent of the batch stream (SendBatch, SendCandidacy)
 	buf  []byte
 }
 
 type outItem struct {
-	body       []byte // appendMessage output
+	body       []byte // appendMessage output, or a batch's or candidacy's body
 	bestEffort bool   // by UDP (SendBestEffort), else by TCP
 	ordered    bool   // numbered in the link's order (all but heartbeats)
+	kind       itemFrame
+}
+
+// itemFrame says which frame an outItem's body is: a frame's message
+// (Send), or a body of the batch stream, numbered on its own (a batch,
+// a candidacy).
+type itemFrame uint8
+
+const (
+	frameMessage itemFrame = iota
+	frameBatch
+	frameCandidacy
+)
+
+// header appends the link header of an item of kind k.
+func (k itemFrame) header(dst []byte, h frameHeader) []byte {
+	switch k {
+	case frameBatch:
+		return appendHeaderAs(dst, batchMagic, batchVersion, h)
+	case frameCandidacy:
+		return appendHeaderAs(dst, candidacyMagic, candidacyVersion, h)
+	}
+	return appendHeader(dst, h)
 }
 
 // send encodes m and queues it for m.To.
@@ -95,11 +121,91 @@ func (s *sender) send(m core.Message) error {
 	if err != nil {
 		return err
 	}
+	return s.enqueue(l, it)
+}
+
+// enqueue queues it on l, starting l's goroutine if it was idle.
+func (s *sender) enqueue(l *outLink, it outItem) error {
 	if start, err := l.enqueue(it, s.queueSize, s.stats, s.wg); !start {
 		return err
 	}
 	go l.run(s.wg, s.stats, s.transmit)
 	return nil
+}
+
+// sendBatch encodes b and queues it for b.To, which must run named
+// elections: its heartbeats and acks (bestEffort) as datagrams of at most
+// maxDatagram bytes, unnumbered; the other pairs as numbered frames of
+// the batch stream, by UDP when every one is marked
+// core.Message.BestEffort and they fit in a datagram (as Send's
+// announcements), else by TCP. b is checked first (checkBatch).
+func (s *sender) sendBatch(b group.Batch) error {
+	if err := checkBatch(b); err != nil {
+		return err
+	}
+	l, err := s.link(b.To)
+	if err != nil {
+		return err
+	}
+	if !l.to.named {
+		return fmt.Errorf("%w: %q runs no named elections (an older build?): it takes no batches", ErrInvalid, b.To)
+	}
+	var quick, rest []group.Pair
+	allBestEffort := true
+	for _, p := range b.Pairs {
+		if bestEffort(p.Msg.Type) {
+			quick = append(quick, p)
+			continue
+		}
+		rest = append(rest, p)
+		allBestEffort = allBestEffort && p.Msg.BestEffort
+	}
+	if err := s.queuePairs(l, b, quick, false, true, maxDatagram-maxHeaderSize); err != nil {
+		return err
+	}
+	return s.queuePairs(l, b, rest, true, allBestEffort, maxBodySize)
+}
+
+// queuePairs queues pairs, of the batch b, as bodies of at most limit
+// bytes: numbered on the batch stream if ordered, by UDP when udp is set
+// and a body fits in a datagram, else by TCP.
+func (s *sender) queuePairs(l *outLink, b group.Batch, pairs []group.Pair, ordered, udp bool, limit int) error {
+	for len(pairs) > 0 {
+		b.Pairs = pairs
+		body, k, err := appendBatchBody(nil, b, limit)
+		if err != nil {
+			return err
+		}
+		pairs = pairs[k:]
+		it := outItem{body: body, kind: frameBatch, ordered: ordered,
+			bestEffort: udp && len(body)+maxHeaderSize <= maxDatagram}
+		if err := s.enqueue(l, it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendCandidacy encodes c and queues it, numbered on the batch stream, by
+// TCP, for c.To, which must run named elections; a digest (no entries, no
+// flag) goes as one unnumbered datagram.
+func (s *sender) sendCandidacy(c election.Candidacy) error {
+	body, err := appendCandidacyBody(nil, c)
+	if err != nil {
+		return err
+	}
+	l, err := s.link(c.To)
+	if err != nil {
+		return err
+	}
+	if !l.to.named {
+		return fmt.Errorf("%w: %q runs no named elections (an older build?): it takes no candidacies", ErrInvalid, c.To)
+	}
+	if !c.Full && !c.Ask && len(c.Entries) == 0 {
+		// A digest: one datagram, unnumbered; a lost one is sent again.
+		return s.enqueue(l, outItem{body: body, kind: frameCandidacy, bestEffort: true})
+	}
+	return s.enqueue(l, outItem{body: body, kind: frameCandidacy, ordered: true})
 }
 
 // bestEffort: heartbeats go by UDP, unnumbered; election traffic by TCP,
@@ -193,7 +299,7 @@ func (l *outLink) inherit() {
 	<-p.exited
 	p.inherit()
 	if p.to.boot == l.to.boot {
-		l.seq = p.seq
+		l.seq, l.bseq = p.seq, p.bseq
 	}
 	l.prev = nil
 }
@@ -205,10 +311,14 @@ func (l *outLink) inherit() {
 // handed to the kernel and the network lost does: see bestEffort).
 func (s *sender) transmit(l *outLink, it outItem) {
 	h := frameHeader{FromBoot: s.selfBoot, ToBoot: l.to.boot}
-	if it.ordered {
-		h.Seq = l.seq + 1
+	seq := &l.seq
+	if it.kind != frameMessage {
+		seq = &l.bseq
 	}
-	l.buf = append(appendHeader(l.buf[:0], h), it.body...)
+	if it.ordered {
+		h.Seq = *seq + 1
+	}
+	l.buf = append(it.kind.header(l.buf[:0], h), it.body...)
 	var err error
 	if it.bestEffort {
 		err = s.ml.SendBestEffort(&l.to.node, l.buf)
@@ -221,7 +331,7 @@ func (s *sender) transmit(l *outLink, it outItem) {
 		return
 	}
 	if it.ordered {
-		l.seq++
+		*seq++
 	}
 	s.stats.sent.Add(1)
 }

@@ -73,6 +73,7 @@ const (
 	flagAdmitted                            // alive, valid metadata, unique tag: the elector knows it
 	flagNonVoterPeer                        // the member's metadata says NonVoter
 	flagHeld                                // memberlist holds it alive now: the guard's (held.go)
+	flagNamedPeer                           // it announces named elections (nodeInfo.Named): it takes batch frames
 )
 
 func (e *entry) is(f entryFlags) bool { return e.flags&f != 0 }
@@ -292,6 +293,7 @@ func (t *table) alive(info nodeInfo, now time.Time) []election.Event {
 		// holds it, hold keeps its latest address).
 		e.addr = packAddr(info.Addr, info.Port)
 	}
+	e.set(flagNamedPeer, info.Named)
 	return t.setMeta(e, info.Meta)
 }
 
@@ -456,7 +458,7 @@ func (e *entry) peer() core.Peer {
 }
 
 func upEvent(e *entry) election.Event {
-	return election.Event{Kind: election.EventPeerUp, Peer: e.peer()}
+	return election.Event{Kind: election.EventPeerUp, Peer: e.peer(), Named: e.is(flagNamedPeer)}
 }
 
 func downEvent(e *entry) election.Event {
@@ -579,8 +581,9 @@ func (t *table) liveAddrs(addrs []string) map[string]bool {
 
 // target is what the sender needs to reach an admitted member.
 type target struct {
-	node memberlist.Node
-	boot uint64
+	node  memberlist.Node
+	boot  uint64
+	named bool // it runs named elections: it takes batch frames (flagNamedPeer)
 }
 
 // target returns an admitted live member's address and boot ID.
@@ -592,7 +595,7 @@ func (t *table) target(name string) (target, bool) {
 		return target{}, false
 	}
 	n := memberlist.Node{Name: name, Addr: e.addr.IP(), Port: e.addr.port}
-	return target{node: n, boot: e.boot}, true
+	return target{node: n, boot: e.boot, named: e.is(flagNamedPeer)}, true
 }
 
 // setSelfMeta records this node's new metadata.

@@ -11,6 +11,9 @@ import (
 type Option func(*options)
 
 type options struct {
+	electionLabels    int
+	electionLabelsSet bool
+
 	node      string
 	nodeSet   bool
 	buckets   []float64
@@ -51,7 +54,7 @@ func WithMemberlist(sink *MemberlistSink, node string) Option {
 }
 
 func buildOptions(opts []Option) (options, error) {
-	o := options{buckets: DefaultDurationBuckets}
+	o := options{buckets: DefaultDurationBuckets, electionLabels: DefaultElectionLabels}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -62,6 +65,9 @@ func (o *options) validate() error {
 	var errs []error
 	if o.nodeSet && o.node == "" {
 		errs = append(errs, errors.New(`metrics: WithNode(""): the node name must not be empty`))
+	}
+	if o.electionLabels < 0 {
+		errs = append(errs, fmt.Errorf("metrics: WithElectionLabels(%d): must not be negative", o.electionLabels))
 	}
 	if err := checkBuckets(o.buckets); err != nil {
 		errs = append(errs, err)

@@ -62,6 +62,9 @@ type Recorder struct {
 	startedBy          [core.NumElectionCauses]prometheus.Counter
 	alive, dead        prometheus.Gauge
 
+	// named are the coordelect_named_* families (named.go).
+	named *namedMetrics
+
 	mu          sync.Mutex
 	coordinator string // the coordinator_info label value set to 1, or ""
 	current     core.State
@@ -146,6 +149,7 @@ func newRecorder(o options) *Recorder {
 		sittingOut: prometheus.NewGauge(gaugeOpts("sitting_out",
 			"1 while this ring member, with the quorum guard, stays out of elections because it found it "+
 				"cannot reach a majority of QuorumSize (its hops or pre-vote went unanswered); 0 otherwise.")),
+		named: newNamedMetrics(o.electionLabels),
 	}
 	return r
 }
@@ -165,6 +169,7 @@ func (r *Recorder) register(o options) error {
 		r.dropped, r.elections, r.started, r.duration, r.leaderChanges, r.members, r.heartbeatMisses, r.quorumLease,
 		r.sittingOut,
 	}
+	cs = append(cs, r.named.collectors()...)
 	if o.transport != nil {
 		cs = append(cs, newTransportCollector(o.transport))
 	}
@@ -233,7 +238,19 @@ func (r *Recorder) Unregister() {
 // _members, _quorum_lease_seconds and _sitting_out where the Update says they are new; the message, election and
 // heartbeat-miss counters by its counts; _election_duration_seconds when an
 // election ended.
+//
+// An Update of a named election (Update.Election other than "" and
+// election.DefaultName) updates its coordelect_named_* series and adds
+// its messages to the coordelect_messages_*_total counters; the other
+// families are the unnamed election's (named.go).
 func (r *Recorder) Record(u election.Update) {
+	r.mu.Lock()
+	r.named.record(u.Election, &u)
+	r.mu.Unlock()
+	if u.Election != "" && u.Election != election.DefaultName {
+		r.countMessages(&u)
+		return
+	}
 	if u.StateChanged {
 		r.setState(u.State)
 	}
@@ -311,14 +328,7 @@ func (r *Recorder) setLeader(l election.Leadership) {
 // _elections_total{result}, _elections_started_total{cause} and
 // _heartbeat_misses_total.
 func (r *Recorder) count(u *election.Update) {
-	for t := range u.Sent {
-		add(r.sentBy[t], u.Sent[t])
-		add(r.receivedBy[t], u.Received[t])
-	}
-	for reason, n := range u.Dropped {
-		add(r.droppedBy[reason], n)
-	}
-	add(r.sendFailed, u.SendFailed)
+	r.countMessages(u)
 	for i, n := range [numResults]uint64{u.ElectionsStarted, u.ElectionsWon, u.ElectionsLost, u.ElectionsRestarted} {
 		add(r.electionsBy[i], n)
 	}
@@ -335,4 +345,18 @@ func add(c prometheus.Counter, n uint64) {
 	if n > 0 {
 		c.Add(float64(n))
 	}
+}
+
+// countMessages adds an Update's message counts to
+// coordelect_messages_sent_total{type}, _messages_received_total{type}
+// and _messages_dropped_total{reason}.
+func (r *Recorder) countMessages(u *election.Update) {
+	for t := range u.Sent {
+		add(r.sentBy[t], u.Sent[t])
+		add(r.receivedBy[t], u.Received[t])
+	}
+	for reason, n := range u.Dropped {
+		add(r.droppedBy[reason], n)
+	}
+	add(r.sendFailed, u.SendFailed)
 }

@@ -20,12 +20,14 @@ package electiontest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 )
 
 // DefaultBuffer is the default depth of a node's event channel; events that
@@ -39,9 +41,13 @@ var (
 )
 
 // Stats counts what a Network did with the messages sent through it.
+// A batch's pairs count as its messages.
 type Stats struct {
-	// Sent counts messages accepted by Send, by type.
+	// Sent counts messages accepted by Send and SendBatch, by type.
 	Sent [core.NumMsgTypes]uint64
+	// Packets counts what Send, SendBatch and SendCandidacy accepted, one
+	// per call: the packets (frames) a real transport would send.
+	Packets uint64
 	// Delivered counts messages put into a receiver's event channel.
 	Delivered uint64
 	// Dropped counts messages lost: to a crashed node, across a partition,
@@ -65,15 +71,18 @@ type Network struct {
 	gone    map[string]bool // crashed or left: messages to them are lost
 	group   map[string]int  // partition group; unlisted nodes are in group 0
 	drop    func(core.Message) bool
+	dropP   func(name string, m core.Message) bool
 	latency time.Duration
 	buffer  int
 	stats   Stats
+	from    map[string]uint64 // packets sent, by sender (SenderPackets)
 }
 
 // NewNetwork returns an empty network with no latency and no faults.
 func NewNetwork() *Network {
 	return &Network{
 		nodes:  make(map[string]*Transport),
+		from:   make(map[string]uint64),
 		gone:   make(map[string]bool),
 		group:  make(map[string]int),
 		buffer: DefaultBuffer,
@@ -103,6 +112,15 @@ func (n *Network) SetDrop(drop func(core.Message) bool) {
 	n.drop = drop
 }
 
+// SetDropPair installs a predicate that loses every pair of a batch it
+// returns true for (nil: lose none), with SetDrop's contract; SetDrop's
+// predicate applies to the pairs' messages too.
+func (n *Network) SetDropPair(drop func(name string, m core.Message) bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.dropP = drop
+}
+
 // Partition splits the nodes: messages between nodes of different groups
 // are lost. Nodes not listed form one more group. Membership events are
 // not affected: tell the nodes with AnnounceDown if the scenario needs it.
@@ -120,6 +138,14 @@ func (n *Network) Partition(groups ...[]string) {
 // Heal removes every partition.
 func (n *Network) Heal() { n.Partition() }
 
+// SenderPackets returns, per member, the packets (Stats.Packets) it has
+// sent so far.
+func (n *Network) SenderPackets() map[string]uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return maps.Clone(n.from)
+}
+
 // Stats returns the network's counts so far.
 func (n *Network) Stats() Stats {
 	n.mu.Lock()
@@ -134,6 +160,17 @@ func (n *Network) Stats() Stats {
 // Identity.Payload is not carried: the Transport is no
 // election.PayloadTransport.
 func (n *Network) Join(id election.Identity) (*Transport, error) {
+	return n.join(id, true)
+}
+
+// JoinUnnamed is Join for a member that runs the unnamed election only,
+// as an older build does during a rolling restart: its Transport's Named
+// is false, and the others' EventPeerUp for it has Named false.
+func (n *Network) JoinUnnamed(id election.Identity) (*Transport, error) {
+	return n.join(id, false)
+}
+
+func (n *Network) join(id election.Identity, named bool) (*Transport, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if id.Name == "" {
@@ -143,11 +180,11 @@ func (n *Network) Join(id election.Identity) (*Transport, error) {
 		return nil, fmt.Errorf("electiontest: Join: Identity.Name = %q: already a member", id.Name)
 	}
 	p := id.Peer()
-	t := &Transport{net: n, id: id, self: p, events: make(chan election.Event, n.buffer)}
+	t := &Transport{net: n, id: id, self: p, named: named, events: make(chan election.Event, n.buffer)}
 	for _, id := range n.sortedIDs() {
 		other := n.nodes[id]
-		n.enqueue(t, election.Event{Kind: election.EventPeerUp, Peer: other.self})
-		n.enqueue(other, election.Event{Kind: election.EventPeerUp, Peer: p})
+		n.enqueue(t, election.Event{Kind: election.EventPeerUp, Peer: other.self, Named: other.named})
+		n.enqueue(other, election.Event{Kind: election.EventPeerUp, Peer: p, Named: named})
 	}
 	n.nodes[p.ID] = t
 	delete(n.gone, p.ID)
@@ -242,7 +279,58 @@ func (n *Network) send(m core.Message) error {
 		n.stats.Dropped++
 		return nil
 	}
+	n.stats.Packets++
+	n.from[m.From]++
 	n.enqueue(to, election.Event{Kind: election.EventMessage, Message: m.Clone()})
+	return nil
+}
+
+// sendBatch routes b's pairs that are not lost, in one event; n.mu is
+// held.
+func (n *Network) sendBatch(b group.Batch) error {
+	to, ok := n.nodes[b.To]
+	switch {
+	case !ok && !n.gone[b.To]:
+		return fmt.Errorf("%w %q", ErrUnknownPeer, b.To)
+	case ok && !to.named:
+		return fmt.Errorf("electiontest: %q runs no named elections: it takes no batches", b.To)
+	}
+	var keep []group.Pair
+	for _, p := range b.Pairs {
+		if t := p.Msg.Type; t > 0 && int(t) < core.NumMsgTypes {
+			n.stats.Sent[t]++
+		}
+		if !ok || n.group[b.From] != n.group[b.To] || n.drop != nil && n.drop(p.Msg) || n.dropP != nil && n.dropP(p.Name, p.Msg) {
+			n.stats.Dropped++
+			continue
+		}
+		keep = append(keep, group.Pair{Name: p.Name, Msg: p.Msg.Clone()})
+	}
+	n.stats.Packets++
+	n.from[b.From]++
+	if len(keep) > 0 {
+		n.enqueue(to, election.Event{Kind: election.EventBatch, Batch: group.Batch{From: b.From, To: b.To, Pairs: keep}})
+	}
+	return nil
+}
+
+// sendCandidacy routes c unless it is lost to a crash or a partition;
+// n.mu is held.
+func (n *Network) sendCandidacy(c election.Candidacy) error {
+	to, ok := n.nodes[c.To]
+	switch {
+	case !ok && !n.gone[c.To]:
+		return fmt.Errorf("%w %q", ErrUnknownPeer, c.To)
+	case ok && !to.named:
+		return fmt.Errorf("electiontest: %q runs no named elections: it takes no candidacies", c.To)
+	}
+	n.stats.Packets++
+	n.from[c.From]++
+	if !ok || n.group[c.From] != n.group[c.To] {
+		return nil
+	}
+	x := c.Clone()
+	n.enqueue(to, election.Event{Kind: election.EventCandidacy, Candidacy: &x})
 	return nil
 }
 
@@ -272,6 +360,9 @@ func (n *Network) deliverDue(t *Transport) {
 		t.pending[0] = pending{}
 		t.pending = t.pending[1:]
 	}
+	if len(t.pending) == 0 {
+		t.pending = nil // a burst's backing array goes
+	}
 	t.timer = nil
 	if len(t.pending) > 0 {
 		t.timer = time.AfterFunc(t.pending[0].due.Sub(now), func() { n.deliverDue(t) })
@@ -283,15 +374,18 @@ func (n *Network) deliver(t *Transport, ev election.Event) {
 	if t.closed {
 		return
 	}
+	msgs := uint64(0)
+	switch ev.Kind {
+	case election.EventMessage:
+		msgs = 1
+	case election.EventBatch:
+		msgs = uint64(len(ev.Batch.Pairs))
+	}
 	select {
 	case t.events <- ev:
-		if ev.Kind == election.EventMessage {
-			n.stats.Delivered++
-		}
+		n.stats.Delivered += msgs
 	default:
-		if ev.Kind == election.EventMessage {
-			n.stats.Dropped++
-		}
+		n.stats.Dropped += msgs
 	}
 }
 
@@ -306,6 +400,7 @@ type Transport struct {
 	net    *Network
 	id     election.Identity // as joined
 	self   core.Peer         // id's current ranking (guarded by net.mu)
+	named  bool              // it runs named elections (Join, not JoinUnnamed)
 	events chan election.Event
 	// guarded by net.mu
 	closed  bool
@@ -313,7 +408,7 @@ type Transport struct {
 	timer   *time.Timer
 }
 
-var _ election.Transport = (*Transport)(nil)
+var _ election.BatchTransport = (*Transport)(nil)
 
 // LocalID is the node's ID (Identity().Name).
 func (t *Transport) LocalID() string { return t.id.Name }
@@ -338,6 +433,35 @@ func (t *Transport) Send(m core.Message) error {
 	}
 	m.From = t.self.ID
 	return t.net.send(m)
+}
+
+// Named reports whether the node runs named elections (Join; not
+// JoinUnnamed).
+func (t *Transport) Named() bool { return t.named }
+
+// SendBatch routes b's pairs to b.To, in one event: the pairs that the
+// network loses (crashed receiver, partition, drop predicates) are
+// dropped, each counted as a message. The receiver must run named
+// elections (Join).
+func (t *Transport) SendBatch(b group.Batch) error {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	b.From = t.self.ID
+	return t.net.sendBatch(b)
+}
+
+// SendCandidacy routes c to c.To (lost only to a crash or a partition).
+func (t *Transport) SendCandidacy(c election.Candidacy) error {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	c.From = t.self.ID
+	return t.net.sendCandidacy(c)
 }
 
 // Events delivers the node's messages and membership events.

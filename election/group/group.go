@@ -215,6 +215,25 @@ func (g *Group) With(name string, f func(n *core.Node) error) error {
 	return f(e.node)
 }
 
+// VerifyRound has name's node send a heartbeat round now
+// (core.Node.VerifyRound: a VerifyLeader's) and returns its number, 0
+// when the node leads with no lease to confirm. The round goes with the
+// next Ready, not at the next round instant: its caller waits for its
+// acks.
+func (g *Group) VerifyRound(name string) (uint64, error) {
+	e := g.names[name]
+	if e == nil {
+		return 0, fmt.Errorf("group: name %q: not in this group", name)
+	}
+	g.settle()
+	g.touch(e)
+	seq := e.node.VerifyRound()
+	if seq != 0 {
+		e.hb.asked = true
+	}
+	return seq, nil
+}
+
 // Add starts an election named name, with this member standing for it
 // unless opts.Abstain. Its node starts as core.NewNode's does (asleep:
 // it listens for a coordinator for StartupDelay, then elects).

@@ -162,3 +162,18 @@ func (g *Group) spreadChanged() {
 		g.placeDirty = true
 	}
 }
+
+// Member returns the index of member id among the members the group
+// knows (this member is 0; indices are stable, from 0 to Members()-1,
+// since members are never forgotten), and false for a member it does not
+// know.
+func (g *Group) Member(id string) (int, bool) {
+	i, ok := g.memberIdx[id]
+	return int(i), ok
+}
+
+// MemberID returns the ID of the member of index i (Member).
+func (g *Group) MemberID(i int) string { return g.members[i].id }
+
+// Members returns how many members the group knows, itself included.
+func (g *Group) Members() int { return len(g.members) }

@@ -135,8 +135,9 @@ const (
 // highest SpreadRating among those still below their load bound, names
 // taken in the order of their hash (consistent hashing with bounded
 // loads, Mirrokni, Thorup and Zadimoghaddam, SODA 2018, with rendezvous
-// ranks). The bound counts every known member that stands for some name
-// (dead ones too: a crash must not move the names of the living), so
+// ranks). The bound counts every known member that stands for some
+// spread name (dead ones too: a crash must not move the names of the
+// living), so
 // the assignment depends on the spread names, the members, their
 // ratings and their candidacies, all of which every member learns alike;
 // it changes when they change, never on a crash or a recovery.
@@ -155,15 +156,31 @@ func (g *Group) place() {
 	slices.SortFunc(names, func(a, b *entry) int {
 		return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(a.name, b.name))
 	})
-	var total uint64
-	for i := range g.members {
-		if !g.members[i].nonVoter {
-			total += uint64(Weight(g.members[i].rating))
-		}
-	}
 	load := slices.Grow(g.scratchLoad[:0], len(g.members))[:len(g.members)]
 	clear(load)
 	g.scratchLoad = load
+	// The bound shares the names among the members that stand for some
+	// spread name (load marks them, for now): a member that stands for
+	// none (a member of an older build, one that abstains from them all)
+	// takes no share.
+	for _, e := range names {
+		abstain := g.abstain[e.name]
+		for i := range g.members {
+			if load[i] == 0 && g.stands(e, i, abstain) {
+				load[i] = 1
+			}
+		}
+	}
+	var total uint64
+	for i := range g.members {
+		if load[i] != 0 {
+			total += uint64(Weight(g.members[i].rating))
+		}
+	}
+	clear(load)
+	if total == 0 {
+		total = 1 // none stands: every name's first place is nobody's
+	}
 	bound := func(i int) int {
 		w := uint64(Weight(g.members[i].rating))
 		return int((spreadLoadNum*uint64(len(names))*w + spreadLoadDen*total - 1) / (spreadLoadDen * total))

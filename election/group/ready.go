@@ -72,6 +72,7 @@ type heartbeats struct {
 	confirmed bool      // its Confirmed
 	urgent    bool      // it goes at once (see queueMessages)
 	offPhase  bool      // it was sent between two round instants
+	asked     bool      // the next round was asked for (VerifyRound): it goes at once
 }
 
 // outbox holds the pairs queued per destination until they are sent.
@@ -148,7 +149,8 @@ func (g *Group) queueMessages(e *entry, msgs []core.Message) {
 		if m.Type == core.MsgHeartbeat && !m.Released {
 			hb := &e.hb
 			if !hb.known || m.Seq != hb.seq || m.Term != hb.term {
-				hb.urgent = !hb.known || m.Term != hb.term || m.Confirmed != hb.confirmed
+				hb.urgent = !hb.known || m.Term != hb.term || m.Confirmed != hb.confirmed || hb.asked
+				hb.asked = false
 				hb.known, hb.term, hb.seq, hb.confirmed = true, m.Term, m.Seq, m.Confirmed
 				hb.offPhase = !g.atInstant()
 			}
@@ -287,6 +289,43 @@ func (g *Group) NextDeadline() int {
 		}
 	}
 	return d
+}
+
+// NextTimer returns the earliest group tick (compared with Now) at which
+// a timer of some name other than its health score's fall can fire
+// (core.Node.NextTimer), or the group's next round instant while
+// heartbeats wait or a guarded round is off the instants, as
+// NextDeadline counts it. It equals NextDeadline while every name's
+// Health is 0. A driver whose loop ran late (Health above 0) tells from
+// it whether the group times anything soon.
+func (g *Group) NextTimer() int {
+	g.settle()
+	h := g.cfg.HeartbeatInterval
+	next := g.now + h - g.now%h
+	d := next
+	if !g.out.held() {
+		d = g.now + 1<<40
+	}
+	for _, e := range g.list {
+		d = min(d, g.now+e.node.NextTimer()-e.node.Now())
+		if e.hb.offPhase && g.cfg.QuorumSize+e.opts.QuorumSize > 0 {
+			d = min(d, next)
+		}
+	}
+	return d
+}
+
+// Health returns the highest health score of the names' nodes
+// (core.Node.Health): above 0 while some name's loop ran late lately.
+// Every name is fed the same ticks, so their scores differ only by when
+// their nodes were built.
+func (g *Group) Health() int {
+	g.settle()
+	hl := 0
+	for _, e := range g.list {
+		hl = max(hl, e.node.Health())
+	}
+	return hl
 }
 
 // Ready hands over the batches due now and what the names reported since

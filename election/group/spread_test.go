@@ -253,3 +253,48 @@ func TestSilentCrash(t *testing.T) {
 		t.Errorf("the names re-elected over %d ticks, more than a heartbeat interval", last-first)
 	}
 }
+
+// A member that stands for no spread name (heavy, but it abstains from
+// them all: an older build that runs none) takes no share of the load
+// bound: the others share the names as if it were not there.
+func TestSpreadBoundWithoutAbstainers(t *testing.T) {
+	const n, e = 20, 1000
+	peers := make([]core.Peer, n)
+	for i := range peers {
+		peers[i] = core.Peer{ID: memberID(i), Rating: 1}
+	}
+	peers[4].Rating = 20
+	cfg := core.DefaultConfig()
+	cfg.ID, cfg.Roster, cfg.Mode = memberID(0), core.MustRoster(peers), core.View
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := names(e)
+	for _, name := range ns {
+		if err := g.Add(name, Options{Placement: PlaceSpread}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.PeerCandidate(memberID(4), name, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.Ready()
+	first := map[string]int{}
+	for _, name := range ns {
+		r := g.Node(name).Roster()
+		top := core.Peer{}
+		for i := 0; i < r.Len(); i++ {
+			if p := r.At(i); !p.NonVoter && p.Rank().Compare(top.Rank()) > 0 {
+				top = p
+			}
+		}
+		first[top.ID]++
+	}
+	bound := int(math.Ceil(1.15 * e / (n - 1)))
+	for id, k := range first {
+		if id == memberID(4) || k > bound {
+			t.Errorf("%s ranks first for %d names, want at most %d (and the abstainer none): %v", id, k, bound, first)
+		}
+	}
+}

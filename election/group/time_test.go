@@ -116,3 +116,26 @@ func TestRemoveHandsOff(t *testing.T) {
 		}
 	}
 }
+
+// NextTimer is NextDeadline while no name's loop ran late; after a late
+// jump (Advance) Health is above 0 and NextTimer is no sooner than
+// NextDeadline, which also counts the health score's fall.
+func TestNextTimerAndHealth(t *testing.T) {
+	g := newGroup(t, 3)
+	leadAll(t, g, "a", "b")
+	for range 7 {
+		g.Tick()
+		g.Ready()
+		if g.Health() != 0 || g.NextTimer() != g.NextDeadline() {
+			t.Fatalf("tick %d: health %d, NextTimer %d, NextDeadline %d", g.Now(), g.Health(), g.NextTimer(), g.NextDeadline())
+		}
+	}
+	g.Advance(3 * g.Config().HeartbeatInterval)
+	g.Ready()
+	if g.Health() == 0 {
+		t.Fatal("health 0 after a late jump")
+	}
+	if nt, nd := g.NextTimer(), g.NextDeadline(); nt < nd || nt <= g.Now() {
+		t.Fatalf("at %d: NextTimer %d, NextDeadline %d", g.Now(), nt, nd)
+	}
+}

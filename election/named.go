@@ -1,0 +1,427 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
+)
+
+// DefaultName is the name of the unnamed election: the one every Elector
+// runs, which the Elector's own methods (Leader, Check, Resign, ...)
+// answer for.
+const DefaultName = group.DefaultName
+
+// Placement says how a named election ranks its candidates
+// (group.Placement).
+type Placement = group.Placement
+
+// The placements.
+const (
+	// PlaceRating: a member's rating for the name is its own rating (the
+	// bully rule, as the unnamed election): every such name elects the
+	// same member while it lives.
+	PlaceRating = group.PlaceRating
+	// PlaceSpread: members are ranked per name by weighted rendezvous
+	// hashing of the name and the member, weighted by the member's
+	// rating, so that leaders spread evenly over the members and a
+	// failed member's names spread over the survivors (group.SpreadRating).
+	PlaceSpread = group.PlaceSpread
+)
+
+// ElectionOptions configure one named election (Elector.Election).
+type ElectionOptions struct {
+	// Placement ranks the name's candidates. Default PlaceRating.
+	Placement Placement
+	// Abstain: this member runs the name without standing for it: it
+	// follows and reports the name's coordinator, and is never elected
+	// nor handed the role (with the quorum guard it is no part of the
+	// name's majority). Change it at run time with Election.SetCandidate.
+	// Default false: the member stands, unless its Identity is NonVoter
+	// (then it stands for no name).
+	Abstain bool
+	// QuorumSize is the quorum guard's size for this name: the number of
+	// members that stand for it. 0: Config.QuorumSize. With the guard
+	// off (Config.QuorumSize 0) a name may still have its own.
+	QuorumSize int
+	// Callbacks are the name's leadership notifications, as
+	// Config.Callbacks are the unnamed election's: on a goroutine of
+	// their own, one at a time, in order; each span of leadership gets
+	// its own context (SpanFromContext).
+	Callbacks Callbacks
+}
+
+func (o ElectionOptions) validate(name string) error {
+	var errs []error
+	if o.Placement != PlaceRating && o.Placement != PlaceSpread {
+		errs = append(errs, fmt.Errorf("election: Election(%q): ElectionOptions.Placement = %v: want PlaceRating or PlaceSpread", name, o.Placement))
+	}
+	if o.QuorumSize < 0 {
+		errs = append(errs, fmt.Errorf("election: Election(%q): ElectionOptions.QuorumSize = %d: must be 0 (Config.QuorumSize) or the name's number of candidates", name, o.QuorumSize))
+	}
+	return errors.Join(errs...)
+}
+
+// Errors of named elections.
+var (
+	// ErrNameClosed: the named election has been closed (Election.Close).
+	ErrNameClosed = errors.New("election: named election closed")
+)
+
+// Election is one named election of an Elector: its own term and
+// fencing token, coordinator, lease, spans and callbacks, over the
+// Elector's membership and failure detector. Its methods are the
+// Elector's for the unnamed election, and are safe for concurrent use.
+// It ends with Close, or when the Elector's Run returns.
+type Election struct {
+	e    *Elector
+	name string
+	log  hclog.Logger
+
+	// The fields below are owned by the loop goroutine (or, before Run,
+	// by whoever holds e.mu).
+	opts     ElectionOptions
+	upd      *Update // what the next Update hands the Recorder; nil: nothing yet (u)
+	status   core.Status
+	electing bool
+	last     Leadership
+	leaseAsk time.Duration // Update.Lease: the lease this member last asked for
+	isolated bool          // core.Node.Isolated at the last look (observeIsolated)
+	// leading is the span this member leads in, nil while it leads in
+	// none (span.go). Only the loop writes it.
+	leading atomic.Pointer[spanRun]
+	// lastSpan is the last span this member started, and spans how many
+	// it has started.
+	lastSpan Span
+	spans    uint64
+	// unsettledSince is when this member lost the name's agreed coordinator.
+	unsettledSince time.Time
+	electionBegan  bool       // the node started an election during this flush
+	verifiers      []verifier // VerifyLeader calls waiting for their round
+	announced      Leadership // the last coordinator and term OnNewLeader got
+	// workSpan is the spanRun.work of the span whose leader work (Claim,
+	// OnStartedLeading) may still run, 0 when none does; a hand-off
+	// waits for it (workDone, Elector.workWake).
+	workSpan    uint64
+	workDone    atomic.Uint64
+	lease       atomic.Pointer[leaseState]
+	startup     core.Startup // the start-up hold, while it may change
+	startupOpen bool         // the hold is not over yet
+	hold        Hold         // the node's hold, as last observed (observeHold)
+	holdRead    int          // the name's node tick the hold was last read at
+	holdWarned  bool         // the hold in force has been logged at Warn
+	touched     bool         // in Elector.touched: reported on at this flush
+	readied     bool         // the group handed an Update of it at this flush
+	removed     bool         // Close has ended it
+	// peers are the other members' candidacies for the name, as their
+	// statements say (candidacy.go).
+	peers candidateBits
+
+	snap   atomic.Pointer[Status]
+	obs    observers
+	notify *notifier
+}
+
+// Election starts the election named name on this member, or fails: a
+// name that group.ValidateName refuses (1 to group.MaxNameLen bytes of
+// UTF-8 without control characters), DefaultName (the unnamed election,
+// which every Elector runs: use the Elector's own methods), a name this
+// Elector runs already, options out of range, a Transport that is no
+// BatchTransport, a closed Elector (ErrClosed). Names may be added before
+// Run and while it runs. Every member that is to stand for name, or
+// report its coordinator, starts it too; the others learn, by the
+// members' candidacy statements (docs/design.md, "Named elections"),
+// which members run and stand for it. A name starts as a member does:
+// it listens for a coordinator for StartupDelay, then elects.
+func (e *Elector) Election(name string, opts ElectionOptions) (*Election, error) {
+	if err := group.ValidateName(name); err != nil {
+		return nil, fmt.Errorf("election: Election: %w", err)
+	}
+	if name == DefaultName {
+		return nil, fmt.Errorf("election: Election(%q): the unnamed election, which every Elector runs: use the Elector's own methods", name)
+	}
+	if err := opts.validate(name); err != nil {
+		return nil, err
+	}
+	if e.btr == nil {
+		return nil, fmt.Errorf("election: Election(%q): the Transport (%T) carries no batches (BatchTransport): only the unnamed election runs over it", name, e.tr)
+	}
+	var el *Election
+	err := e.do(context.Background(), func() error {
+		return e.inView(func() error {
+			if e.lookup(name) != nil {
+				return fmt.Errorf("election: Election(%q): already running on this member", name)
+			}
+			var err error
+			el, err = e.addName(name, opts)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return el, nil
+}
+
+// addName adds name to the group and makes its Election; on the loop
+// (or under mu).
+func (e *Elector) addName(name string, opts ElectionOptions) (*Election, error) {
+	gopts := group.Options{Placement: opts.Placement, Abstain: opts.Abstain, QuorumSize: opts.QuorumSize}
+	if err := e.g.Add(name, gopts); err != nil {
+		return nil, fmt.Errorf("election: Election(%q): %w", name, err)
+	}
+	el := newElection(e, name, opts)
+	e.namesMu.Lock()
+	e.names[name] = el
+	e.list = append(e.list, el)
+	e.namesMu.Unlock()
+	e.cand.added(el)
+	el.initial()
+	if e.runCtx != nil {
+		el.notify.begin()
+	}
+	return el, nil
+}
+
+// newElection makes the per-name state of name.
+func newElection(e *Elector, name string, opts ElectionOptions) *Election {
+	el := &Election{e: e, name: name, opts: opts, log: e.log}
+	if name != DefaultName {
+		el.log = e.log.With("election", name)
+	}
+	el.notify = newNotifier(opts.Callbacks, e.cfg.HeartbeatInterval, el.markWorkDone)
+	return el
+}
+
+// initial takes in the name's node as built: its status and start-up
+// hold, the snapshot and the first Update.
+func (el *Election) initial() {
+	n := el.node()
+	el.status = n.Status()
+	el.startup = n.Startup()
+	el.startupOpen = el.startup.Holding
+	el.u().StateChanged = true
+	el.updateSnapshot()
+}
+
+// lookup returns the Election named name, or nil.
+func (e *Elector) lookup(name string) *Election {
+	if name == DefaultName {
+		return e.def
+	}
+	e.namesMu.RLock()
+	defer e.namesMu.RUnlock()
+	return e.names[name]
+}
+
+// Elections returns this member's elections, the unnamed one
+// (DefaultName) first, then the named ones in the order they were added.
+func (e *Elector) Elections() []*Election {
+	e.namesMu.RLock()
+	defer e.namesMu.RUnlock()
+	out := make([]*Election, 0, len(e.list))
+	return append(out, e.list...)
+}
+
+// Default returns the unnamed election (DefaultName), whose methods are
+// the Elector's own.
+func (e *Elector) Default() *Election { return e.def }
+
+// Name returns the election's name.
+func (el *Election) Name() string { return el.name }
+
+// node returns the name's core node (the group may build it anew: see
+// SetCandidate).
+func (el *Election) node() *core.Node { return el.e.g.Node(el.name) }
+
+// Leader returns the coordinator this member reports for the name and its
+// term; ok is false while it knows none.
+func (el *Election) Leader() (id string, term uint64, ok bool) {
+	l := el.obs.current()
+	return l.Coordinator, l.Term, l.Known()
+}
+
+// IsLeader reports whether this member is the name's coordinator and,
+// with the quorum guard, holds a valid lease (see Check).
+func (el *Election) IsLeader() bool {
+	l := el.obs.current()
+	return l.IsSelf && el.Check(l.Term) == nil
+}
+
+// Observe returns a channel that always holds the newest Leadership of
+// the name (Elector.Observe). It is closed, after a final Leadership{},
+// when the name ends (Close) or Run returns.
+func (el *Election) Observe() <-chan Leadership { return el.obs.subscribe() }
+
+// Subscribe is Observe with an end (Elector.Subscribe).
+func (el *Election) Subscribe() *Subscription {
+	ch := el.obs.subscribeChan()
+	return &Subscription{C: ch, ch: ch, o: &el.obs}
+}
+
+// LeaderPayload returns the name's coordinator as this member reports
+// it, and what it publishes (Elector.LeaderPayload).
+func (el *Election) LeaderPayload() (l Leadership, payload string) {
+	l = el.obs.current()
+	payload, _ = el.e.Payload(l.Coordinator)
+	return l, payload
+}
+
+// Resign hands the name's coordinator role on to the next candidate by
+// the name's placement, with Elector.Resign's ordering and errors; the
+// other names are not touched.
+func (el *Election) Resign(ctx context.Context) error {
+	return el.with(ctx, func(n *core.Node) error { return n.Resign() })
+}
+
+// TransferTo hands the name's coordinator role to the member id
+// (Elector.TransferTo); it refuses a member that does not stand for the
+// name.
+func (el *Election) TransferTo(ctx context.Context, id string) error {
+	return el.with(ctx, func(n *core.Node) error { return n.TransferTo(id) })
+}
+
+// SetCandidate says whether this member stands for the name from now on
+// (ElectionOptions.Abstain), and tells the other members. A coordinator
+// that stops standing resigns first (its successor is the next
+// candidate). The change rebuilds the name's state machine, as a
+// restart of the member would for this name alone: it learns the
+// coordinator and term again from the next heartbeat.
+func (el *Election) SetCandidate(stand bool) error {
+	e := el.e
+	return e.do(context.Background(), func() error {
+		return e.inView(func() error {
+			if el.removed {
+				return ErrNameClosed
+			}
+			if el.opts.Abstain == !stand {
+				return nil
+			}
+			if err := e.g.SetCandidate(el.name, stand); err != nil {
+				return err
+			}
+			el.opts.Abstain = !stand
+			e.cand.changed(el)
+			e.touch(el)
+			el.updateSnapshot()
+			return nil
+		})
+	})
+}
+
+// Candidate reports whether this member stands for the name.
+func (el *Election) Candidate() bool {
+	if el.e.self.NonVoter {
+		return false
+	}
+	var stand bool
+	_ = el.e.do(context.Background(), func() error {
+		stand = !el.opts.Abstain
+		return nil
+	})
+	return stand
+}
+
+// with runs f with the name's node on the loop, then flushes.
+func (el *Election) with(ctx context.Context, f func(n *core.Node) error) error {
+	e := el.e
+	return e.do(ctx, func() error {
+		return e.inView(func() error {
+			if el.removed {
+				return ErrNameClosed
+			}
+			e.touch(el)
+			return e.g.With(el.name, f)
+		})
+	})
+}
+
+// Close ends the name on this member (group.Remove) and returns once its
+// callbacks have returned. If this member leads it, it resigns and hands
+// the role on at once: its leadership context is cancelled and Check
+// fails first, but the successor is asked without waiting for
+// OnStartedLeading to return (Resign first, and wait for
+// OnStoppedLeading, for a hand-off that waits for the leader work). The
+// other members learn that this member no longer runs the name. Its
+// observers get a final Leadership{} and are closed. The unnamed election
+// cannot be closed (close the Elector). Close is idempotent.
+func (el *Election) Close() error {
+	if el.name == DefaultName {
+		return fmt.Errorf("election: Election(%q).Close: the unnamed election ends with the Elector", el.name)
+	}
+	e := el.e
+	err := e.do(context.Background(), func() error {
+		return e.inView(func() error {
+			if !el.removed {
+				e.removeName(el)
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, ErrClosed) {
+		err = nil // Run has returned: the name has ended with it
+	}
+	el.notify.wait()
+	return err
+}
+
+// removeName ends el: its leadership first, then the group's name.
+func (e *Elector) removeName(el *Election) {
+	el.end()
+	_ = e.g.Remove(el.name) // the name is in the group: el is not removed yet
+	el.removed = true
+	e.namesMu.Lock()
+	delete(e.names, el.name)
+	for i, x := range e.list {
+		if x == el {
+			e.list = append(e.list[:i], e.list[i+1:]...)
+			break
+		}
+	}
+	e.namesMu.Unlock()
+	e.cand.removed(el)
+	el.log.Info("election closed")
+}
+
+// Status returns a snapshot of the name's state on this member
+// (Elector.Status): its member list holds the ratings and candidacies of
+// the name (a member that does not stand for it is a NonVoter).
+func (el *Election) Status() Status {
+	s := *el.snap.Load()
+	s.Members = el.members()
+	if s.Coordinator == el.e.id && el.Check(s.Term) != nil {
+		s.Coordinator = ""
+		if s.State == core.StateCoordinator {
+			s.State = core.StateCandidate
+		}
+	}
+	return s
+}
+
+// members builds Status's member list from the name's view: on any
+// goroutine, under e.view.
+func (el *Election) members() []Member {
+	e := el.e
+	e.view.RLock()
+	defer e.view.RUnlock()
+	if el.removed {
+		return nil
+	}
+	n := e.g.Node(el.name)
+	if n == nil {
+		return nil
+	}
+	r := n.Roster()
+	out := make([]Member, r.Len())
+	for i := range out {
+		p := r.At(i)
+		out[i] = Member{ID: p.ID, Rating: p.Rating, NonVoter: p.NonVoter, Alive: n.Alive(p.ID)}
+	}
+	return out
+}
