@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/election/group"
 )
 
@@ -21,7 +22,10 @@ import (
 //	count times:
 //	  name   string  the election's name (group.ValidateName: 1..group.MaxNameLen bytes)
 //	  type, flags, then the fields of a frame's message after from and to
-//	         (term, rating, coordinator, ..., list), in the same encoding
+//	         (term, rating, coordinator, ..., list), in the same encoding,
+//	         but for flag bit 4 (pairs only): the coordinator is the
+//	         batch's sender and is not written (set exactly when it is:
+//	         a coordinator's heartbeats and announcements, most pairs)
 //
 // A name is written in full in each pair: a batch carries one pair per
 // name most of the time (a heartbeat round, or an acknowledgement), for
@@ -34,10 +38,55 @@ const (
 	// MaxBatchPairs caps the pairs of a batch frame.
 	MaxBatchPairs = 8192
 	// minPairSize is the fewest bytes a pair takes: a one-byte name and
-	// its length, type, flags, and nine fields of one byte (the empty
-	// strings' lengths, the zero varints, the list's count).
-	minPairSize = 2 + 2 + 9
+	// its length, type, flags, and eight fields of one byte (the empty
+	// strings' lengths, the zero varints, the list's count; the
+	// coordinator omitted).
+	minPairSize = 2 + 2 + 8
+	// flagCoordinatorFrom is a pair's flag: its coordinator is the
+	// batch's sender, not written.
+	flagCoordinatorFrom = 1 << 4
 )
+
+// appendPair appends one pair of a batch from from.
+func appendPair(b []byte, from string, p group.Pair) []byte {
+	m := p.Msg
+	self := m.Coordinator != "" && m.Coordinator == from
+	b = appendHead(appendString(b, p.Name), m)
+	if self {
+		b[len(b)-1] |= flagCoordinatorFrom
+	}
+	b = binary.AppendUvarint(b, uint64(m.Term))
+	b = binary.AppendVarint(b, m.Rating)
+	if !self {
+		b = appendString(b, m.Coordinator)
+	}
+	return appendAfterCoordinator(b, m)
+}
+
+// pair reads one pair of a batch from from.
+func (r *reader) pair(p *group.Pair, i int, from string) {
+	p.Name = r.str()
+	if r.err == nil {
+		if err := group.ValidateName(p.Name); err != nil {
+			r.fail("batch pair %d: %v", i, err)
+		}
+	}
+	m := &p.Msg
+	m.Type = core.MsgType(r.byte())
+	if r.err == nil && (m.Type == 0 || int(m.Type) >= core.NumMsgTypes) {
+		r.fail("unknown message type %d", m.Type)
+	}
+	f := r.flags(flagConfirmed | flagReleased | flagEvery | flagLease | flagCoordinatorFrom)
+	m.Confirmed, m.Released = f&flagConfirmed != 0, f&flagReleased != 0
+	m.Term = core.Term(r.uvarint())
+	m.Rating = r.varint()
+	if f&flagCoordinatorFrom != 0 {
+		m.Coordinator = from
+	} else if m.Coordinator = r.str(); r.err == nil && m.Coordinator != "" && m.Coordinator == from {
+		r.fail("batch pair %d: the sender written as coordinator", i) // one encoding only
+	}
+	r.afterCoordinator(m, f&flagEvery != 0, f&flagLease != 0)
+}
 
 // appendBatch appends the batch frame of h and b to dst. It fails with
 // ErrInvalid for a batch with no pairs or more than MaxBatchPairs, a
@@ -87,7 +136,7 @@ func appendBatchBody(dst []byte, b group.Batch, limit int) ([]byte, int, error) 
 	n := 0
 	for _, p := range b.Pairs {
 		before := len(out)
-		out = appendFields(appendHead(appendString(out, p.Name), p.Msg), p.Msg)
+		out = appendPair(out, b.From, p)
 		if len(out)-start-(binary.MaxVarintLen16-uvarintLen(uint64(n+1))) > limit {
 			out = out[:before]
 			break
@@ -178,15 +227,8 @@ func decodeBatch(b []byte) (frameHeader, group.Batch, error) {
 	}
 	for i := range out.Pairs {
 		p := &out.Pairs[i]
-		p.Name = r.str()
-		if r.err == nil {
-			if err := group.ValidateName(p.Name); err != nil {
-				r.fail("batch pair %d: %v", i, err)
-			}
-		}
-		every, lease := r.head(&p.Msg)
+		r.pair(p, i, out.From)
 		p.Msg.From, p.Msg.To = out.From, out.To
-		r.fields(&p.Msg, every, lease)
 		if r.err != nil {
 			break
 		}

@@ -141,7 +141,12 @@ func appendHead(b []byte, m core.Message) []byte {
 func appendFields(b []byte, m core.Message) []byte {
 	b = binary.AppendUvarint(b, uint64(m.Term))
 	b = binary.AppendVarint(b, m.Rating)
-	b = appendString(appendString(b, m.Coordinator), m.Initiator)
+	return appendAfterCoordinator(appendString(b, m.Coordinator), m)
+}
+
+// appendAfterCoordinator appends a message's fields after Coordinator.
+func appendAfterCoordinator(b []byte, m core.Message) []byte {
+	b = appendString(b, m.Initiator)
 	b = binary.AppendVarint(b, m.Value.Rating)
 	b = appendString(b, m.Value.ID)
 	b = binary.AppendUvarint(b, uint64(m.Phase))
@@ -246,7 +251,13 @@ func (r *reader) body(m *core.Message, every, lease bool) {
 func (r *reader) fields(m *core.Message, every, lease bool) {
 	m.Term = core.Term(r.uvarint())
 	m.Rating = r.varint()
-	m.Coordinator, m.Initiator = r.str(), r.str()
+	m.Coordinator = r.str()
+	r.afterCoordinator(m, every, lease)
+}
+
+// afterCoordinator reads a message's fields after Coordinator.
+func (r *reader) afterCoordinator(m *core.Message, every, lease bool) {
+	m.Initiator = r.str()
 	m.Value.Rating = r.varint()
 	m.Value.ID = r.str()
 	if p := r.uvarint(); p > math.MaxUint32 {
