@@ -230,7 +230,7 @@ func (s *sender) queuePairs(l *outLink, b group.Batch, pairs []group.Pair, order
 		pairs = pairs[k:]
 		it := outItem{body: body, kind: frameBatch, ordered: ordered,
 			bestEffort: udp && len(body)+maxHeaderSize <= max(maxDatagram, s.batchDatagram),
-			pairs: k, countAt: countAt, pairsAt: countAt + uvarintLen(uint64(k))}
+			pairs:      k, countAt: countAt, pairsAt: countAt + uvarintLen(uint64(k))}
 		if err := s.enqueue(l, it); err != nil {
 			return err
 		}
