@@ -362,22 +362,35 @@ func msgFields(m core.Message, peer string) []any {
 	return f
 }
 
-// sendBatch hands b to the transport: the unnamed election's messages
-// one by one (Send), as an Elector without named elections sends them,
-// so that their order on the link and a transport that wraps Send see
-// what they always did; the other names' pairs as one batch (SendBatch)
-// to a member that runs named elections, and to any other not at all
-// (counted as SendFailed: such a member runs the unnamed election alone
-// and stands for no other name). Ready's buffers are the group's: Send
-// gets a copy of each message, SendBatch copies what it keeps.
+// sendBatch hands b to the transport. To a member that runs named
+// elections (BatchTransport) the other names' pairs go as one batch
+// (SendBatch); so do the unnamed election's heartbeats and acks when the
+// batch carries other names' pairs (they ride in its datagrams instead of
+// costing one of their own: they are unnumbered datagrams either way).
+// The unnamed election's other messages go by Send, one by one, as an
+// Elector without named elections sends them, so that their order on the
+// link holds and a transport that wraps Send sees them as it always did;
+// without named pairs in the batch its heartbeats do too. To a member
+// that runs no named elections the other names' pairs go nowhere
+// (counted as SendFailed: it runs the unnamed election alone and stands
+// for no other name). Ready's buffers are the group's: Send gets a copy
+// of each message, SendBatch copies what it keeps.
 func (e *Elector) sendBatch(b *group.Batch) {
 	debug := e.log.IsDebug()
+	batches := e.btr != nil && e.cand.named(b.To)
+	carry := false // the batch carries other names' pairs to a member that takes them
+	for _, p := range b.Pairs {
+		if p.Name != DefaultName {
+			carry = batches
+			break
+		}
+	}
 	named := e.pairs[:0]
 	for _, p := range b.Pairs {
 		if debug {
 			e.log.Debug("send", append(msgFields(p.Msg, p.Msg.To), "election", p.Name)...)
 		}
-		if p.Name != DefaultName {
+		if p.Name != DefaultName || carry && datagram(p.Msg) {
 			named = append(named, p)
 			continue
 		}
@@ -388,7 +401,7 @@ func (e *Elector) sendBatch(b *group.Batch) {
 		e.def.countSent(p.Msg.Type, err == nil)
 	}
 	if len(named) > 0 {
-		ok := e.btr != nil && e.cand.named(b.To)
+		ok := batches
 		if ok {
 			err := e.btr.SendBatch(group.Batch{From: b.From, To: b.To, Pairs: named})
 			if err != nil {
@@ -400,6 +413,13 @@ func (e *Elector) sendBatch(b *group.Batch) {
 	}
 	clear(named)
 	e.pairs = named[:0]
+}
+
+// datagram reports whether m goes as an unnumbered datagram (a heartbeat
+// or an ack, not marked BestEffort): it keeps no order with the link's
+// other messages, so it may travel in a batch.
+func datagram(m core.Message) bool {
+	return (m.Type == core.MsgHeartbeat || m.Type == core.MsgHeartbeatAck) && !m.BestEffort
 }
 
 // countSent counts pairs as sent, or as refused, in their names' Updates.

@@ -129,3 +129,65 @@ func TestMeasureIdlePackets(t *testing.T) {
 
 // quiet is the configuration of measured members: no logger.
 func quiet(cfg *election.Config) { cfg.Logger = nil }
+
+// TestMeasureMemberlistIdlePackets: the election frames (membership
+// Stats.Sent: every datagram and stream, a batch split into as many
+// datagrams as it fills) the busiest member sends per second in an idle
+// cluster of n real members (memberlist on loopback) with E spread
+// names, beside the same cluster with the unnamed election alone.
+// memberlist's own gossip and probes are not counted.
+//
+//	COORDELECT_MEASURE=1 go test ./election -run TestMeasureMemberlistIdlePackets -v
+func TestMeasureMemberlistIdlePackets(t *testing.T) {
+	measure(t)
+	n := 10
+	if v, err := strconv.Atoi(os.Getenv("COORDELECT_MEMBERS")); err == nil && v > 1 {
+		n = v
+	}
+	const idle = 10 * time.Second
+	for _, e := range []int{0, measureNames(1000)} {
+		t.Run(fmt.Sprintf("n=%d/E=%d", n, e), func(t *testing.T) {
+			c := &realNamed{realCluster: newRealCluster(t, nil), els: map[string]map[string]*election.Election{}}
+			var ids []string
+			for i := 1; i <= n; i++ {
+				id := fmt.Sprintf("m%02d", i)
+				c.start(id, 1, false)
+				ids = append(ids, id)
+			}
+			names := jobs(e)
+			for _, id := range ids {
+				c.add(id, election.ElectionOptions{Placement: election.PlaceSpread}, names)
+			}
+			if e > 0 {
+				defer func() {
+					for _, id := range ids {
+						st := c.nodes[id].mem.Stats()
+						t.Logf("%s: sent %d failed %d queue full %d abandoned %d received %d dropped %v reordered %d gaps %d",
+							id, st.Sent, st.SendFailed, st.SendQueueFull, st.SendAbandoned, st.Received, st.Dropped, st.Reordered, st.GapsSkipped)
+					}
+				}()
+				c.waitAll(120*time.Second, names, ids)
+			}
+			time.Sleep(3 * time.Second) // the start's traffic is over
+			sent := func() map[string]uint64 {
+				out := map[string]uint64{}
+				for _, id := range ids {
+					out[id] = c.nodes[id].mem.Stats().Sent
+				}
+				return out
+			}
+			s0 := sent()
+			time.Sleep(idle)
+			s1 := sent()
+			busiest, most, total := "", 0.0, 0.0
+			for _, id := range ids {
+				r := float64(s1[id]-s0[id]) / idle.Seconds()
+				total += r
+				if r > most {
+					busiest, most = id, r
+				}
+			}
+			t.Logf("n=%d E=%d: busiest member %s sends %.1f frames/s; mean %.1f", n, e, busiest, most, total/float64(n))
+		})
+	}
+}

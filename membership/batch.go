@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/election/group"
 )
 
@@ -20,8 +21,12 @@ import (
 //	count    uvarint number of pairs, 1..MaxBatchPairs
 //	count times:
 //	  name   string  the election's name (group.ValidateName: 1..group.MaxNameLen bytes)
-//	  type, flags, then the fields of a frame's message after from and to
-//	         (term, rating, coordinator, ..., list), in the same encoding
+//	  type, flags, numbers, then the fields of a frame's message after
+//	         from and to (term, rating, coordinator, ..., list), in the
+//	         same encoding, but for flag bit 6 (pairs only): the
+//	         coordinator is the batch's sender and is not written (set
+//	         exactly when it is: a coordinator's heartbeats and
+//	         announcements, most pairs)
 //
 // A name is written in full in each pair: a batch carries one pair per
 // name most of the time (a heartbeat round, or an acknowledgement), for
@@ -34,10 +39,51 @@ const (
 	// MaxBatchPairs caps the pairs of a batch frame.
 	MaxBatchPairs = 8192
 	// minPairSize is the fewest bytes a pair takes: a one-byte name and
-	// its length, type, flags, and nine fields of one byte (the empty
-	// strings' lengths, the zero varints, the list's count).
-	minPairSize = 2 + 2 + 9
+	// its length, the type, flags and numbers bytes, and seven fields of
+	// one byte (term, rating, the empty strings' lengths, seq, the list's
+	// count; the coordinator omitted).
+	minPairSize = 2 + 3 + 7
+	// flagCoordinatorFrom is a pair's flag, in its flags byte above the
+	// message's own (msgFlags, bits 0-5): its coordinator is the batch's
+	// sender, not written.
+	flagCoordinatorFrom = 1 << 6
 )
+
+// appendPair appends one pair of a batch from from.
+func appendPair(b []byte, from string, p group.Pair) []byte {
+	m := p.Msg
+	self := m.Coordinator != "" && m.Coordinator == from
+	b = appendHead(appendString(b, p.Name), m)
+	if self {
+		b[len(b)-2] |= flagCoordinatorFrom // the flags byte, before the numbers byte
+	}
+	b = binary.AppendUvarint(b, uint64(m.Term))
+	b = binary.AppendVarint(b, m.Rating)
+	if !self {
+		b = appendString(b, m.Coordinator)
+	}
+	return appendAfterCoordinator(b, m)
+}
+
+// pair reads one pair of a batch from from.
+func (r *reader) pair(p *group.Pair, i int, from string) {
+	p.Name = r.str()
+	if r.err == nil {
+		if err := group.ValidateName(p.Name); err != nil {
+			r.fail("batch pair %d: %v", i, err)
+		}
+	}
+	m := &p.Msg
+	nums, self := r.headWith(m, flagCoordinatorFrom)
+	m.Term = core.Term(r.uvarint())
+	m.Rating = r.varint()
+	if self != 0 {
+		m.Coordinator = from
+	} else if m.Coordinator = r.str(); r.err == nil && m.Coordinator != "" && m.Coordinator == from {
+		r.fail("batch pair %d: the sender written as coordinator", i) // one encoding only
+	}
+	r.afterCoordinator(m, nums)
+}
 
 // appendBatch appends the batch frame of h and b to dst. It fails with
 // ErrInvalid for a batch with no pairs or more than MaxBatchPairs, a
@@ -87,7 +133,7 @@ func appendBatchBody(dst []byte, b group.Batch, limit int) ([]byte, int, error) 
 	n := 0
 	for _, p := range b.Pairs {
 		before := len(out)
-		out = appendFields(appendHead(appendString(out, p.Name), p.Msg), p.Msg)
+		out = appendPair(out, b.From, p)
 		if len(out)-start-(binary.MaxVarintLen16-uvarintLen(uint64(n+1))) > limit {
 			out = out[:before]
 			break
@@ -178,15 +224,8 @@ func decodeBatch(b []byte) (frameHeader, group.Batch, error) {
 	}
 	for i := range out.Pairs {
 		p := &out.Pairs[i]
-		p.Name = r.str()
-		if r.err == nil {
-			if err := group.ValidateName(p.Name); err != nil {
-				r.fail("batch pair %d: %v", i, err)
-			}
-		}
-		nums := r.head(&p.Msg)
+		r.pair(p, i, out.From)
 		p.Msg.From, p.Msg.To = out.From, out.To
-		r.fields(&p.Msg, nums)
 		if r.err != nil {
 			break
 		}

@@ -137,7 +137,12 @@ func appendHead(b []byte, m core.Message) []byte {
 func appendFields(b []byte, m core.Message) []byte {
 	b = binary.AppendUvarint(b, uint64(m.Term))
 	b = binary.AppendVarint(b, m.Rating)
-	b = appendString(appendString(b, m.Coordinator), m.Initiator)
+	return appendAfterCoordinator(appendString(b, m.Coordinator), m)
+}
+
+// appendAfterCoordinator appends a message's fields after Coordinator.
+func appendAfterCoordinator(b []byte, m core.Message) []byte {
+	b = appendString(b, m.Initiator)
 	b = binary.AppendVarint(b, m.Value.Rating)
 	b = appendString(b, m.Value.ID)
 	b = binary.AppendUvarint(b, m.Seq)
@@ -253,16 +258,23 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 // head reads a message's type and flags, and returns the byte that says
 // which of its 32-bit fields follow.
 func (r *reader) head(m *core.Message) (nums byte) {
+	nums, _ = r.headWith(m, 0)
+	return nums
+}
+
+// headWith is head for a frame whose flags byte may also carry the bits
+// of extra, above the message's own; it returns those that were set.
+func (r *reader) headWith(m *core.Message, extra byte) (nums, got byte) {
 	m.Type = core.MsgType(r.byte())
 	if r.err == nil && (m.Type == 0 || int(m.Type) >= core.NumMsgTypes) {
 		r.fail("unknown message type %d", m.Type)
 	}
 	flags := msgFlags(m)
-	f := r.flags(1<<len(flags) - 1)
+	f := r.flags(1<<len(flags) - 1 | extra)
 	for i, p := range flags {
 		*p = f&(1<<i) != 0
 	}
-	return r.byte()
+	return r.byte(), f & extra
 }
 
 // body reads the message fields after its head; nums is the numbers
@@ -276,7 +288,14 @@ func (r *reader) body(m *core.Message, nums byte) {
 func (r *reader) fields(m *core.Message, nums byte) {
 	m.Term = core.Term(r.uvarint())
 	m.Rating = r.varint()
-	m.Coordinator, m.Initiator = r.str(), r.str()
+	m.Coordinator = r.str()
+	r.afterCoordinator(m, nums)
+}
+
+// afterCoordinator reads a message's fields after Coordinator; nums is
+// the numbers byte.
+func (r *reader) afterCoordinator(m *core.Message, nums byte) {
+	m.Initiator = r.str()
 	m.Value.Rating = r.varint()
 	m.Value.ID = r.str()
 	m.Seq = r.uvarint()

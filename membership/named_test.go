@@ -195,3 +195,36 @@ func TestDispatcherBatchStream(t *testing.T) {
 		t.Errorf("events %q, want %q", got, want)
 	}
 }
+
+// Numbered batch frames queued for a link whose goroutine is busy merge
+// into one frame: the pairs of both, in order.
+func TestSendBatchMerges(t *testing.T) {
+	d := newTestDispatcher(100)
+	d.handle([]inboxItem{{kind: itemJoin, node: nodeInfo{Name: "b", Meta: meta{Rating: 1, Boot: 5}.encode(), Named: true}}}, time.Unix(0, 0))
+	s := d.out
+	s.queueSize = 100
+	l, err := s.link("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.running = true // no goroutine sends: the test reads the queue
+	election := func(name string, term core.Term) group.Batch {
+		return group.Batch{From: "self", To: "b", Pairs: []group.Pair{{Name: name,
+			Msg: core.Message{Type: core.MsgElection, From: "self", To: "b", Term: term}}}}
+	}
+	for i := range 300 {
+		if err := s.sendBatch(election("job-"+strconv.Itoa(i), core.Term(i+1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(l.queue) != 1 {
+		t.Fatalf("%d frames queued, want 1", len(l.queue))
+	}
+	_, b, err := decodeBatchBody(l.queue[0].body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Pairs) != 300 || b.Pairs[0].Name != "job-0" || b.Pairs[299].Msg.Term != 300 {
+		t.Fatalf("merged frame: %d pairs, first %q, last term %d", len(b.Pairs), b.Pairs[0].Name, b.Pairs[len(b.Pairs)-1].Msg.Term)
+	}
+}

@@ -289,7 +289,8 @@ func newNode(cfg Config) (*Node, *memberlist.Config, error) {
 	n.updateWait = mc.GossipInterval
 	n.table.forget = mc.GossipToTheDeadTime
 	n.out = &sender{table: n.table, selfBoot: boot, queueSize: cfg.SendQueueSize,
-		stats: &n.stats, log: logger, wg: &n.wg, links: make(map[string]*outLink)}
+		stats: &n.stats, log: logger, wg: &n.wg, links: make(map[string]*outLink),
+		batchDatagram: batchDatagram(mc)}
 	n.disp = &dispatcher{inbox: n.inbox, table: n.table, out: n.out,
 		events: make(chan election.Event, eventBuffer), stats: &n.stats, log: logger,
 		selfBoot: boot, hold: cfg.ReorderTimeout, maxMsgs: cfg.QueueSize, links: make(map[string]*inLink),

@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -40,9 +41,29 @@ type sender struct {
 	log       hclog.Logger
 	wg        *sync.WaitGroup
 
+	// batchDatagram caps a batch's datagram (batchDatagram); 0: maxDatagram.
+	batchDatagram int
+
 	mu     sync.Mutex
 	closed bool
 	links  map[string]*outLink // latest link per peer name, maybe stopped
+}
+
+// batchDatagram is the largest datagram of batch pairs the memberlist
+// configured by mc sends in one UDP packet of UDPBufferSize bytes: less
+// its own framing (message type, checksum: 6 bytes), its label header,
+// its encryption (29 bytes) and a margin of 32. A batch's heartbeats
+// fill as few datagrams as they can: about 1,330 bytes each without a
+// label or encryption, a third more pairs than maxDatagram holds.
+func batchDatagram(mc *memberlist.Config) int {
+	d := mc.UDPBufferSize - 6 - 32
+	if mc.Label != "" {
+		d -= 2 + len(mc.Label)
+	}
+	if len(mc.SecretKey) > 0 || mc.Keyring != nil {
+		d -= 29
+	}
+	return max(d, maxDatagram)
 }
 
 // outLink is the send side of one link: frames for one incarnation (boot
@@ -85,6 +106,31 @@ type outItem struct {
 	bestEffort bool   // by UDP (SendBestEffort), else by TCP
 	ordered    bool   // numbered in the link's order (all but heartbeats)
 	kind       itemFrame
+	// A batch's body: its pair count, and where the count and the pairs
+	// start in body (merge).
+	pairs, countAt, pairsAt int
+}
+
+// merge appends the pairs of the batch body next to those of it, when
+// both are numbered frames of the batch stream sent by TCP and the
+// result fits in a frame, and reports whether it did. A link whose
+// goroutine is busy (a TCP connection per frame, on a slow peer) thus
+// sends what queued meanwhile as one frame, not one per flush of the
+// elector.
+func (it *outItem) merge(next outItem) bool {
+	if it.kind != frameBatch || next.kind != frameBatch || !it.ordered || !next.ordered || it.bestEffort || next.bestEffort {
+		return false
+	}
+	more := next.body[next.pairsAt:]
+	if len(it.body)+len(more)+binary.MaxVarintLen16 > maxBodySize || it.pairs+next.pairs > MaxBatchPairs {
+		return false
+	}
+	body := make([]byte, 0, len(it.body)+len(more)+binary.MaxVarintLen16)
+	body = binary.AppendUvarint(append(body, it.body[:it.countAt]...), uint64(it.pairs+next.pairs))
+	at := len(body)
+	body = append(append(body, it.body[it.pairsAt:]...), more...)
+	it.body, it.pairs, it.pairsAt = body, it.pairs+next.pairs, at
+	return true
 }
 
 // itemFrame says which frame an outItem's body is: a frame's message
@@ -160,7 +206,11 @@ func (s *sender) sendBatch(b group.Batch) error {
 		rest = append(rest, p)
 		allBestEffort = allBestEffort && p.Msg.BestEffort
 	}
-	if err := s.queuePairs(l, b, quick, false, true, maxDatagram-maxHeaderSize); err != nil {
+	datagram := maxDatagram
+	if s.batchDatagram > 0 {
+		datagram = s.batchDatagram
+	}
+	if err := s.queuePairs(l, b, quick, false, true, datagram-maxHeaderSize); err != nil {
 		return err
 	}
 	return s.queuePairs(l, b, rest, true, allBestEffort, maxBodySize)
@@ -170,6 +220,7 @@ func (s *sender) sendBatch(b group.Batch) error {
 // bytes: numbered on the batch stream if ordered, by UDP when udp is set
 // and a body fits in a datagram, else by TCP.
 func (s *sender) queuePairs(l *outLink, b group.Batch, pairs []group.Pair, ordered, udp bool, limit int) error {
+	countAt := stringLen(b.From) + stringLen(b.To)
 	for len(pairs) > 0 {
 		b.Pairs = pairs
 		body, k, err := appendBatchBody(nil, b, limit)
@@ -178,7 +229,8 @@ func (s *sender) queuePairs(l *outLink, b group.Batch, pairs []group.Pair, order
 		}
 		pairs = pairs[k:]
 		it := outItem{body: body, kind: frameBatch, ordered: ordered,
-			bestEffort: udp && len(body)+maxHeaderSize <= maxDatagram}
+			bestEffort: udp && len(body)+maxHeaderSize <= max(maxDatagram, s.batchDatagram),
+			pairs:      k, countAt: countAt, pairsAt: countAt + uvarintLen(uint64(k))}
 		if err := s.enqueue(l, it); err != nil {
 			return err
 		}
@@ -342,10 +394,13 @@ func (s *sender) transmit(l *outLink, it outItem) {
 func (l *outLink) enqueue(it outItem, max int, stats *counters, wg *sync.WaitGroup) (start bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch {
-	case l.stopped:
+	if l.stopped {
 		return false, fmt.Errorf("%w: %q left", ErrUnknownPeer, l.to.node.Name)
-	case len(l.queue) >= max:
+	}
+	if k := len(l.queue); k > 0 && l.queue[k-1].merge(it) {
+		return false, nil // queued with the frame before it, which a goroutine will send
+	}
+	if len(l.queue) >= max {
 		stats.sendQueueFull.Add(1)
 		return false, fmt.Errorf("%w: %d frames for %q", ErrQueueFull, max, l.to.node.Name)
 	}
@@ -402,3 +457,6 @@ func (l *outLink) isStopped() bool {
 	defer l.mu.Unlock()
 	return l.stopped
 }
+
+// stringLen is the length of s as appendString writes it.
+func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
