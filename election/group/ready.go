@@ -275,20 +275,7 @@ func (g *Group) realign() {
 // round is off the instants, the next round instant. A driver may Skip
 // the ticks before it.
 func (g *Group) NextDeadline() int {
-	g.settle()
-	h := g.cfg.HeartbeatInterval
-	next := g.now + h - g.now%h
-	d := next
-	if !g.out.held() {
-		d = g.now + 1<<40
-	}
-	for _, e := range g.list {
-		d = min(d, g.now+e.node.NextDeadline()-e.node.Now())
-		if e.hb.offPhase && g.cfg.QuorumSize+e.opts.QuorumSize > 0 {
-			d = min(d, next)
-		}
-	}
-	return d
+	return g.earliest((*core.Node).NextDeadline)
 }
 
 // NextTimer returns the earliest group tick (compared with Now) at which
@@ -299,17 +286,24 @@ func (g *Group) NextDeadline() int {
 // Health is 0. A driver whose loop ran late (Health above 0) tells from
 // it whether the group times anything soon.
 func (g *Group) NextTimer() int {
+	return g.earliest((*core.Node).NextTimer)
+}
+
+// earliest is the earliest group tick of the names' next (one of a
+// node's deadline methods, in the node's ticks) and, while heartbeats
+// wait or a guarded round is off the instants, the next round instant.
+func (g *Group) earliest(next func(*core.Node) int) int {
 	g.settle()
 	h := g.cfg.HeartbeatInterval
-	next := g.now + h - g.now%h
-	d := next
+	instant := g.now + h - g.now%h
+	d := instant
 	if !g.out.held() {
 		d = g.now + 1<<40
 	}
 	for _, e := range g.list {
-		d = min(d, g.now+e.node.NextTimer()-e.node.Now())
+		d = min(d, g.now+next(e.node)-e.node.Now())
 		if e.hb.offPhase && g.cfg.QuorumSize+e.opts.QuorumSize > 0 {
-			d = min(d, next)
+			d = min(d, instant)
 		}
 	}
 	return d
