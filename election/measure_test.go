@@ -168,7 +168,7 @@ func TestMeasureMemberlistIdlePackets(t *testing.T) {
 				}()
 				c.waitAll(120*time.Second, names, ids)
 			}
-			time.Sleep(3 * time.Second) // the start's traffic is over
+			<-time.After(3 * time.Second) // the start's traffic is over
 			sent := func() map[string]uint64 {
 				out := map[string]uint64{}
 				for _, id := range ids {
@@ -177,7 +177,7 @@ func TestMeasureMemberlistIdlePackets(t *testing.T) {
 				return out
 			}
 			s0 := sent()
-			time.Sleep(idle)
+			<-time.After(idle)
 			s1 := sent()
 			busiest, most, total := "", 0.0, 0.0
 			for _, id := range ids {
