@@ -11,7 +11,8 @@ import "slices"
 // the suspect's silence: preVoted), or when the coordinator handed the
 // role to it.
 
-// bully is docs/algorithms.md, bully (Garcia-Molina 1982).
+// bully is the bully algorithm (docs/algorithms.md, "Bully"; Garcia-Molina
+// 1982).
 //
 // Textbook mode follows the text to the letter, so message counts match the
 // literature. View mode is the same algorithm with a membership view:

@@ -1,7 +1,7 @@
 package core
 
-// peterson is docs/algorithms.md, active/relay ring, the active/relay ring (docs/algorithms.md;
-// Dolev–Klawe–Rodeh 1982, Peterson 1982): O(n log n) messages on a
+// peterson is the active/relay ring (docs/algorithms.md, "Active/relay
+// ring"; Dolev–Klawe–Rodeh 1982, Peterson 1982): O(n log n) messages on a
 // unidirectional ring with FIFO links.
 //
 // Every voter starts active with d = its own rank. In each phase an active
@@ -40,7 +40,9 @@ package core
 // never initiate.
 //
 // Faults. A message of a higher term makes a node leave its election and
-// join the newer one; messages of an older election are dropped. A node that
+// join the newer one; messages of an older election are dropped. An active
+// that receives a later message than the one its phase waits for has lost
+// that one for good (FIFO links) and restarts the election. A node that
 // hears nothing of its election for idleTicks (a crashed member held a
 // message, a message was lost) restarts it in a new term, which pulls every
 // other node in. Dead members are skipped by the link (view, or Ack and
@@ -322,12 +324,22 @@ func (p *peterson) handle(m Message) {
 	if m.Phase == wakeUp {
 		return // we are awake
 	}
-	ph, second := unpackPhase(m.Phase)
-	if ph != p.phase || second != p.second {
-		p.n.drop(DropOrder) // not the message this phase expects (one was lost)
+	switch want := packPhase(p.phase, p.second); {
+	case m.Phase < want:
+		p.n.drop(DropOrder) // a duplicate, or a message of a phase this node has ended
+		return
+	case m.Phase > want:
+		// A message this phase needs never came before this later one:
+		// it was lost, or a hop forked (link.late) and took another path.
+		// With FIFO links it will not come, and the election cannot end:
+		// restart it now (every node that does joins the same election,
+		// electionTerm) rather than after idleTicks of silence.
+		p.n.drop(DropOrder)
+		p.n.count().ElectionsRestarted++
+		p.restart()
 		return
 	}
-	if second {
+	if p.second {
 		p.onF(m.Value)
 		return
 	}

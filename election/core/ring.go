@@ -1,7 +1,7 @@
 package core
 
-// ring is docs/algorithms.md, ring, the ring with a list of working members (seeds
-// 002, 003; LeLann, Chang–Roberts).
+// ring is the ring with a list of working members (docs/algorithms.md,
+// "Ring with a list of live members"; LeLann, Chang–Roberts).
 //
 // An initiator sends ELECTION clockwise with the list [itself]; every
 // working member appends itself (rating and NonVoter flag included) and
