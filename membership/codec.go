@@ -228,20 +228,11 @@ func nonZeroBits(nums []*uint32) byte {
 // message's strings and List are fresh copies. Errors wrap errVersion,
 // ErrTooLarge or errMalformed.
 func decodeFrame(b []byte) (frameHeader, core.Message, error) {
-	var h frameHeader
 	var m core.Message
-	if len(b) > MaxFrameSize {
-		return h, m, fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, len(b), MaxFrameSize)
+	r, h, err := openFrame(b, "frame", frameMagic, frameVersion)
+	if err != nil {
+		return h, m, err
 	}
-	if len(b) < 2 || b[0] != frameMagic {
-		return h, m, fmt.Errorf("%w: bad magic", errMalformed)
-	}
-	if b[1] != frameVersion {
-		return h, m, fmt.Errorf("%w: version %d (this build reads %d)", errVersion, b[1], frameVersion)
-	}
-	r := reader{b: b, off: 2}
-	h.Seq = r.uvarint()
-	h.FromBoot, h.ToBoot = r.u64(), r.u64()
 	if n := len(b) - r.off; r.err == nil && n > maxBodySize {
 		return frameHeader{}, m, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
 	}
@@ -253,6 +244,28 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 		return frameHeader{}, core.Message{}, r.err
 	}
 	return h, m, nil
+}
+
+// openFrame checks what every kind of frame begins with, its size, its
+// magic byte and its version (kind names the kind in errors), and reads
+// its link header. It returns a reader at the first byte after the
+// header, whose sticky error says if the header was truncated; its error
+// wraps ErrTooLarge, errMalformed (bad magic) or errVersion.
+func openFrame(b []byte, kind string, magic, version byte) (reader, frameHeader, error) {
+	var h frameHeader
+	if len(b) > MaxFrameSize {
+		return reader{}, h, fmt.Errorf("%w: %s of %d bytes (max %d)", ErrTooLarge, kind, len(b), MaxFrameSize)
+	}
+	if len(b) < 2 || b[0] != magic {
+		return reader{}, h, fmt.Errorf("%w: bad %s magic", errMalformed, kind)
+	}
+	if b[1] != version {
+		return reader{}, h, fmt.Errorf("%w: %s version %d (this build reads %d)", errVersion, kind, b[1], version)
+	}
+	r := reader{b: b, off: 2}
+	h.Seq = r.uvarint()
+	h.FromBoot, h.ToBoot = r.u64(), r.u64()
+	return r, h, nil
 }
 
 // head reads a message's type and flags, and returns the byte that says
