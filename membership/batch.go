@@ -221,11 +221,8 @@ func decodeBatch(b []byte) (frameHeader, group.Batch, error) {
 			break
 		}
 	}
-	if r.err == nil && r.off != len(b) {
-		r.fail("%d trailing bytes", len(b)-r.off)
-	}
-	if r.err != nil {
-		return frameHeader{}, group.Batch{}, r.err
+	if err := r.end(); err != nil {
+		return frameHeader{}, group.Batch{}, err
 	}
 	return h, out, nil
 }

@@ -127,11 +127,8 @@ func decodeCandidacy(b []byte) (frameHeader, election.Candidacy, error) {
 			break
 		}
 	}
-	if r.err == nil && r.off != len(b) {
-		r.fail("%d trailing bytes", len(b)-r.off)
-	}
-	if r.err != nil {
-		return frameHeader{}, election.Candidacy{}, r.err
+	if err := r.end(); err != nil {
+		return frameHeader{}, election.Candidacy{}, err
 	}
 	return h, c, nil
 }

@@ -237,11 +237,8 @@ func decodeFrame(b []byte) (frameHeader, core.Message, error) {
 		return frameHeader{}, m, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
 	}
 	r.body(&m, r.head(&m))
-	if r.err == nil && r.off != len(b) {
-		r.fail("%d trailing bytes", len(b)-r.off)
-	}
-	if r.err != nil {
-		return frameHeader{}, core.Message{}, r.err
+	if err := r.end(); err != nil {
+		return frameHeader{}, core.Message{}, err
 	}
 	return h, m, nil
 }
@@ -266,6 +263,15 @@ func openFrame(b []byte, kind string, magic, version byte) (reader, frameHeader,
 	h.Seq = r.uvarint()
 	h.FromBoot, h.ToBoot = r.u64(), r.u64()
 	return r, h, nil
+}
+
+// end returns the reader's first error or, if there is none, an error for
+// bytes left after the last field: each format here is read to its end.
+func (r *reader) end() error {
+	if r.err == nil && r.off != len(r.b) {
+		r.fail("%d trailing bytes", len(r.b)-r.off)
+	}
+	return r.err
 }
 
 // head reads a message's type and flags, and returns the byte that says
