@@ -178,14 +178,6 @@ func checkBatch(b group.Batch) error {
 	return nil
 }
 
-// appendHeaderAs appends a link header with the given magic and version.
-func appendHeaderAs(dst []byte, magic, version byte, h frameHeader) []byte {
-	b := append(dst, magic, version)
-	b = binary.AppendUvarint(b, h.Seq)
-	b = binary.BigEndian.AppendUint64(b, h.FromBoot)
-	return binary.BigEndian.AppendUint64(b, h.ToBoot)
-}
-
 func uvarintLen(v uint64) int {
 	n := 1
 	for v >= 0x80 {

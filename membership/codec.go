@@ -102,9 +102,15 @@ func appendFrame(dst []byte, h frameHeader, m core.Message) ([]byte, error) {
 	return b, nil
 }
 
-// appendHeader appends the link header.
+// appendHeader appends the link header of a frame.
 func appendHeader(dst []byte, h frameHeader) []byte {
-	b := append(dst, frameMagic, frameVersion)
+	return appendHeaderAs(dst, frameMagic, frameVersion, h)
+}
+
+// appendHeaderAs appends a link header with the given magic and version:
+// that of a frame, a batch or a candidacy (openFrame reads it).
+func appendHeaderAs(dst []byte, magic, version byte, h frameHeader) []byte {
+	b := append(dst, magic, version)
 	b = binary.AppendUvarint(b, h.Seq)
 	b = binary.BigEndian.AppendUint64(b, h.FromBoot)
 	return binary.BigEndian.AppendUint64(b, h.ToBoot)
