@@ -51,6 +51,7 @@ func Start(ctx context.Context, cfg Config) (*Handle, error) {
 		h.unregister()
 		return nil, errors.Join(err, node.Close())
 	}
+	h.leadership = leadership{h.el}
 	runCtx, cancel := context.WithCancel(ctx)
 	h.cancel = cancel
 	go h.run(runCtx)

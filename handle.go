@@ -16,13 +16,15 @@ import (
 )
 
 // Handle is a running member, returned by Start, and everything a service
-// needs of it: who leads (Leader, IsLeader, Subscribe), the checks before
-// a leader's side effects (Check, Valid, LeaseDeadline, LeaseContext,
-// VerifyLeader), handing the role on (Resign, TransferTo), an HTTP
-// handler with status, leader, health and readiness (Handler), and the
-// shutdown (Close). The leader's work gets it from its context
-// (FromContext). Its methods are safe for concurrent use.
+// needs of it: who leads the unnamed election (Leader, IsLeader,
+// Subscribe), the checks before a leader's side effects (Check, Valid,
+// LeaseDeadline, LeaseContext, VerifyLeader), handing the role on (Resign,
+// TransferTo), an HTTP handler with status, leader, health and readiness
+// (Handler), and the shutdown (Close). The leader's work gets it from its
+// context (FromContext). Its methods are safe for concurrent use.
 type Handle struct {
+	leadership // the shared methods, delegating to el
+
 	node         *membership.Node
 	el           *election.Elector
 	rec          *metrics.Recorder // nil without a Registerer
@@ -57,64 +59,6 @@ func (h *Handle) Node() *membership.Node { return h.node }
 // Addr is the "host:port" other members reach this member at: give it to
 // the others as a seed.
 func (h *Handle) Addr() string { return h.node.Addr() }
-
-// Leader returns the coordinator this member reports, its term and its
-// payload; Leader().Known() is false while it knows none.
-func (h *Handle) Leader() Leader {
-	l, payload := h.el.LeaderPayload()
-	return Leader{Leadership: l, Payload: payload}
-}
-
-// IsLeader reports whether this member is the coordinator.
-func (h *Handle) IsLeader() bool { return h.el.IsLeader() }
-
-// Subscribe returns a subscription whose channel always holds the newest
-// Leadership (election.Elector.Subscribe); Close it when done. It is
-// closed when the elector stops.
-func (h *Handle) Subscribe() *election.Subscription { return h.el.Subscribe() }
-
-// Resign hands the coordinator role to the next voter by rating
-// (election.Elector.Resign).
-func (h *Handle) Resign(ctx context.Context) error { return h.el.Resign(ctx) }
-
-// TransferTo hands the coordinator role to the member named name
-// (election.Elector.TransferTo): it refuses an unknown member, a non-voter,
-// a member this node's view holds dead, and a call on a node that does not
-// lead (election.ErrNotLeader).
-func (h *Handle) TransferTo(ctx context.Context, name string) error {
-	return h.el.TransferTo(ctx, name)
-}
-
-// Check reports whether this member leads in term and, with the quorum
-// guard, its lease has not run out: nil, election.ErrNotLeader or
-// election.ErrLeaseExpired (election.Elector.Check). An atomic load and a
-// read of the monotonic clock: call it before every side effect of the
-// leader's work.
-func (h *Handle) Check(term uint64) error { return h.el.Check(term) }
-
-// Valid is Check(term) == nil.
-func (h *Handle) Valid(term uint64) bool { return h.el.Valid(term) }
-
-// LeaseDeadline returns the instant this member's lease in term ends if it
-// is not renewed; ok is false when it does not lead in term or the quorum
-// guard is off (election.Elector.LeaseDeadline).
-func (h *Handle) LeaseDeadline(term uint64) (deadline time.Time, ok bool) {
-	return h.el.LeaseDeadline(term)
-}
-
-// LeaseContext returns a context derived from parent that ends when this
-// member's lease in term ends as it stands now, or at once when it does
-// not lead in term (election.Elector.LeaseContext): take one per
-// operation.
-func (h *Handle) LeaseContext(parent context.Context, term uint64) (context.Context, context.CancelFunc) {
-	return h.el.LeaseContext(parent, term)
-}
-
-// VerifyLeader asks a majority to confirm, now, that this member leads
-// (election.Elector.VerifyLeader): nil once they have, ErrNotLeader if the
-// leadership ends first, ctx's error, or election.ErrNoQuorumGuard without
-// the quorum guard.
-func (h *Handle) VerifyLeader(ctx context.Context) error { return h.el.VerifyLeader(ctx) }
 
 // Handler returns an http.Handler serving this member's state
 // (election.NewHandler): GET /status, the JSON document `demo node`

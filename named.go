@@ -2,7 +2,6 @@ package coordelect
 
 import (
 	"context"
-	"time"
 
 	"github.com/coordelect/coordelect/election"
 )
@@ -15,8 +14,10 @@ import (
 // in a store of its own (or a fence keyed by the name), since two names
 // may run in the same term.
 type Election struct {
+	leadership // the shared methods, delegating to el
+
 	h     *Handle
-	el    *election.Election // set once, before ready is closed
+	el    *election.Election // set once, with leadership, before ready is closed
 	ready chan struct{}
 }
 
@@ -35,7 +36,7 @@ func (h *Handle) Election(name string, opts election.ElectionOptions) (*Election
 	if err != nil {
 		return nil, err
 	}
-	x.el = el
+	x.el, x.leadership = el, leadership{el}
 	close(x.ready) // the callbacks, which may start once Election has returned, wait for it
 	return x, nil
 }
@@ -89,56 +90,6 @@ func (x *Election) Name() string { return x.el.Name() }
 // Elector returns the name's election.Election, for what Election does
 // not wrap (Observe, LeaderPayload, ...).
 func (x *Election) Elector() *election.Election { return x.el }
-
-// Leader returns the name's coordinator as this member reports it, its
-// term and its payload; Leader().Known() is false while it knows none.
-func (x *Election) Leader() Leader {
-	l, payload := x.el.LeaderPayload()
-	return Leader{Leadership: l, Payload: payload}
-}
-
-// IsLeader reports whether this member leads the name (with the quorum
-// guard, with a valid lease).
-func (x *Election) IsLeader() bool { return x.el.IsLeader() }
-
-// Subscribe returns a subscription whose channel always holds the newest
-// Leadership of the name; Close it when done. It is closed when the name
-// ends (Close) or the member stops.
-func (x *Election) Subscribe() *election.Subscription { return x.el.Subscribe() }
-
-// Resign hands the name on to its next candidate (Handle.Resign, for the
-// name alone).
-func (x *Election) Resign(ctx context.Context) error { return x.el.Resign(ctx) }
-
-// TransferTo hands the name to the member called name, which must stand
-// for it (Handle.TransferTo, for the name alone).
-func (x *Election) TransferTo(ctx context.Context, name string) error {
-	return x.el.TransferTo(ctx, name)
-}
-
-// Check reports whether this member leads the name in term and, with the
-// quorum guard, its lease has not run out (Handle.Check).
-func (x *Election) Check(term uint64) error { return x.el.Check(term) }
-
-// Valid is Check(term) == nil.
-func (x *Election) Valid(term uint64) bool { return x.el.Valid(term) }
-
-// LeaseDeadline returns the instant this member's lease of the name in
-// term ends if it is not renewed (Handle.LeaseDeadline).
-func (x *Election) LeaseDeadline(term uint64) (deadline time.Time, ok bool) {
-	return x.el.LeaseDeadline(term)
-}
-
-// LeaseContext returns a context that ends when this member's lease of
-// the name in term ends as it stands now (Handle.LeaseContext).
-func (x *Election) LeaseContext(parent context.Context, term uint64) (context.Context, context.CancelFunc) {
-	return x.el.LeaseContext(parent, term)
-}
-
-// VerifyLeader asks a majority of the name's candidates to confirm, now,
-// that this member leads it (Handle.VerifyLeader; the name needs the
-// quorum guard).
-func (x *Election) VerifyLeader(ctx context.Context) error { return x.el.VerifyLeader(ctx) }
 
 // SetCandidate says whether this member stands for the name from now on
 // (election.Election.SetCandidate); the other members learn it.

@@ -178,14 +178,6 @@ func checkBatch(b group.Batch) error {
 	return nil
 }
 
-// appendHeaderAs appends a link header with the given magic and version.
-func appendHeaderAs(dst []byte, magic, version byte, h frameHeader) []byte {
-	b := append(dst, magic, version)
-	b = binary.AppendUvarint(b, h.Seq)
-	b = binary.BigEndian.AppendUint64(b, h.FromBoot)
-	return binary.BigEndian.AppendUint64(b, h.ToBoot)
-}
-
 func uvarintLen(v uint64) int {
 	n := 1
 	for v >= 0x80 {
@@ -200,20 +192,11 @@ func uvarintLen(v uint64) int {
 // To are the batch's. Errors wrap errVersion, ErrTooLarge or
 // errMalformed and say where and what.
 func decodeBatch(b []byte) (frameHeader, group.Batch, error) {
-	var h frameHeader
 	var out group.Batch
-	if len(b) > MaxFrameSize {
-		return h, out, fmt.Errorf("%w: batch of %d bytes (max %d)", ErrTooLarge, len(b), MaxFrameSize)
+	r, h, err := openFrame(b, "batch", batchMagic, batchVersion)
+	if err != nil {
+		return h, out, err
 	}
-	if len(b) < 2 || b[0] != batchMagic {
-		return h, out, fmt.Errorf("%w: bad batch magic", errMalformed)
-	}
-	if b[1] != batchVersion {
-		return h, out, fmt.Errorf("%w: batch version %d (this build reads %d)", errVersion, b[1], batchVersion)
-	}
-	r := reader{b: b, off: 2}
-	h.Seq = r.uvarint()
-	h.FromBoot, h.ToBoot = r.u64(), r.u64()
 	out.From, out.To = r.str(), r.str()
 	n := r.uvarint()
 	if r.err == nil && (n == 0 || n > MaxBatchPairs || n > uint64(len(b)-r.off)/minPairSize) {
@@ -230,11 +213,8 @@ func decodeBatch(b []byte) (frameHeader, group.Batch, error) {
 			break
 		}
 	}
-	if r.err == nil && r.off != len(b) {
-		r.fail("%d trailing bytes", len(b)-r.off)
-	}
-	if r.err != nil {
-		return frameHeader{}, group.Batch{}, r.err
+	if err := r.end(); err != nil {
+		return frameHeader{}, group.Batch{}, err
 	}
 	return h, out, nil
 }

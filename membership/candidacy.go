@@ -90,20 +90,11 @@ func appendCandidacy(dst []byte, h frameHeader, c election.Candidacy) ([]byte, e
 // decodeCandidacy parses a candidacy frame. It never panics and never
 // retains b. Errors wrap errVersion, ErrTooLarge or errMalformed.
 func decodeCandidacy(b []byte) (frameHeader, election.Candidacy, error) {
-	var h frameHeader
 	var c election.Candidacy
-	if len(b) > MaxFrameSize {
-		return h, c, fmt.Errorf("%w: candidacy of %d bytes (max %d)", ErrTooLarge, len(b), MaxFrameSize)
+	r, h, err := openFrame(b, "candidacy", candidacyMagic, candidacyVersion)
+	if err != nil {
+		return h, c, err
 	}
-	if len(b) < 2 || b[0] != candidacyMagic {
-		return h, c, fmt.Errorf("%w: bad candidacy magic", errMalformed)
-	}
-	if b[1] != candidacyVersion {
-		return h, c, fmt.Errorf("%w: candidacy version %d (this build reads %d)", errVersion, b[1], candidacyVersion)
-	}
-	r := reader{b: b, off: 2}
-	h.Seq = r.uvarint()
-	h.FromBoot, h.ToBoot = r.u64(), r.u64()
 	c.From, c.To = r.str(), r.str()
 	f := r.flags(flagFull | flagAsk)
 	c.Full, c.Ask = f&flagFull != 0, f&flagAsk != 0
@@ -136,11 +127,8 @@ func decodeCandidacy(b []byte) (frameHeader, election.Candidacy, error) {
 			break
 		}
 	}
-	if r.err == nil && r.off != len(b) {
-		r.fail("%d trailing bytes", len(b)-r.off)
-	}
-	if r.err != nil {
-		return frameHeader{}, election.Candidacy{}, r.err
+	if err := r.end(); err != nil {
+		return frameHeader{}, election.Candidacy{}, err
 	}
 	return h, c, nil
 }

@@ -102,9 +102,15 @@ func appendFrame(dst []byte, h frameHeader, m core.Message) ([]byte, error) {
 	return b, nil
 }
 
-// appendHeader appends the link header.
+// appendHeader appends the link header of a frame.
 func appendHeader(dst []byte, h frameHeader) []byte {
-	b := append(dst, frameMagic, frameVersion)
+	return appendHeaderAs(dst, frameMagic, frameVersion, h)
+}
+
+// appendHeaderAs appends a link header with the given magic and version:
+// that of a frame, a batch or a candidacy (openFrame reads it).
+func appendHeaderAs(dst []byte, magic, version byte, h frameHeader) []byte {
+	b := append(dst, magic, version)
 	b = binary.AppendUvarint(b, h.Seq)
 	b = binary.BigEndian.AppendUint64(b, h.FromBoot)
 	return binary.BigEndian.AppendUint64(b, h.ToBoot)
@@ -228,31 +234,50 @@ func nonZeroBits(nums []*uint32) byte {
 // message's strings and List are fresh copies. Errors wrap errVersion,
 // ErrTooLarge or errMalformed.
 func decodeFrame(b []byte) (frameHeader, core.Message, error) {
-	var h frameHeader
 	var m core.Message
-	if len(b) > MaxFrameSize {
-		return h, m, fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, len(b), MaxFrameSize)
+	r, h, err := openFrame(b, "frame", frameMagic, frameVersion)
+	if err != nil {
+		return h, m, err
 	}
-	if len(b) < 2 || b[0] != frameMagic {
-		return h, m, fmt.Errorf("%w: bad magic", errMalformed)
-	}
-	if b[1] != frameVersion {
-		return h, m, fmt.Errorf("%w: version %d (this build reads %d)", errVersion, b[1], frameVersion)
-	}
-	r := reader{b: b, off: 2}
-	h.Seq = r.uvarint()
-	h.FromBoot, h.ToBoot = r.u64(), r.u64()
 	if n := len(b) - r.off; r.err == nil && n > maxBodySize {
 		return frameHeader{}, m, fmt.Errorf("%w: message of %d bytes (max %d)", ErrTooLarge, n, maxBodySize)
 	}
 	r.body(&m, r.head(&m))
-	if r.err == nil && r.off != len(b) {
-		r.fail("%d trailing bytes", len(b)-r.off)
-	}
-	if r.err != nil {
-		return frameHeader{}, core.Message{}, r.err
+	if err := r.end(); err != nil {
+		return frameHeader{}, core.Message{}, err
 	}
 	return h, m, nil
+}
+
+// openFrame checks what every kind of frame begins with, its size, its
+// magic byte and its version (kind names the kind in errors), and reads
+// its link header. It returns a reader at the first byte after the
+// header, whose sticky error says if the header was truncated; its error
+// wraps ErrTooLarge, errMalformed (bad magic) or errVersion.
+func openFrame(b []byte, kind string, magic, version byte) (reader, frameHeader, error) {
+	var h frameHeader
+	if len(b) > MaxFrameSize {
+		return reader{}, h, fmt.Errorf("%w: %s of %d bytes (max %d)", ErrTooLarge, kind, len(b), MaxFrameSize)
+	}
+	if len(b) < 2 || b[0] != magic {
+		return reader{}, h, fmt.Errorf("%w: bad %s magic", errMalformed, kind)
+	}
+	if b[1] != version {
+		return reader{}, h, fmt.Errorf("%w: %s version %d (this build reads %d)", errVersion, kind, b[1], version)
+	}
+	r := reader{b: b, off: 2}
+	h.Seq = r.uvarint()
+	h.FromBoot, h.ToBoot = r.u64(), r.u64()
+	return r, h, nil
+}
+
+// end returns the reader's first error or, if there is none, an error for
+// bytes left after the last field: each format here is read to its end.
+func (r *reader) end() error {
+	if r.err == nil && r.off != len(r.b) {
+		r.fail("%d trailing bytes", len(r.b)-r.off)
+	}
+	return r.err
 }
 
 // head reads a message's type and flags, and returns the byte that says

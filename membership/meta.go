@@ -107,11 +107,8 @@ func decodeMeta(b []byte) (meta, error) {
 	m.Algorithm = r.boundedString("algorithm name", maxAlgorithmLen)
 	m.Quorum, m.Heartbeat, m.Misses, m.Lease = r.uvarint(), r.uvarint(), r.uvarint(), r.uvarint()
 	m.Payload = r.boundedString("payload", MaxPayloadLen)
-	if r.err == nil && r.off != len(b) {
-		r.fail("%d trailing bytes", len(b)-r.off)
-	}
-	if r.err != nil {
-		return meta{}, fmt.Errorf("%w: %v", errMeta, r.err)
+	if err := r.end(); err != nil {
+		return meta{}, fmt.Errorf("%w: %v", errMeta, err)
 	}
 	return m, nil
 }

@@ -389,11 +389,8 @@ func (n *Node) Named() bool { return !n.cfg.UnnamedOnly }
 // when b.To or this node runs no named elections) or ErrTooLarge. b is
 // not kept.
 func (n *Node) SendBatch(b group.Batch) error {
-	if err := n.sendable(b.From); err != nil {
+	if err := n.namedSendable(b.From); err != nil {
 		return err
-	}
-	if n.cfg.UnnamedOnly {
-		return fmt.Errorf("%w: this node runs no named elections (Config.UnnamedOnly)", ErrInvalid)
 	}
 	return n.out.sendBatch(b)
 }
@@ -402,11 +399,8 @@ func (n *Node) SendBatch(b group.Batch) error {
 // order with the batches to it (election.BatchTransport), with SendBatch's
 // errors. c is not kept.
 func (n *Node) SendCandidacy(c election.Candidacy) error {
-	if err := n.sendable(c.From); err != nil {
+	if err := n.namedSendable(c.From); err != nil {
 		return err
-	}
-	if n.cfg.UnnamedOnly {
-		return fmt.Errorf("%w: this node runs no named elections (Config.UnnamedOnly)", ErrInvalid)
 	}
 	return n.out.sendCandidacy(c)
 }
@@ -422,6 +416,18 @@ func (n *Node) sendable(from string) error {
 	if from != n.cfg.Name {
 		// The receiver would drop it: the boot ID would not be From's.
 		return fmt.Errorf("%w: From %q is not this node", ErrInvalid, from)
+	}
+	return nil
+}
+
+// namedSendable is sendable for a batch or a candidacy statement, which
+// only a node that runs named elections sends.
+func (n *Node) namedSendable(from string) error {
+	if err := n.sendable(from); err != nil {
+		return err
+	}
+	if n.cfg.UnnamedOnly {
+		return fmt.Errorf("%w: this node runs no named elections (Config.UnnamedOnly)", ErrInvalid)
 	}
 	return nil
 }

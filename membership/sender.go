@@ -189,12 +189,9 @@ func (s *sender) sendBatch(b group.Batch) error {
 	if err := checkBatch(b); err != nil {
 		return err
 	}
-	l, err := s.link(b.To)
+	l, err := s.namedLink(b.To, "batches")
 	if err != nil {
 		return err
-	}
-	if !l.to.named {
-		return fmt.Errorf("%w: %q runs no named elections (an older build?): it takes no batches", ErrInvalid, b.To)
 	}
 	var quick, rest []group.Pair
 	allBestEffort := true
@@ -246,12 +243,9 @@ func (s *sender) sendCandidacy(c election.Candidacy) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.link(c.To)
+	l, err := s.namedLink(c.To, "candidacies")
 	if err != nil {
 		return err
-	}
-	if !l.to.named {
-		return fmt.Errorf("%w: %q runs no named elections (an older build?): it takes no candidacies", ErrInvalid, c.To)
 	}
 	if !c.Full && !c.Ask && len(c.Entries) == 0 {
 		// A digest: one datagram, unnumbered; a lost one is sent again.
@@ -292,6 +286,19 @@ func (s *sender) link(name string) (*outLink, error) {
 	}
 	l := &outLink{to: t, prev: old, exited: make(chan struct{})}
 	s.links[name] = l
+	return l, nil
+}
+
+// namedLink is link for what (batches, candidacies), which only a
+// member that runs named elections takes: ErrInvalid for another.
+func (s *sender) namedLink(name, what string) (*outLink, error) {
+	l, err := s.link(name)
+	if err != nil {
+		return nil, err
+	}
+	if !l.to.named {
+		return nil, fmt.Errorf("%w: %q runs no named elections (an older build?): it takes no %s", ErrInvalid, name, what)
+	}
 	return l, nil
 }
 
