@@ -44,10 +44,13 @@ type meta struct {
 // build speaks (frames carry their own version, 3, and batch frames
 // theirs, 1); it leads the metadata, and members of another version are
 // refused at join, so that members whose frames cannot be read by each
-// other never count each other alive. Version 3 added the payload; version
-// 4 the frames of version 3 (one meaning per message field) and batch
-// frames.
-const ProtocolVersion = 4
+// other never count each other alive, nor members that would not act on
+// each other's messages alike. Version 3 added the payload; version 4 the
+// frames of version 3 (one meaning per message field) and batch frames;
+// version 5 the active/relay ring's outcome told to each member directly
+// in View mode (a member of version 4 would pass it on as a lap, and one
+// of version 5 would end a lap of version 4 where it reached it).
+const ProtocolVersion = 5
 
 // MaxPayloadLen bounds Config.Payload, in bytes: the payload travels in
 // memberlist's node metadata (memberlist.MetaMaxSize = 512 bytes, shared

@@ -409,7 +409,30 @@ func (p *peterson) finish() {
 	}
 	// record resets the election state: m is built first.
 	p.record(leader, t, p.phase, hops)
-	p.announce(m, at)
+	p.tell(m, at)
+}
+
+// tell announces the election's outcome m from ring position at. In View
+// mode it goes straight to every other live member of the view, highest
+// rated first (the coordinator and its watchers, whose detectors act,
+// hear it first): the same n − 1 messages as a COORDINATOR lap, one hop
+// of latency instead of a lap. Textbook mode, which has no view of who
+// works, sends the lap.
+func (p *peterson) tell(m Message, at int) {
+	n := p.n
+	if n.cfg.Mode != View {
+		p.announce(m, at)
+		return
+	}
+	p.coord = m
+	n.reserve(n.liveCount() - 1)
+	r := n.view.r
+	for k := r.Len() - 1; k >= 0; k-- {
+		if id := r.ByRank(k).ID; id != n.self.ID && n.view.alive(id) {
+			m.To = id
+			n.send(m)
+		}
+	}
 }
 
 // record accepts c as coordinator in term t after an election of the given
@@ -433,7 +456,10 @@ func (p *peterson) onCoordinator(m Message) {
 	}
 	r := n.view.r
 	at := r.Index(n.self.ID)
-	hops := lapHops(r.Index(m.Initiator), at, r.Index(m.Coordinator), r.Len())
+	hops := 0 // told directly (View mode): the coordinator hears it as soon
+	if n.cfg.Mode != View {
+		hops = lapHops(r.Index(m.Initiator), at, r.Index(m.Coordinator), r.Len())
+	}
 	if !n.view.alive(m.Coordinator) {
 		p.doubt(m, at, hops)
 		return
@@ -443,8 +469,18 @@ func (p *peterson) onCoordinator(m Message) {
 		n.learnRating(m.Coordinator, m.Value.Rating)
 	}
 	p.record(m.Coordinator, m.Term, m.Phases, hops)
-	p.announce(m, at)
+	p.passOn(m, at)
 	n.maybePreempt()
+}
+
+// passOn takes an announcement this node has been told: a lap (Textbook
+// mode) goes on; one told directly (View mode) ends here.
+func (p *peterson) passOn(m Message, at int) {
+	if p.n.cfg.Mode == View {
+		p.coord = m
+		return
+	}
+	p.announce(m, at)
 }
 
 // doubt passes on a COORDINATOR naming a member the view holds dead
@@ -454,7 +490,11 @@ func (p *peterson) doubt(m Message, at, hops int) {
 	if p.n.electing {
 		p.timer = min(p.timer, doubtTicks(p.n, hops))
 	}
-	p.announce(m, at)
+	if m.Initiator == p.n.self.ID {
+		p.tell(m, at)
+		return
+	}
+	p.passOn(m, at)
 }
 
 func (p *peterson) tick() {
