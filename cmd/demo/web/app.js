@@ -286,6 +286,7 @@ function jobTile(name) {
 function renderJobs(v) {
   const jobs = v.jobs || [];
   $("#jobs-card").hidden = jobs.length === 0;
+  document.body.classList.toggle("nojobs", jobs.length === 0);
   const led = jobs.filter((j) => j.agreed).length;
   $("#jobs-hint").textContent = `${jobs.length} named elections, leaders spread by rating · ${led} of ${jobs.length} led`;
   for (const j of jobs) {
