@@ -38,8 +38,9 @@ const clusterSynopsis = `usage: demo [flags]
 
 Runs a live coordelect cluster in this process: N nodes named 1..N with
 ratings 1..N, each a real memberlist member on its own 127.0.0.1 port with an
-elector on top, and a web page to watch them and break them (crash, restart,
-partition, heal, resign, change a rating). Per node, /nodes/NAME/status,
+elector on top running the unnamed election and the named ones of -jobs, and
+a web page to watch them and break them (crash, restart, partition, heal,
+resign, change a rating). Per node, /nodes/NAME/status,
 /nodes/NAME/metrics and /nodes/NAME/healthz serve what 'demo node' serves.
 ` + commandsHelp + `
 
@@ -56,6 +57,7 @@ type clusterOptions struct {
 	key    []byte
 	quorum int
 	level  hclog.Level
+	jobs   []string // the named elections every node runs (-jobs)
 }
 
 // parseClusterFlags parses and checks every flag, so that nothing starts
@@ -65,6 +67,7 @@ func parseClusterFlags(args []string, stdout io.Writer) (*clusterOptions, error)
 		o     = &clusterOptions{}
 		alg   algorithmFlag
 		key   string
+		jobs  string
 		level = levelFlag{hclog.Error}
 	)
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -73,6 +76,7 @@ func parseClusterFlags(args []string, stdout io.Writer) (*clusterOptions, error)
 	fs.StringVar(&o.http, "http", "127.0.0.1:8080", "HOST:PORT of the web page; port 0 picks one")
 	fs.StringVar(&key, "key", "", "gossip encryption key, base64 of 16, 24 or 32 bytes")
 	fs.IntVar(&o.quorum, "quorum", 0, "quorum guard: S = the cluster size -n; 0 turns it off (a partition then elects one coordinator per side)")
+	fs.StringVar(&jobs, "jobs", strconv.Itoa(defaultJobs), jobsUsage)
 	fs.Var(&level, "log-level", "level of the nodes' own logs (elector, membership, memberlist): trace, debug, info, warn, error or off")
 	if err := parseFlags(fs, args, stdout, clusterSynopsis); err != nil {
 		return nil, err
@@ -93,6 +97,9 @@ func parseClusterFlags(args []string, stdout io.Writer) (*clusterOptions, error)
 			o.quorum, o.quorum, o.quorum/2+1, o.n, want)
 	}
 	if _, _, err = checkHostPort("http", o.http, false, 0); err != nil {
+		return nil, err
+	}
+	if o.jobs, err = parseJobs(jobs); err != nil {
 		return nil, err
 	}
 	o.key, err = decodeKey(key)
@@ -170,7 +177,8 @@ func (s *slot) setAddr(addr string) {
 // member is declared dead within about a second (probe every 200 ms, 100 ms
 // timeout, then 400 ms of suspicion), and a restarted one is seen at once.
 // The electors do not wait for it: their coordinator heartbeat finds a
-// crashed coordinator first (K·H = 150 ms with the defaults).
+// crashed coordinator first (K·H = 150 ms with the defaults). Packets go
+// uncompressed.
 func demoTimings(mc *memberlist.Config) {
 	mc.ProbeInterval = 200 * time.Millisecond
 	mc.ProbeTimeout = 100 * time.Millisecond
@@ -179,6 +187,9 @@ func demoTimings(mc *memberlist.Config) {
 	mc.PushPullInterval = 5 * time.Second
 	mc.GossipToTheDeadTime = 5 * time.Second
 	mc.DeadNodeReclaimTime = time.Second // a restart on a new port
+	// Loopback has bandwidth to spare; LZW's tables, allocated for every
+	// packet, would cost more CPU than all of the elections.
+	mc.EnableCompression = false
 }
 
 // newLocalCluster prepares the cluster; start starts its nodes.
@@ -232,14 +243,23 @@ func closeAll(trs []*membershiptest.FaultTransport) {
 func (c *localCluster) startSlot(s *slot, tr *membershiptest.FaultTransport, initial bool) error {
 	p, err := startPeer(peerConfig{
 		mem: c.memberConfig(s, tr), el: c.electorConfig(s, initial),
-		sink: c.sink, labelNode: true, extra: s.tally,
+		sink: c.sink, labelNode: true, extra: s.tally, jobs: c.opts.jobs,
 	})
 	if err != nil {
 		_ = tr.Shutdown()
 		return fmt.Errorf("node %s: %w", s.name, err)
 	}
 	s.peer.Store(p)
-	leadership := p.el.Observe() // closed when the elector stops
+	c.observe(p.el.Observe()) // closed when the elector stops
+	for _, j := range p.jobs {
+		c.observe(j.Observe()) // closed when the elector stops, as well
+	}
+	return nil
+}
+
+// observe wakes the watcher at every leadership published on leadership,
+// until it is closed.
+func (c *localCluster) observe(leadership <-chan election.Leadership) {
 	c.observers.Go(func() {
 		for range leadership {
 			select {
@@ -248,7 +268,6 @@ func (c *localCluster) startSlot(s *slot, tr *membershiptest.FaultTransport, ini
 			}
 		}
 	})
-	return nil
 }
 
 func (c *localCluster) memberConfig(s *slot, tr *membershiptest.FaultTransport) membership.Config {

@@ -55,7 +55,7 @@ func TestClusterNodeEndpoints(t *testing.T) {
 		t.Fatalf("status: %d %v", code, err)
 	}
 	keys := slices.Sorted(maps.Keys(doc))
-	if want := []string{"algorithm", "coordinator", "members", "name", "rating", "startup", "state", "term", "term_text"}; !slices.Equal(keys, want) {
+	if want := []string{"algorithm", "coordinator", "elections", "members", "name", "rating", "startup", "state", "term", "term_text"}; !slices.Equal(keys, want) {
 		t.Errorf("status keys %v, want %v", keys, want)
 	}
 	var st election.StatusDocument

@@ -7,7 +7,8 @@
 //
 // Start with `go run ./cmd/demo` and open the page it prints: crash,
 // restart, resign, re-rate or partition nodes with a click and watch the
-// election. `demo node` is the same member as a process of its own, with
+// election, and the named jobs (-jobs) each node leads move when it
+// crashes. `demo node` is the same member as a process of its own, with
 // /status, /leader, /metrics and /readyz on its -http address; the README
 // starts three of them. `demo sim -script FILE` replays a scenario
 // (docs/scenarios.md), and `demo sim -explore K` runs K random fault

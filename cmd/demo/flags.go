@@ -10,7 +10,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/election/group"
 	"github.com/coordelect/coordelect/internal/cli"
 )
 
@@ -95,4 +97,68 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// The -jobs flag of the live modes: the named elections each node runs,
+// with spread placement (election.PlaceSpread).
+const (
+	// defaultJobs is the number of jobs run when -jobs is not given.
+	defaultJobs = 12
+	// maxJobs bounds -jobs: the page lists every job on every change.
+	maxJobs = 64
+	// jobsUsage is the -jobs flag's help.
+	jobsUsage = "named elections (jobs) every node runs, leaders spread over the nodes by rating: " +
+		"a count N (scheduler, compactor, billing, then shard-00, shard-01, ...; 0: none) " +
+		"or a comma-separated list of names"
+)
+
+// jobNames returns n job names: scheduler, compactor and billing, then
+// shard-00, shard-01, ... for the rest.
+func jobNames(n int) []string {
+	out := make([]string, 0, n)
+	for i, name := range []string{"scheduler", "compactor", "billing"} {
+		if i == n {
+			return out
+		}
+		out = append(out, name)
+	}
+	for i := 0; len(out) < n; i++ {
+		out = append(out, fmt.Sprintf("shard-%02d", i))
+	}
+	return out
+}
+
+// parseJobs parses a -jobs value: a count from 0 to maxJobs (jobNames of
+// it), or a comma-separated list of distinct names, each a valid election
+// name (group.ValidateName) other than the unnamed election's. A value that
+// parses as an integer is a count.
+func parseJobs(v string) ([]string, error) {
+	const want = "want a count from 0 (none) to %d, or a comma-separated list of names"
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		if n < 0 || n > maxJobs {
+			return nil, usagef("-jobs %q: "+want, v, maxJobs)
+		}
+		return jobNames(n), nil
+	}
+	names := splitList(v)
+	switch {
+	case len(names) == 0:
+		return nil, usagef("-jobs %q: no names; "+want, v, maxJobs)
+	case len(names) > maxJobs:
+		return nil, usagef("-jobs %q: %d names; "+want, v, len(names), maxJobs)
+	}
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if err := group.ValidateName(name); err != nil {
+			return nil, usagef("-jobs %q: %s", v, strings.TrimPrefix(err.Error(), "group: "))
+		}
+		if name == election.DefaultName {
+			return nil, usagef("-jobs %q: name %q is the unnamed election's, which every node runs", v, name)
+		}
+		if seen[name] {
+			return nil, usagef("-jobs %q: name %q given twice", v, name)
+		}
+		seen[name] = true
+	}
+	return names, nil
 }

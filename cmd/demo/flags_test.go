@@ -18,6 +18,7 @@ func TestLiveBadFlags(t *testing.T) {
 		{"-quorum 3", "-quorum"}, {"-n 4 -quorum 3", "-quorum"}, {"-n 16 -quorum 14", "-quorum"},
 		{"-http nohost", "-http"}, {"-http 127.0.0.1:99999", "-http"},
 		{"-key !!!", "-key"}, {"-key c2hvcnQ=", "-key"}, {"-log-level loud", "-log-level"},
+		{"-jobs 65", `-jobs "65"`}, {"-jobs a,a", `-jobs "a,a"`}, {"-jobs -1", `-jobs "-1"`},
 		{"-nosuchflag", "-nosuchflag"}, {"extra", "extra"},
 		{"node", "-name"}, {"node -name " + long, "-name"},
 		{"node -name a -bind localhost:7946", "-bind"}, {"node -name a -bind 127.0.0.1:70000", "-bind"},
@@ -28,6 +29,7 @@ func TestLiveBadFlags(t *testing.T) {
 		{"node -name a -solo-delay 0s", "-solo-delay"}, {"node -name a -solo-delay 15ms", "-solo-delay"},
 		{"node -name a -key abc", "-key"}, {"node -name a -http :x", "-http"},
 		{"node -name a -log-level loud", "-log-level"}, {"node -name a extra", "extra"},
+		{"node -name a -jobs default", `-jobs "default"`},
 	} {
 		var out, errb bytes.Buffer
 		rc := run(strings.Fields(tc.args), &out, &errb)

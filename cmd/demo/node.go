@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -22,11 +23,13 @@ import (
 
 const nodeSynopsis = `usage: demo node -name NAME [flags]
 
-Runs one coordelect node in this process: a memberlist member and an elector,
-with /status and /leader (JSON), /metrics (Prometheus), /healthz (200 while it runs) and
-/readyz (JSON: 200 once it knows a coordinator, else 503 and why) over HTTP. Start one
-per process or host and point them at each other with -join. SIGINT or
-SIGTERM resigns (a coordinator hands off), leaves the cluster and exits 0.`
+Runs one coordelect node in this process: a memberlist member and an elector
+running the unnamed election and the named ones of -jobs, with /status and
+/leader (JSON; /leader?election=JOB for a job), /metrics (Prometheus),
+/healthz (200 while it runs) and /readyz (JSON: 200 once it knows a
+coordinator, else 503 and why) over HTTP. Start one per process or host and
+point them at each other with -join. SIGINT or SIGTERM resigns (a
+coordinator hands off), leaves the cluster and exits 0.`
 
 // leaveTimeout bounds how long a stopping node waits for its leave message
 // to go out.
@@ -38,6 +41,7 @@ type nodeOptions struct {
 	el    election.Config
 	http  string
 	level hclog.Level
+	jobs  []string // the named elections the node runs (-jobs)
 }
 
 // parseNodeFlags parses and checks every flag of `demo node`, so that
@@ -45,6 +49,7 @@ type nodeOptions struct {
 func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 	var (
 		name, bind, advertise, join, key string
+		jobs                             string
 		alg                              algorithmFlag
 		level                            = levelFlag{hclog.Info}
 		o                                = &nodeOptions{mem: membership.DefaultConfig()}
@@ -63,6 +68,7 @@ func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 	fs.DurationVar(&o.el.ExpectWindow, "expect-window", election.DefaultExpectWindow, "how long a node that has seen its -expect voters waits for its view to stop growing; with -bootstrap, also how long it waits for them at all")
 	fs.BoolVar(&o.el.Bootstrap, "bootstrap", false, "the first node of a new cluster: lead after -expect-window even without having seen the -expect voters (without it, a node that never reaches its cluster never leads)")
 	fs.DurationVar(&o.el.SoloDelay, "solo-delay", election.DefaultSoloDelay, "without -quorum: how long a node that lost its last other voters at once waits before it leads alone (a partition shorter than this heals with the term unchanged)")
+	fs.StringVar(&jobs, "jobs", strconv.Itoa(defaultJobs), jobsUsage+" (the same on every node)")
 	fs.StringVar(&o.mem.Profile, "profile", membership.ProfileLAN, "memberlist timings: lan, local (one host) or wan")
 	fs.Var(&level, "log-level", "log level: trace, debug, info, warn, error or off")
 	if err := parseFlags(fs, args, stdout, nodeSynopsis); err != nil {
@@ -70,6 +76,10 @@ func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 	}
 	o.mem.Algorithm, o.level = alg.a, level.l
 	if err := o.setMembership(name, bind, advertise, join, key); err != nil {
+		return nil, err
+	}
+	var err error
+	if o.jobs, err = parseJobs(jobs); err != nil {
 		return nil, err
 	}
 	return o, o.check()
@@ -152,6 +162,11 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer, sink 
 		_ = ln.Close()
 		return flagError(err)
 	}
+	if err := startJobs(h, o.jobs); err != nil {
+		_ = h.Close(context.Background())
+		_ = ln.Close()
+		return err
+	}
 	srv := serveNode(h, reg, ln, logger)
 	fmt.Fprintf(stdout, "node %s: gossip %s, http://%s/status\n", o.mem.Name, h.Addr(), ln.Addr())
 	select {
@@ -163,6 +178,17 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer, sink 
 	err = h.Close(context.Background()) // hand off, leave (an unconfirmed leave is a warning), shut down
 	shutdown(srv, logger)
 	return flagError(err)
+}
+
+// startJobs starts the named elections jobs on h, each standing with
+// spread placement; they end with h.
+func startJobs(h *coordelect.Handle, jobs []string) error {
+	for _, job := range jobs {
+		if _, err := h.Election(job, election.ElectionOptions{Placement: election.PlaceSpread}); err != nil {
+			return fmt.Errorf("-jobs: %w", err)
+		}
+	}
+	return nil
 }
 
 // flagError names the flag behind a configuration error that only the

@@ -22,6 +22,7 @@ type peer struct {
 	name   string
 	mem    *membership.Node
 	el     *election.Elector
+	jobs   []*election.Election // the named elections, in peerConfig.jobs order
 	reg    *prometheus.Registry
 	rec    *metrics.Recorder
 	api    http.Handler       // election.NewHandler: /status, /leader, /healthz, /readyz
@@ -43,10 +44,13 @@ type peerConfig struct {
 	// extra, when not nil, receives every Recorder call after the
 	// Prometheus recorder.
 	extra election.Recorder
+	// jobs are the named elections the member runs and stands for, with
+	// spread placement.
+	jobs []string
 }
 
 // startPeer starts a member (it listens and joins its seeds at once), its
-// metrics on a registry of its own, and an elector on it. On error nothing
+// metrics on a registry of its own, and an elector on it with its jobs. On error nothing
 // is left running.
 func startPeer(pc peerConfig) (*peer, error) {
 	name := pc.mem.Name
@@ -77,6 +81,16 @@ func startPeer(pc peerConfig) (*peer, error) {
 		p.rec.Unregister()
 		_ = mem.Close()
 		return nil, err
+	}
+	for _, job := range pc.jobs {
+		j, err := p.el.Election(job, election.ElectionOptions{Placement: election.PlaceSpread})
+		if err != nil {
+			_ = p.el.Close()
+			p.rec.Unregister()
+			_ = mem.Close()
+			return nil, err
+		}
+		p.jobs = append(p.jobs, j)
 	}
 	p.api = election.NewHandler(p.el, mem.StatusMembers)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -38,8 +38,8 @@ type tally struct {
 
 var _ election.Recorder = (*tally)(nil)
 
-// Record counts an Update's messages and turns its elections and
-// leadership changes into events.
+// Record counts an Update's messages, of every election, and turns the
+// unnamed election's elections and leadership changes into events.
 func (t *tally) Record(u election.Update) {
 	for m := range u.Sent {
 		t.sent[m].Add(u.Sent[m])
@@ -50,6 +50,9 @@ func (t *tally) Record(u election.Update) {
 		dropped += n
 	}
 	t.dropped.Add(dropped)
+	if u.Election != election.DefaultName {
+		return // the jobs' leadership is the watcher's to report (watcher.trackJobs)
+	}
 	if u.ElectionsStarted > 0 {
 		t.emit(nodeEvent{Kind: "election started"})
 	}

@@ -35,8 +35,13 @@ type nodeView struct {
 	// side of the partition, or the whole cluster): it cannot elect one.
 	NoQuorum bool   `json:"no_quorum"`
 	Sent     uint64 `json:"sent"` // messages sent since the demo started
+	// Leads lists the jobs (-jobs) the node says it leads, in -jobs order.
+	Leads []string `json:"leads"`
 	// leaderTerm is the term of Coordinator, as the node reports it.
 	leaderTerm uint64
+	// jobs is each job's leader as the node reports it, in -jobs order;
+	// nil while the node is down.
+	jobs []jobSeen
 }
 
 // clusterView is the page's state: one event of the event stream.
@@ -57,9 +62,12 @@ type clusterView struct {
 	// is a split brain (a partition without the quorum guard).
 	Leaders   []string   `json:"leaders"`
 	Partition [][]string `json:"partition"`
-	Messages  []msgCount `json:"messages"` // by type, every node since the demo started
-	Dropped   uint64     `json:"dropped"`
-	Now       int64      `json:"now"` // server time in ms since the Unix epoch, for rates
+	// Jobs are the named elections every node runs (-jobs), in -jobs
+	// order; empty without jobs.
+	Jobs     []jobView  `json:"jobs"`
+	Messages []msgCount `json:"messages"` // by type, every node since the demo started
+	Dropped  uint64     `json:"dropped"`
+	Now      int64      `json:"now"` // server time in ms since the Unix epoch, for rates
 }
 
 // view builds the page's state from every node's Status.
@@ -78,6 +86,7 @@ func (c *localCluster) view() clusterView {
 	}
 	v.quorum()
 	v.agree()
+	v.Jobs = jobViews(c.opts.jobs, v.Nodes)
 	v.Messages, v.Dropped = c.totals()
 	return v
 }
@@ -102,7 +111,7 @@ func (v *clusterView) quorum() {
 }
 
 func (s *slot) view(partition [][]string) nodeView {
-	n := nodeView{Name: s.name, Addr: s.address(), State: "down", Rating: s.rating.Load(), Sent: s.tally.sentTotal()}
+	n := nodeView{Name: s.name, Addr: s.address(), State: "down", Rating: s.rating.Load(), Sent: s.tally.sentTotal(), Leads: []string{}}
 	for i, g := range partition {
 		if slices.Contains(g, s.name) {
 			n.Group = i + 1
@@ -120,6 +129,7 @@ func (s *slot) view(partition [][]string) nodeView {
 	n.Up, n.State, n.Rating = true, st.State.String(), st.Rating
 	n.Term, n.TermText, n.Electing = st.Term, election.TermText(st.Term), st.Electing
 	n.Alive, n.Known = st.AliveMembers(), len(st.Members)
+	n.viewJobs(p)
 	return n
 }
 
@@ -185,7 +195,11 @@ type watcher struct {
 	lastSent   time.Time
 	lastAgreed string // coordinator@term
 	lastSplit  []string
-	splitSince time.Time // when more than one node began to lead
+	splitSince time.Time         // when more than one node began to lead
+	jobLeaders map[string]string // each job's last agreed leader (trackJobs)
+	jobsPlaced bool              // every job has had an agreed leader
+	moves      []jobMove         // changes of jobLeaders not logged yet
+	movesSince time.Time         // when the first of moves was seen
 }
 
 const (
@@ -261,6 +275,7 @@ func (w *watcher) track(v clusterView) {
 		c.lostAt.Store(nil)
 	}
 	w.trackSplit(v)
+	w.trackJobs(v)
 }
 
 // takenBack explains why a node that resigned leads again.

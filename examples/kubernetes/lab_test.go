@@ -314,7 +314,9 @@ type logEvent struct {
 }
 
 // leadership reads the pod's "started leading" and "stopped leading" lines
-// (hclog's text format, millisecond timestamps).
+// of the unnamed election (hclog's text format, millisecond timestamps);
+// the lines of named elections (demo node's -jobs), which carry their
+// election= field, are not the coordinator's.
 func (p *pod) leadership() ([]logEvent, error) {
 	f, err := os.Open(p.logPath)
 	if err != nil {
@@ -327,7 +329,7 @@ func (p *pod) leadership() ([]logEvent, error) {
 	for sc.Scan() {
 		line := sc.Text()
 		start := strings.Contains(line, "started leading")
-		if !start && !strings.Contains(line, "stopped leading") {
+		if !start && !strings.Contains(line, "stopped leading") || strings.Contains(line, " election=") {
 			continue
 		}
 		ts, _, _ := strings.Cut(line, " ")

@@ -26,15 +26,26 @@ var updateScreenshot = flag.Bool("update-screenshot", false,
 type pageState struct {
 	Agreed string     `json:"agreed"` // body[data-agreed]: the coordinator all running nodes agree on
 	Nodes  []pageNode `json:"nodes"`
+	Jobs   []pageJob  `json:"jobs"`
 	Banner string     `json:"banner"`
 }
 
+// pageJob is one job's tile.
+type pageJob struct {
+	Name   string `json:"name"`
+	Leader string `json:"leader"` // the agreed leader, "" when none
+	Term   string `json:"term"`
+	Agreed bool   `json:"agreed"`
+	Text   string `json:"text"` // the tile's leader line
+}
+
 type pageNode struct {
-	Name        string `json:"name"`
-	Up          bool   `json:"up"`
-	State       string `json:"state"`
-	Coordinator string `json:"coordinator"`
-	Badge       string `json:"badge"` // the state as the table shows it
+	Name        string   `json:"name"`
+	Up          bool     `json:"up"`
+	State       string   `json:"state"`
+	Coordinator string   `json:"coordinator"`
+	Badge       string   `json:"badge"` // the state as the table shows it
+	Leads       []string `json:"leads"` // the chips of the jobs it leads
 }
 
 const readPage = `(() => ({
@@ -44,8 +55,37 @@ const readPage = `(() => ({
 		name: r.dataset.node, up: r.dataset.up === "true",
 		state: r.dataset.state || "", coordinator: r.dataset.coordinator || "",
 		badge: r.querySelector(".badge").textContent,
+		leads: [...r.querySelectorAll(".leads .chip")].map((c) => c.textContent),
+	})),
+	jobs: [...document.querySelectorAll("#jobs .job")].map((j) => ({
+		name: j.dataset.job, leader: j.dataset.leader || "", term: j.dataset.term || "",
+		agreed: j.dataset.agreed === "true", text: j.querySelector(".job-leader").textContent,
 	})),
 }))()`
+
+// jobsLed reports whether the page shows n jobs, each with an agreed
+// leader among the running nodes, shown on its tile and as a chip of that
+// node's row alone.
+func (s pageState) jobsLed(n int) bool {
+	if len(s.Jobs) != n {
+		return false
+	}
+	chips := map[string]string{} // job -> the node whose row has its chip
+	for _, x := range s.Nodes {
+		for _, j := range x.Leads {
+			if _, dup := chips[j]; dup || !x.Up {
+				return false
+			}
+			chips[j] = x.Name
+		}
+	}
+	for _, j := range s.Jobs {
+		if !j.Agreed || j.Leader == "" || chips[j.Name] != j.Leader || j.Text != "node "+j.Leader {
+			return false
+		}
+	}
+	return len(chips) == n
+}
 
 // agreedBy reports whether the page shows coordinator c agreed by every
 // running node, with up nodes running, and c leading.
@@ -76,8 +116,10 @@ func skipWithoutChromium(t *testing.T) {
 }
 
 // The page in a real headless Chromium: it shows 5 nodes and one
-// coordinator; a click on the coordinator's Crash button shows, within a
-// few seconds, a new coordinator agreed by the 4 others.
+// coordinator, and the 12 jobs each with a leader; a click on the
+// coordinator's Crash button shows, within a few seconds, a new
+// coordinator agreed by the 4 others and the crashed node's jobs led by
+// survivors, the other jobs where they were.
 func TestBrowserCrashCoordinator(t *testing.T) {
 	skipWithoutChromium(t)
 	tc := startDemo(t)
@@ -90,6 +132,18 @@ func TestBrowserCrashCoordinator(t *testing.T) {
 		return len(s.Nodes) == 5 && s.agreedBy(s.Agreed, 5)
 	})
 	old := first.Agreed
+	first = waitPage(ctx, t, "12 jobs, each led by one node", func(s pageState) bool { return s.jobsLed(12) })
+	before := map[string]string{} // job -> leader
+	var moving []string           // the jobs of the coordinator
+	for _, j := range first.Jobs {
+		before[j.Name] = j.Leader
+		if j.Leader == old {
+			moving = append(moving, j.Name)
+		}
+	}
+	if len(moving) == 0 {
+		t.Fatalf("coordinator %s leads no job (%+v): the crash would move none", old, first.Jobs)
+	}
 	for _, n := range first.Nodes { // the table uses the legend's words
 		if want := map[bool]string{true: "coordinator", false: "follower"}[n.Name == old]; n.Badge != want {
 			t.Errorf("node %s shown as %q in the table, want %q (the legend's word)", n.Name, n.Badge, want)
@@ -108,6 +162,20 @@ func TestBrowserCrashCoordinator(t *testing.T) {
 		old, next.Agreed, took, next.Banner)
 	if took > 5*time.Second {
 		t.Errorf("agreement took %v, want a few seconds at most", took)
+	}
+	next = waitPage(ctx, t, "the jobs of "+old+" led by survivors", func(s pageState) bool {
+		for _, j := range s.Jobs {
+			if j.Leader == old {
+				return false
+			}
+		}
+		return s.jobsLed(12)
+	})
+	t.Logf("the page showed the jobs %q of %s led by survivors %v after the click", moving, old, time.Since(clicked))
+	for _, j := range next.Jobs {
+		if !slices.Contains(moving, j.Name) && j.Leader != before[j.Name] {
+			t.Errorf("job %s moved from %s to %s, though %s did not lead it", j.Name, before[j.Name], j.Leader, old)
+		}
 	}
 	saveScreenshot(ctx, t)
 }

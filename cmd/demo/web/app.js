@@ -10,6 +10,7 @@ const ring = { cx: 230, cy: 215, r: 140, node: 27 };
 const rows = new Map();   // node name -> table row parts
 const shapes = new Map(); // node name -> svg parts
 const msgRows = new Map(); // message type -> row parts
+const jobTiles = new Map(); // job name -> tile parts
 let layers = null;        // svg layers, created once
 let last = null;          // the last state
 let prev = null;          // message totals at the previous rate sample
@@ -208,6 +209,7 @@ function nodeRow(name) {
   r.term = cell(tr, "mono");
   r.follows = cell(tr, "mono");
   r.members = cell(tr, "num");
+  r.leads = cell(tr, "leads");
   const actions = cell(tr, "actions");
   r.crash = button("Crash", "small danger", () => nodeAction(name, r.up ? "crash" : "restart"));
   r.resign = button("Resign", "small", () => nodeAction(name, "resign"));
@@ -238,10 +240,79 @@ function renderNodes(v) {
     r.term.textContent = node.up ? node.term_text : "–";
     r.follows.textContent = node.up ? (node.coordinator === node.name ? "itself" : node.coordinator || "none") : "–";
     r.members.textContent = node.up ? `${node.alive}/${node.known}` : "–";
+    renderLeads(r, node);
     r.crash.textContent = node.up ? "Crash" : "Restart";
     r.crash.className = node.up ? "small danger" : "small";
     r.crash.dataset.action = node.up ? "crash" : "restart";
     r.resign.disabled = !node.leading;
+  }
+}
+
+// renderLeads shows the jobs a node leads as chips in its row.
+function renderLeads(r, node) {
+  const leads = node.leads || [];
+  r.tr.dataset.leads = leads.join(",");
+  if (r.leadsKey === r.tr.dataset.leads) return;
+  r.leadsKey = r.tr.dataset.leads;
+  r.leads.replaceChildren(...leads.map((job) => {
+    const c = document.createElement("span");
+    c.className = "chip";
+    c.textContent = job;
+    return c;
+  }));
+}
+
+// ---------- the jobs ----------
+
+function jobTile(name) {
+  let t = jobTiles.get(name);
+  if (t) return t;
+  const div = document.createElement("div");
+  div.className = "job";
+  div.dataset.job = name;
+  t = { div, name: document.createElement("div"), leader: document.createElement("div"), term: document.createElement("div"), last: "" };
+  t.name.className = "job-name";
+  t.name.textContent = name;
+  t.leader.className = "job-leader";
+  t.term.className = "job-term";
+  div.append(t.name, t.leader, t.term);
+  $("#jobs").appendChild(div);
+  jobTiles.set(name, t);
+  return t;
+}
+
+// renderJobs shows each job's leader and term; a job whose agreed leader
+// changed is highlighted for a moment.
+function renderJobs(v) {
+  const jobs = v.jobs || [];
+  $("#jobs-card").hidden = jobs.length === 0;
+  document.body.classList.toggle("nojobs", jobs.length === 0);
+  const led = jobs.filter((j) => j.agreed).length;
+  $("#jobs-hint").textContent = `${jobs.length} named elections, leaders spread by rating · ${led} of ${jobs.length} led`;
+  for (const j of jobs) {
+    const t = jobTile(j.name);
+    Object.assign(t.div.dataset, { leader: j.leader, term: j.term_text, agreed: j.agreed });
+    let cls = "job";
+    if (j.agreed) {
+      if (t.last && t.last !== j.leader) Object.assign(t, { from: t.last, movedUntil: v.now + 3000 });
+      t.last = j.leader;
+      const moved = v.now < (t.movedUntil || 0);
+      t.leader.textContent = `node ${j.leader}`;
+      t.term.textContent = `term ${j.term_text}` + (moved ? ` · from ${t.from}` : "");
+      t.div.title = `${j.name}: led by ${j.leader} in term ${j.term_text}, agreed by every running node`;
+      if (moved) cls += " moved";
+    } else if (j.leaders.length > 1) {
+      cls += " split";
+      t.leader.textContent = leadText(j.leaders);
+      t.term.textContent = "split brain";
+      t.div.title = `${j.name}: ${leadText(j.leaders)}; the higher term wins when they meet`;
+    } else {
+      cls += " wait";
+      t.leader.textContent = j.leaders.length === 1 ? `node ${j.leaders[0]}?` : "electing…";
+      t.term.textContent = j.leaders.length === 1 ? "not followed by all yet" : "no leader agreed";
+      t.div.title = `${j.name}: no leader agreed by every running node yet`;
+    }
+    t.div.className = cls;
   }
 }
 
@@ -365,6 +436,7 @@ function render(v) {
   renderBanner(v);
   renderRing(v);
   renderNodes(v);
+  renderJobs(v);
   renderMessages(v);
 }
 
