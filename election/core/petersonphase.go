@@ -5,7 +5,9 @@ package core
 // (PhaseDecision), and its number on the wire (packPhase). Invariant:
 // with FIFO links the packed phases of the ELECTIONs that pass a node only
 // grow (2p-1, 2p, 2p+1, ...), so a relay drops one that is not above the
-// last it passed on; 0, below them all, is a hand-off's wake-up call.
+// last it passed on, and an active that receives one above the message
+// its phase waits for restarts the election (petersonelection.go); 0,
+// below them all, is a hand-off's wake-up call.
 
 // PhaseDecision is what an active process decided at the end of a phase of
 // the active/relay ring, with the values it decided on (seed 001 draws
