@@ -47,6 +47,12 @@ type sender struct {
 	mu     sync.Mutex
 	closed bool
 	links  map[string]*outLink // latest link per peer name, maybe stopped
+
+	// dgMu guards dgBuf, the frame of an unnumbered datagram being sent
+	// (datagram), and udp, which sends it: ml.SendBestEffort when nil.
+	dgMu  sync.Mutex
+	dgBuf []byte
+	udp   func(to *memberlist.Node, frame []byte) error
 }
 
 // batchDatagram is the largest datagram of batch pairs the memberlist
@@ -170,8 +176,13 @@ func (s *sender) send(m core.Message) error {
 	return s.enqueue(l, it)
 }
 
-// enqueue queues it on l, starting l's goroutine if it was idle.
+// enqueue queues it on l, starting l's goroutine if it was idle. An
+// unnumbered datagram (heartbeats, their acks, candidacy digests) is sent
+// at once instead (datagram).
 func (s *sender) enqueue(l *outLink, it outItem) error {
+	if it.bestEffort && !it.ordered {
+		return s.datagram(l, it)
+	}
 	if start, err := l.enqueue(it, s.queueSize, s.stats, s.wg); !start {
 		return err
 	}
@@ -393,6 +404,37 @@ func (s *sender) transmit(l *outLink, it outItem) {
 		*seq++
 	}
 	s.stats.sent.Add(1)
+}
+
+// datagram sends an unnumbered datagram to l's peer now, on the caller's
+// goroutine: a UDP write does not wait for the peer. It takes no place in
+// l's queue, so it never waits behind a reliable frame of that link (a
+// TCP connection each, which a loaded peer can hold for up to memberlist's
+// TCPTimeout) nor is refused because they fill the queue: a coordinator's
+// heartbeats reach a member whatever else the link carries. Nothing
+// orders it against the link's numbered frames, and nothing needs to:
+// the receiver takes heartbeats and their acks in any order (Seq).
+func (s *sender) datagram(l *outLink, it outItem) error {
+	l.mu.Lock()
+	stopped := l.stopped
+	l.mu.Unlock()
+	if stopped {
+		return fmt.Errorf("%w: %q left", ErrUnknownPeer, l.to.node.Name)
+	}
+	s.dgMu.Lock()
+	defer s.dgMu.Unlock()
+	s.dgBuf = append(it.kind.header(s.dgBuf[:0], frameHeader{FromBoot: s.selfBoot, ToBoot: l.to.boot}), it.body...)
+	udp := s.udp
+	if udp == nil {
+		udp = s.ml.SendBestEffort
+	}
+	if err := udp(&l.to.node, s.dgBuf); err != nil {
+		s.stats.sendFailed.Add(1)
+		s.log.Debug("send failed", "to", l.to.node.Name, "error", err)
+		return nil // as a frame the link's goroutine fails to send
+	}
+	s.stats.sent.Add(1)
+	return nil
 }
 
 // enqueue queues it. It reports whether the caller must start the link's
