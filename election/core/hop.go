@@ -24,7 +24,9 @@ type hop struct {
 	route route
 	at    int // position of the sender, then of m.To: ring index or List index
 	timer int // ticks left for m.To to acknowledge
-	sent  int // the tick m was sent to m.To
+	sent  int // the tick m was first sent to m.To
+	// resent counts the times m was sent to m.To again (link.resend).
+	resent uint8
 }
 
 // gaveUp is a hop whose receiver did not acknowledge in time (its list

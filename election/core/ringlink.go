@@ -14,9 +14,10 @@ package core
 // election, not one per message.
 //
 // View mode skips members the view holds dead. An ELECTION whose
-// Coordinator names its receiver asks for an Ack, and a silent receiver is
-// skipped as in Textbook mode; other hops are not acknowledged (a lost
-// message is covered by the election's timeout). A node asks for Acks:
+// Coordinator names its receiver asks for an Ack; a silent receiver is
+// sent it again (resend) and then skipped as in Textbook mode; other hops
+// are not acknowledged (a lost message is covered by the election's
+// timeout). A node asks for Acks:
 //   - on the hop to the coordinator it followed when the election began,
 //     the one member likely to be dead before membership says so (its
 //     silence is what usually starts an election): a live old coordinator
@@ -334,6 +335,9 @@ func (l *link) tick() {
 		return
 	}
 	h := &l.out[0]
+	if l.resend(h) {
+		return
+	}
 	if l.failed == nil {
 		l.failed = make(map[string]struct{})
 	}
@@ -351,6 +355,33 @@ func (l *link) tick() {
 	l.busy = false
 	h.m = h.m.Clone() // the list must not share memory with a copy that arrived
 	l.pump()
+}
+
+// maxResends bounds how many times a hop is sent again to a member the
+// view holds alive before the link gives up on it (link.resend).
+const maxResends = 2
+
+// resend sends h again to its receiver, whose Ack has not come in time,
+// and reports whether it did: in View mode, to a member the view holds
+// alive other than the suspect, up to maxResends times, each time waiting
+// twice as long. Such a member is slow (a loaded host, a pause) far more
+// often than it is dead, and one that is slow has the message: passing
+// it over would fork the lap (two members carrying it on, the active/
+// relay ring's phases pairing values that do not belong together). A
+// lost message is sent again the same way. Its receiver drops a copy it
+// has taken already (ring.forwarded, peterson's packed phases). A member
+// that stays silent through the resends is given up on as in Textbook
+// mode; one that dies meanwhile is skipped once the view says so
+// (peerDown restarts the election if it held its message).
+func (l *link) resend(h *hop) bool {
+	n := l.n
+	if n.cfg.Mode != View || h.resent >= maxResends || h.m.To == l.suspect || !n.view.alive(h.m.To) {
+		return false
+	}
+	h.resent++
+	h.timer = n.hopTimeout() << h.resent
+	n.send(h.m)
+	return true
 }
 
 // unreached reports, with the guard, whether the members this node gave
