@@ -88,6 +88,9 @@ type Message struct {
 	// its link's order). A coordinator in a fanned-out view sets it on its
 	// announcement to the members that hear its heartbeats only in
 	// rotation (fanout.go): their next heartbeat makes up for a lost one.
+	// In View mode a ring's ELECTION hop that asks for an Ack has it, and
+	// so has the Ack: the link sends the hop again when its Ack does not
+	// come (ringlink.go, resend).
 	BestEffort bool
 	From       string
 	To         string

@@ -122,10 +122,12 @@ func (l *link) transmit(h *hop) string {
 		h.m.Index = uint32(h.at) // the receiver's place in the list
 	case h.m.Type == MsgElection:
 		// An ELECTION names its receiver when it wants an Ack (View mode),
-		// else nobody.
+		// else nobody; one that wants an Ack may go as a datagram, since
+		// the link sends it again if its Ack does not come (resend).
 		h.m.Coordinator = ""
 		if l.n.cfg.Mode == View && l.needsAck(h) {
 			h.m.Coordinator = h.m.To
+			h.m.BestEffort = true
 		}
 	}
 	h.timer, h.sent = l.n.hopTimeout(), l.n.now
@@ -180,8 +182,10 @@ func (l *link) ack(m Message) {
 	if l.n.cfg.Mode != Textbook && !suspected || m.From == "" || m.From == l.n.self.ID {
 		return
 	}
+	// In View mode a lost Ack costs a resend of the hop, which is
+	// acknowledged again: it may go as a datagram.
 	l.n.send(Message{Type: MsgAck, To: m.From, Initiator: m.Initiator, Lap: m.Lap, Index: m.Index,
-		Phase: m.Phase, Phases: m.Phases, Value: m.Value, Coordinator: m.Coordinator})
+		Phase: m.Phase, Phases: m.Phases, Value: m.Value, Coordinator: m.Coordinator, BestEffort: l.n.cfg.Mode == View})
 }
 
 // refuses reports whether this node turns down an ELECTION hop that asks
@@ -357,29 +361,25 @@ func (l *link) tick() {
 	l.pump()
 }
 
-// maxResends bounds how many times a hop is sent again to a member the
-// view holds alive before the link gives up on it (link.resend).
-const maxResends = 2
-
 // resend sends h again to its receiver, whose Ack has not come in time,
-// and reports whether it did: in View mode, to a member the view holds
-// alive other than the suspect, up to maxResends times, each time waiting
-// twice as long. Such a member is slow (a loaded host, a pause) far more
-// often than it is dead, and one that is slow has the message: passing
-// it over would fork the lap (two members carrying it on, the active/
-// relay ring's phases pairing values that do not belong together). A
-// lost message is sent again the same way. Its receiver drops a copy it
-// has taken already (ring.forwarded, peterson's packed phases). A member
-// that stays silent through the resends is given up on as in Textbook
-// mode; one that dies meanwhile is skipped once the view says so
-// (peerDown restarts the election if it held its message).
+// and reports whether it did: in View mode, once, to a member the view
+// holds alive other than the suspect, with the same wait. Such a member is
+// slow (a loaded host, a pause) far more often than it is dead, and one
+// that is slow has the message: passing it over would fork the lap (two
+// members carrying it on, the active/relay ring's phases pairing values
+// that do not belong together). A lost message is sent again the same
+// way. Its receiver drops a copy it has taken already (ring.forwarded,
+// peterson's packed phases). A member still silent is given up on as in
+// Textbook mode (one that refuses the hop, sitting out, costs two waits);
+// one that dies meanwhile is skipped once the view says so (peerDown
+// restarts the election if it held its message).
 func (l *link) resend(h *hop) bool {
 	n := l.n
-	if n.cfg.Mode != View || h.resent >= maxResends || h.m.To == l.suspect || !n.view.alive(h.m.To) {
+	if n.cfg.Mode != View || h.resent > 0 || h.m.To == l.suspect || !n.view.alive(h.m.To) {
 		return false
 	}
 	h.resent++
-	h.timer = n.hopTimeout() << h.resent
+	h.timer = n.hopTimeout()
 	n.send(h.m)
 	return true
 }
