@@ -176,7 +176,7 @@ func (b *bully) awaitSenior() bool {
 // seniorWait is how long awaitSenior waits for the senior's announcement:
 // H + T + RoundTrip, and the deferral far below the top.
 func (b *bully) seniorWait() int {
-	c := &b.n.cfg
+	c := b.n.cfg
 	return c.HeartbeatInterval + c.AnswerTimeout + c.RoundTrip + b.deferral()
 }
 

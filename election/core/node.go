@@ -41,7 +41,7 @@ type Node struct {
 
 	now int // ticks since NewNode
 	// deadline caches NextDeadline until the next input (0: not known);
-	// every exported method that may change a timer clears it (forget).
+	// every exported method that may change a timer clears it (input).
 	deadline int
 	idle     int // ticks with neither a coordinator nor an election
 
@@ -49,7 +49,7 @@ type Node struct {
 	view view         // the members and which are dead (view.go)
 	pv   preVoteRound // the pre-vote (prevoteround.go; prevote.go, quorumround.go)
 
-	cfg Config
+	cfg *Config // shared with the other nodes of its Host; never changed
 	tag uint32
 
 	out outbox // the Ready being filled (node.go)
@@ -65,6 +65,12 @@ type Node struct {
 // decisions and counts straight into rd. Once handed over (handed), rd is
 // cleared by the next thing the node queues or counts, or by the next
 // Ready; counted says its Counters hold something (clear only those).
+//
+// A buffer of more than maxIdleMessages messages (a coordinator's
+// heartbeat round or announcement) is let go once the Ready holding it
+// has been drained (begin): a host of thousands of nodes then keeps a
+// small buffer for each (a follower's ack) and none at a leader's
+// high-water mark.
 //
 // statusDirty: a field that Status reports (state, term, coordinator,
 // confirmed, rating) changed since the last Ready. Every write to one of
@@ -140,6 +146,26 @@ func (n *Node) pending() *Ready {
 	return &n.out.rd
 }
 
+// Release tells the node that its driver is done with the messages of
+// the Ready handed over (it sent or copied them), which it must not read
+// afterwards: a buffer of more than maxIdleMessages goes now, not at the
+// next call into the node. The rest of the Ready stays valid until the
+// next call into the node.
+func (n *Node) Release() { n.begin() }
+
+// begin starts a call into the node, which ends the validity of a Ready
+// handed over: its messages' buffer goes if it is large (outbox).
+func (n *Node) begin() {
+	if o := &n.out; o.handed && cap(o.rd.Messages) > maxIdleMessages {
+		o.rd.Messages = nil
+	}
+}
+
+// maxIdleMessages is the message buffer a drained node keeps: a
+// follower's few (an ack, an answer) reuse it; a round to many members
+// allocates its own.
+const maxIdleMessages = 4
+
 // clearReady empties the Ready handed over, for the next one: the
 // hand-over costs nothing for what did not happen (no copy of the
 // Counters, which are cleared only when they hold something).
@@ -208,7 +234,11 @@ func (n *Node) ID() string { return n.self.ID }
 
 // Config returns the node's configuration with defaults filled in, but
 // for its Roster, which is nil: the members are the view's (Roster).
-func (n *Node) Config() Config { return n.cfg }
+func (n *Node) Config() Config {
+	c := *n.cfg
+	c.ID = n.self.ID
+	return c
+}
 
 // Now returns the ticks the node has counted since NewNode.
 func (n *Node) Now() int { return n.now }

@@ -43,6 +43,9 @@ func (o Options) validate() error {
 type Group struct {
 	cfg core.Config // every name's node's configuration but Roster and QuorumSize; defaults filled in
 	now int         // ticks since New
+	// hosts build the names' nodes, which share their configuration and
+	// Ready buffers: one per QuorumSize that names run with (0: cfg's).
+	hosts map[int]*core.Host
 
 	// The membership, shared by every name. members is append-only
 	// (a member's index never changes; selfIndex is this member); ring
@@ -121,13 +124,13 @@ func New(cfg core.Config) (*Group, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	probe, err := core.NewNode(cfg) // fills in the defaults
+	host, err := core.NewHost(cfg) // fills in the defaults
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{cfg: probe.Config(), memberIdx: make(map[string]int32, cfg.Roster.Len()),
+	g := &Group{cfg: host.Config(), hosts: map[int]*core.Host{0: host}, memberIdx: make(map[string]int32, cfg.Roster.Len()),
 		names: make(map[string]*entry), abstain: make(map[string]map[string]bool)}
-	g.cfg.Roster = nil
+	g.cfg.ID = cfg.ID
 	self, _ := cfg.Roster.Get(cfg.ID)
 	g.members = append(g.members, member{id: self.ID, rating: self.Rating, nonVoter: self.NonVoter, alive: true})
 	g.memberIdx[self.ID] = selfIndex
@@ -247,13 +250,8 @@ func (g *Group) Add(name string, opts Options) error {
 	if g.names[name] != nil {
 		return fmt.Errorf("group: name %q: already in this group", name)
 	}
-	if opts.QuorumSize > 0 {
-		cfg := g.cfg
-		cfg.QuorumSize = opts.QuorumSize
-		cfg.Roster = core.MustRoster([]core.Peer{{ID: g.cfg.ID}})
-		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("group: name %q: Options.QuorumSize = %d: %w", name, opts.QuorumSize, err)
-		}
+	if _, err := g.host(opts.QuorumSize); err != nil {
+		return fmt.Errorf("group: name %q: Options.QuorumSize = %d: %w", name, opts.QuorumSize, err)
 	}
 	// The node is built by the next settle, once the spread assignment
 	// has taken the name in: built now, it would be told its ratings
@@ -343,16 +341,31 @@ func (g *Group) rebuildIfReady(e *entry) {
 // (the members this member's view holds alive, or every known member
 // in Textbook mode, in ring order, rated for e) and e's QuorumSize.
 func (g *Group) newNode(e *entry) (*core.Node, error) {
-	cfg := g.cfg
-	if e.opts.QuorumSize > 0 {
-		cfg.QuorumSize = e.opts.QuorumSize
+	h, err := g.host(e.opts.QuorumSize)
+	if err != nil {
+		return nil, err
 	}
 	r, err := g.roster(e)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Roster = r
-	return core.NewNode(cfg)
+	return h.NewNode(g.cfg.ID, r)
+}
+
+// host returns the host of the nodes that run with quorum size q (0: the
+// group's), made at the first call for q.
+func (g *Group) host(q int) (*core.Host, error) {
+	if h := g.hosts[q]; h != nil {
+		return h, nil
+	}
+	cfg := g.cfg
+	cfg.QuorumSize = q
+	h, err := core.NewHost(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.hosts[q] = h
+	return h, nil
 }
 
 // roster builds e's roster, or returns the shared one when e's ratings
@@ -388,6 +401,7 @@ func (g *Group) peer(e *entry, i int) core.Peer {
 func (g *Group) harvest(e *entry) {
 	rd := e.node.Ready()
 	g.queueMessages(e, rd.Messages)
+	e.node.Release()
 	g.harvested = append(g.harvested, Update{Name: e.name, Ready: rd})
 }
 

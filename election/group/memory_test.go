@@ -52,10 +52,10 @@ func TestBytesPerName(t *testing.T) {
 			roster := g.Node(ns[0]).Roster().Members()
 			before := heapAlloc()
 			nodes := make([]*core.Node, e)
-			cfg := g.Config()
-			cfg.Roster = core.MustRoster(roster)
+			host, _ := core.NewHost(g.Config())
+			shared := core.MustRoster(roster)
 			for i := range nodes {
-				nodes[i], _ = core.NewNode(cfg)
+				nodes[i], _ = host.NewNode(g.ID(), shared)
 			}
 			nodeBytes := float64(heapAlloc()-before) / e
 			before = heapAlloc()
@@ -68,9 +68,9 @@ func TestBytesPerName(t *testing.T) {
 			runtime.KeepAlive(rosters)
 			msgBytes := float64(msgs) / e * float64(unsafe.Sizeof(core.Message{}))
 			t.Logf("%s: %.0f bytes per name per member (n=%d, E=%d: %d bytes in all); target 2048", tc.name, perName, n, e, total)
-			t.Logf("  a new core.Node with its algorithm's state: %.0f (the Node struct is %d bytes)", nodeBytes, unsafe.Sizeof(core.Node{}))
+			t.Logf("  a new core.Node of the group's core.Host, with its algorithm's state: %.0f (the Node struct is %d bytes)", nodeBytes, unsafe.Sizeof(core.Node{}))
 			t.Logf("  its roster of %d members, its own (per-name ratings): %.0f", n, rosterBytes)
-			t.Logf("  core.Ready.Messages kept at their high-water mark: %.1f messages of %d bytes: %.0f", float64(msgs)/e, unsafe.Sizeof(core.Message{}), msgBytes)
+			t.Logf("  core.Ready.Messages kept once drained (at most a few: a follower's ack): %.1f messages of %d bytes: %.0f", float64(msgs)/e, unsafe.Sizeof(core.Message{}), msgBytes)
 			t.Logf("  the rest (state grown by running: maps, slices; the group's entry %d bytes, its maps and outbox): %.0f",
 				unsafe.Sizeof(entry{}), perName-nodeBytes-rosterBytes-msgBytes)
 			if perName > 6<<10 {

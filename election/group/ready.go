@@ -363,6 +363,7 @@ func (g *Group) collect(e *entry) {
 	}
 	r := e.node.Ready()
 	g.queueMessages(e, r.Messages)
+	e.node.Release() // copied into the batches
 	g.rd.Updates = append(g.rd.Updates, Update{Name: e.name, Ready: r})
 }
 
