@@ -378,9 +378,9 @@ func (n *Node) Roster() *Roster { return n.view.r }
 // ClipRoster gives back the spare room of the node's own roster: its
 // slices grow by an eighth at a time as members join, and a runtime that
 // sees its view settled (no change for a while) calls this to hand the
-// unused part back (about 4 KB per member at n = 1,000), at the cost of one
-// copy. It changes no state and sends nothing; a shared roster (one the
-// node has not changed) is left alone.
+// unused part back (about 2 KB at n = 1,000), at the cost of one copy.
+// It changes no state and sends nothing; a shared roster (one the node
+// has not changed) is left alone.
 func (n *Node) ClipRoster() {
 	if n.view.own {
 		n.view.r.clip()

@@ -61,12 +61,17 @@ type Group struct {
 	list    []*entry                   // the names in the order they were added
 	abstain map[string]map[string]bool // name -> peers that do not stand for it (PeerCandidate)
 
-	// shared is the roster of the PlaceRating names whose candidacies
-	// are the members' own (no Abstain anywhere), built for the
-	// membership version sharedAt; their nodes share it until their view
-	// changes (core copies it then).
-	shared   *core.Roster
-	sharedAt uint64
+	// shared is the base roster (base), built for the membership
+	// version sharedAt from the members baseRing: the roster of the
+	// PlaceRating names whose candidacies are the members' own (no
+	// Abstain anywhere), whose nodes share it until their view changes
+	// (core copies it then), and the member list that every name's
+	// roster shares (core.Roster.WithRatings).
+	shared         *core.Roster
+	sharedAt       uint64
+	baseRing       []int32
+	scratchRatings []int64
+	scratchFlags   []bool
 
 	spread       int  // the names under PlaceSpread
 	unbuilt      int  // names added whose node is not built yet (settle)
@@ -368,25 +373,64 @@ func (g *Group) host(q int) (*core.Host, error) {
 	return h, nil
 }
 
-// roster builds e's roster, or returns the shared one when e's ratings
-// and candidacies are the members' own.
+// roster builds e's roster: the base roster (base) when e's ratings and
+// candidacies are the members' own, else one of the same members, in
+// the same order, rated for e, which shares its member list.
 func (g *Group) roster(e *entry) (*core.Roster, error) {
-	plain := e.opts.Placement == PlaceRating && !e.opts.Abstain && len(g.abstain[e.name]) == 0
-	if plain && g.shared != nil && g.sharedAt == g.version {
+	base, err := g.base()
+	if err != nil {
+		return nil, err
+	}
+	if e.opts.Placement == PlaceRating && !e.opts.Abstain && len(g.abstain[e.name]) == 0 {
+		return base, nil
+	}
+	ratings, nonVoter := g.scratchRatings[:0], g.scratchFlags[:0]
+	abstain := g.abstain[e.name]
+	for _, i := range g.baseRing {
+		ratings = append(ratings, g.rating(e, int(i)))
+		nonVoter = append(nonVoter, !g.stands(e, int(i), abstain))
+	}
+	g.scratchRatings, g.scratchFlags = ratings, nonVoter
+	return base.WithRatings(ratings, nonVoter)
+}
+
+// base returns the roster a name's node starts with when its ratings
+// and candidacies are the members' own: the members this member's view
+// holds alive (every known member in Textbook mode) in ring order, for
+// the current membership version. A new version whose members are the
+// same (a rating or a candidacy changed) shares the previous one's
+// member list.
+func (g *Group) base() (*core.Roster, error) {
+	if g.shared != nil && g.sharedAt == g.version {
 		return g.shared, nil
 	}
-	peers := make([]core.Peer, 0, len(g.ring))
+	var ring []int32
 	for _, i := range g.ring {
-		if g.cfg.Mode == core.View && !g.members[i].alive {
-			continue
+		if g.cfg.Mode != core.View || g.members[i].alive {
+			ring = append(ring, i)
 		}
-		peers = append(peers, g.peer(e, int(i)))
 	}
-	r, err := core.NewRoster(peers)
-	if err == nil && plain {
-		g.shared, g.sharedAt = r, g.version
+	peers := make([]core.Peer, len(ring))
+	for k, i := range ring {
+		m := &g.members[i]
+		peers[k] = core.Peer{ID: m.id, Rating: m.rating, NonVoter: m.nonVoter}
 	}
-	return r, err
+	var r *core.Roster
+	var err error
+	if g.shared != nil && slices.Equal(ring, g.baseRing) {
+		ratings, nonVoter := make([]int64, len(ring)), make([]bool, len(ring))
+		for k, p := range peers {
+			ratings[k], nonVoter[k] = p.Rating, p.NonVoter
+		}
+		r, err = g.shared.WithRatings(ratings, nonVoter)
+	} else {
+		r, err = core.NewRoster(peers)
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.shared, g.sharedAt, g.baseRing = r, g.version, ring
+	return r, nil
 }
 
 // peer is member i as e's node sees it: rated for e, a non-voter unless

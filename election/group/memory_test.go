@@ -60,8 +60,12 @@ func TestBytesPerName(t *testing.T) {
 			nodeBytes := float64(heapAlloc()-before) / e
 			before = heapAlloc()
 			rosters := make([]*core.Roster, e)
+			ratings, nonVoter := make([]int64, len(roster)), make([]bool, len(roster))
+			for i, p := range roster {
+				ratings[i], nonVoter[i] = p.Rating, p.NonVoter
+			}
 			for i := range rosters {
-				rosters[i] = core.MustRoster(roster)
+				rosters[i], _ = shared.WithRatings(ratings, nonVoter)
 			}
 			rosterBytes := float64(heapAlloc()-before) / e
 			runtime.KeepAlive(nodes)
@@ -69,7 +73,7 @@ func TestBytesPerName(t *testing.T) {
 			msgBytes := float64(msgs) / e * float64(unsafe.Sizeof(core.Message{}))
 			t.Logf("%s: %.0f bytes per name per member (n=%d, E=%d: %d bytes in all); target 2048", tc.name, perName, n, e, total)
 			t.Logf("  a new core.Node of the group's core.Host, with its algorithm's state: %.0f (the Node struct is %d bytes)", nodeBytes, unsafe.Sizeof(core.Node{}))
-			t.Logf("  its roster of %d members, its own (per-name ratings): %.0f", n, rosterBytes)
+			t.Logf("  its roster of %d members (per-name ratings, flags and ranks; the member list shared): %.0f", n, rosterBytes)
 			t.Logf("  core.Ready.Messages kept once drained (at most a few: a follower's ack): %.1f messages of %d bytes: %.0f", float64(msgs)/e, unsafe.Sizeof(core.Message{}), msgBytes)
 			t.Logf("  the rest (state grown by running: maps, slices; the group's entry %d bytes, its maps and outbox): %.0f",
 				unsafe.Sizeof(entry{}), perName-nodeBytes-rosterBytes-msgBytes)
