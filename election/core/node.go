@@ -36,6 +36,7 @@ type Node struct {
 	// setCoordinator), so they leave its state alone (deadline.go,
 	// algorithmQuiet).
 	algQuiet    bool
+	tag         uint32 // Tag(self.ID)
 	term        Term   // highest term seen
 	coordinator string // the node followed; "" when none
 
@@ -50,7 +51,6 @@ type Node struct {
 	pv   preVoteRound // the pre-vote (prevoteround.go; prevote.go, quorumround.go)
 
 	cfg *Config // shared with the other nodes of its Host; never changed
-	tag uint32
 
 	out outbox // the Ready being filled (node.go)
 

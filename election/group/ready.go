@@ -93,17 +93,18 @@ type dest struct {
 }
 
 // reclaim empties the destinations the last Ready handed over. A buffer
-// that a burst grew (an election of every name at once: a pair per name
-// for each destination) is given back once its batches' high-water mark,
-// which falls by an eighth with each batch, is below a quarter of it:
-// idle members keep about what a round needs, and rounds of different
-// sizes (the core's heartbeat rotation) do not reallocate it.
+// that holds more than twice the high-water mark of its batches (which
+// falls by an eighth with each batch) is replaced by one a quarter above
+// the mark: a burst (an election of every name at once: a pair per name
+// for each destination) is given back once it is over, idle members
+// keep about what a round needs, and rounds of different sizes (the
+// core's heartbeat rotation) do not reallocate it.
 func (o *outbox) reclaim() {
 	for _, d := range o.handed {
 		x := &o.dests[d]
 		x.peak = max(len(x.pairs), x.peak-x.peak/8)
-		if cap(x.pairs) > minPairs && x.peak < cap(x.pairs)/4 {
-			x.pairs = nil
+		if c := cap(x.pairs); c > minPairs && c > 2*x.peak {
+			x.pairs = make([]Pair, 0, max(minPairs, x.peak+x.peak/4))
 		} else {
 			x.pairs = x.pairs[:0]
 		}
