@@ -248,8 +248,7 @@ func InitNode(n *Node, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	own := new(Config)
-	*own = cfg
+	own := &shared{Config: cfg}
 	own.Roster = nil // the view holds it, and lets it go once it copies it
 	n.init(own, cfg.ID, cfg.Roster)
 	return nil
@@ -257,12 +256,13 @@ func InitNode(n *Node, cfg Config) error {
 
 // init makes *n, a zero Node, member id of roster running with cfg
 // (validated, defaults filled in; shared with the other nodes of its
-// Host, never changed).
-func (n *Node) init(cfg *Config, id string, roster *Roster) {
+// Host, never changed), drawing its message buffers from cfg.pool (nil:
+// it keeps its own).
+func (n *Node) init(cfg *shared, id string, roster *Roster) {
 	self, _ := roster.Get(id)
 	n.cfg, n.self, n.tag = cfg, self, Tag(id)
 	n.view.r, n.view.mode = roster, cfg.Mode
-	n.guard.configure(cfg)
+	n.guard.configure(&cfg.Config)
 	n.out.rd.Status = n.Status()
 	switch cfg.Algorithm {
 	case Bully:

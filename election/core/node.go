@@ -24,7 +24,10 @@ type Node struct {
 	// configuration and the Ready being filled, so that a driver feeding
 	// many nodes in turn (the simulator: a heartbeat round to 10,000
 	// members) touches few cache lines of each, and those next to each
-	// other. The parts below own the rest, one concern each.
+	// other. The parts below own the rest, one concern each; what only
+	// a node that leads or runs a pre-vote needs is made when first
+	// needed. A host of many names keeps a Node per name: it is 888
+	// bytes, the 896-byte allocation class with the allocator's header.
 	alg  algorithm
 	self Peer
 
@@ -50,7 +53,7 @@ type Node struct {
 	view view         // the members and which are dead (view.go)
 	pv   preVoteRound // the pre-vote (prevoteround.go; prevote.go, quorumround.go)
 
-	cfg *Config // shared with the other nodes of its Host; never changed
+	cfg *shared // its Host's configuration and message buffers (host.go)
 
 	out outbox // the Ready being filled (node.go)
 
@@ -66,11 +69,11 @@ type Node struct {
 // cleared by the next thing the node queues or counts, or by the next
 // Ready; counted says its Counters hold something (clear only those).
 //
-// A buffer of more than maxIdleMessages messages (a coordinator's
-// heartbeat round or announcement) is let go once the Ready holding it
-// has been drained (begin): a host of thousands of nodes then keeps a
-// small buffer for each (a follower's ack) and none at a leader's
-// high-water mark.
+// Once the Ready holding it has been drained (begin), a buffer of more
+// than maxIdleMessages messages (a coordinator's heartbeat round or
+// announcement) is let go, and a smaller one goes back to the node's
+// Host (msgPool) if it has one: a host of thousands of nodes keeps no
+// buffer per node, and a node of its own keeps a small one.
 //
 // statusDirty: a field that Status reports (state, term, coordinator,
 // confirmed, rating) changed since the last Ready. Every write to one of
@@ -148,23 +151,42 @@ func (n *Node) pending() *Ready {
 
 // Release tells the node that its driver is done with the messages of
 // the Ready handed over (it sent or copied them), which it must not read
-// afterwards: a buffer of more than maxIdleMessages goes now, not at the
-// next call into the node. The rest of the Ready stays valid until the
-// next call into the node.
+// afterwards: their buffer goes now (outbox), not at the next call into
+// the node. The rest of the Ready stays valid until the next call into
+// the node.
 func (n *Node) Release() { n.begin() }
 
 // begin starts a call into the node, which ends the validity of a Ready
-// handed over: its messages' buffer goes if it is large (outbox).
+// handed over: its messages' buffer goes if it is large, or back to the
+// host (outbox).
 func (n *Node) begin() {
-	if o := &n.out; o.handed && cap(o.rd.Messages) > maxIdleMessages {
+	o := &n.out
+	if !o.handed || o.rd.Messages == nil {
+		return
+	}
+	switch {
+	case cap(o.rd.Messages) > maxIdleMessages:
+		o.rd.Messages = nil
+	case n.cfg.pool != nil:
+		n.cfg.pool.put(o.rd.Messages)
 		o.rd.Messages = nil
 	}
 }
 
-// maxIdleMessages is the message buffer a drained node keeps: a
-// follower's few (an ack, an answer) reuse it; a round to many members
-// allocates its own.
+// maxIdleMessages is the largest message buffer a drained node keeps, or
+// gives back to its host: a follower's few (an ack, an answer) reuse it;
+// a round to many members allocates its own.
 const maxIdleMessages = 4
+
+// buffer returns the Ready being filled, with a buffer of its host's for
+// its messages if it has none.
+func (n *Node) buffer() *Ready {
+	rd := n.pending()
+	if rd.Messages == nil && n.cfg.pool != nil {
+		rd.Messages = n.cfg.pool.get()
+	}
+	return rd
+}
 
 // clearReady empties the Ready handed over, for the next one: the
 // hand-over costs nothing for what did not happen (no copy of the
@@ -235,7 +257,7 @@ func (n *Node) ID() string { return n.self.ID }
 // Config returns the node's configuration with defaults filled in, but
 // for its Roster, which is nil: the members are the view's (Roster).
 func (n *Node) Config() Config {
-	c := *n.cfg
+	c := n.cfg.Config
 	c.ID = n.self.ID
 	return c
 }
@@ -253,7 +275,7 @@ func (n *Node) send(m Message) {
 		m.Term = n.term
 	}
 	m.Rating = n.self.Rating
-	rd := n.pending()
+	rd := n.buffer()
 	rd.Messages = append(rd.Messages, m)
 }
 
@@ -261,7 +283,7 @@ func (n *Node) send(m Message) {
 // a broadcast: a coordinator announcing itself to a million members then
 // allocates its buffer once instead of doubling it twenty times.
 func (n *Node) reserve(k int) {
-	rd := n.pending()
+	rd := n.buffer()
 	rd.Messages = slices.Grow(rd.Messages, max(k, 0))
 }
 
