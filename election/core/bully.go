@@ -26,7 +26,6 @@ import "slices"
 // announcement (awaitSenior), so such a failover costs about n messages.
 type bully struct {
 	n     *Node
-	phase bullyPhase
 	timer int // ticks left in the current wait
 	// View mode: stage 1 asked only the top live peer, stage 2 the others
 	// above (escalate): all of them, or, when the heartbeats fan out, a
@@ -35,6 +34,7 @@ type bully struct {
 	stage int
 	asked string
 	floor Rank
+	phase bullyPhase
 	more  bool
 	// pair: a surviving watcher waited out its senior, and the senior and
 	// the suspect were all that was above it; it asked both at once
@@ -44,15 +44,15 @@ type bully struct {
 	// this node's pre-vote; it waits T' for the senior's COORDINATOR
 	// (seniorTakingOver).
 	late bool
+	// direct: a coordinator transferred the role to this node, which
+	// declares without asking anyone above it; hint names that coordinator.
+	direct bool
+	hint   string
 	// excluded is a resigning coordinator, absent from the next election.
 	excluded string
 	// awaited is the suspect this node has already waited out a senior's
 	// announcement for: after that wait it asks, as any candidate does.
 	awaited string
-	// direct: a coordinator transferred the role to this node, which
-	// declares without asking anyone above it; hint names that coordinator.
-	direct bool
-	hint   string
 	// senior is the last member ranked above this node whose election
 	// pre-vote it granted, at tick seniorAt (grantedElection); not
 	// cleared between elections.
@@ -110,7 +110,7 @@ func (b *bully) higher(fn func(Peer) bool) {
 func (b *bully) liveVotersAbove() int {
 	n := b.n
 	r := n.view.r
-	if r.nonVoters > 0 {
+	if r.hasNonVoters() {
 		above := 0
 		b.higher(func(Peer) bool { above++; return true })
 		return above

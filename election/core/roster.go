@@ -17,7 +17,8 @@ import (
 // rosters of one set of members share: the copies the nodes of a cluster
 // make, and the rosters of a member's named elections (WithRatings),
 // which rate the same members each its own way. A roster of its own thus
-// costs its ratings, non-voter flags and rank order: 13 bytes a member.
+// costs its ratings, non-voter flags (none while every member stands)
+// and rank order: 12 or 13 bytes a member.
 //
 // A node's own copy (the view's, once it has changed anything) is updated
 // in place (set): a new rating moves one member across the ranks with no
@@ -27,14 +28,14 @@ import (
 // Node.Roster's result is therefore valid until the next call into the
 // node; the node's Ready says when its view changed (ViewChanged).
 type Roster struct {
-	m        *memberList
-	ratings  []int64 // ratings[i] is m.ids[i]'s
-	nonVoter []bool  // nonVoter[i] is m.ids[i]'s
+	m       *memberList
+	ratings []int64 // ratings[i] is m.ids[i]'s
+	// nonVoter[i] is m.ids[i]'s; nil while no member is a non-voter (a
+	// cluster whose members all stand: then the live voters above a rank
+	// are counted in O(log n + dead), bully's liveVotersAbove, not by a
+	// walk).
+	nonVoter []bool
 	byRank   []int32 // ring positions, ascending by rank
-	// nonVoters counts the members that never stand: while there are
-	// none, the live voters above a rank are counted in O(log n + dead)
-	// (bully's liveVotersAbove), not by a walk.
-	nonVoters int
 }
 
 // memberList is the IDs of a roster in ring order and their index. It
@@ -57,13 +58,12 @@ type memberList struct {
 // and "00" are the same number, for instance).
 func NewRoster(members []Peer) (*Roster, error) {
 	ids := make([]string, len(members))
-	r := &Roster{ratings: make([]int64, len(members)), nonVoter: make([]bool, len(members))}
+	r := &Roster{ratings: make([]int64, len(members))}
+	nonVoter := make([]bool, len(members))
 	for i, p := range members {
-		ids[i], r.ratings[i], r.nonVoter[i] = p.ID, p.Rating, p.NonVoter
-		if p.NonVoter {
-			r.nonVoters++
-		}
+		ids[i], r.ratings[i], nonVoter[i] = p.ID, p.Rating, p.NonVoter
 	}
+	r.nonVoter = someTrue(nonVoter)
 	tags := make(map[uint32]string, len(members))
 	for i, p := range members {
 		if p.ID == "" {
@@ -102,14 +102,17 @@ func (r *Roster) WithRatings(ratings []int64, nonVoter []bool) (*Roster, error) 
 	if len(ratings) != r.Len() || len(nonVoter) != r.Len() {
 		return nil, fmt.Errorf("core: WithRatings: %d ratings and %d non-voter flags for %d members", len(ratings), len(nonVoter), r.Len())
 	}
-	out := &Roster{m: r.m, ratings: slices.Clone(ratings), nonVoter: slices.Clone(nonVoter)}
-	for _, nv := range nonVoter {
-		if nv {
-			out.nonVoters++
-		}
-	}
+	out := &Roster{m: r.m, ratings: slices.Clone(ratings), nonVoter: slices.Clone(someTrue(nonVoter))}
 	out.sortRanks()
 	return out, nil
+}
+
+// someTrue returns flags, or nil if none is set.
+func someTrue(flags []bool) []bool {
+	if slices.Contains(flags, true) {
+		return flags
+	}
+	return nil
 }
 
 // newMemberList indexes ids, which are unique.
@@ -152,8 +155,11 @@ func (r *Roster) Len() int { return len(r.ratings) }
 
 // At returns the member at ring position i.
 func (r *Roster) At(i int) Peer {
-	return Peer{ID: r.m.ids[i], Rating: r.ratings[i], NonVoter: r.nonVoter[i]}
+	return Peer{ID: r.m.ids[i], Rating: r.ratings[i], NonVoter: r.nonVoter != nil && r.nonVoter[i]}
 }
+
+// hasNonVoters reports whether a member never stands.
+func (r *Roster) hasNonVoters() bool { return r.nonVoter != nil }
 
 // rank returns the rank of the member at ring position i.
 func (r *Roster) rank(i int32) Rank { return Rank{Rating: r.ratings[i], ID: r.m.ids[i]} }
@@ -208,8 +214,7 @@ func (r *Roster) tagClash(id string) string {
 // clone returns a copy of r that shares nothing with it but its member
 // list, which never changes.
 func (r *Roster) clone() *Roster {
-	return &Roster{m: r.m, ratings: slices.Clone(r.ratings), nonVoter: slices.Clone(r.nonVoter),
-		byRank: slices.Clone(r.byRank), nonVoters: r.nonVoters}
+	return &Roster{m: r.m, ratings: slices.Clone(r.ratings), nonVoter: slices.Clone(r.nonVoter), byRank: slices.Clone(r.byRank)}
 }
 
 // with returns a copy of r in which p is replaced or, if new, inserted
@@ -227,14 +232,8 @@ func (r *Roster) with(p Peer) *Roster {
 // need one order. The result equals NewRoster's of the changed ring. Only
 // a node's own copy may be changed (view.update).
 func (r *Roster) set(p Peer) {
-	if p.NonVoter {
-		r.nonVoters++
-	}
 	if i := r.Index(p.ID); i >= 0 {
-		if r.nonVoter[i] {
-			r.nonVoters--
-		}
-		r.nonVoter[i] = p.NonVoter
+		r.setNonVoter(i, p.NonVoter)
 		if r.ratings[i] == p.Rating {
 			return
 		}
@@ -252,7 +251,10 @@ func (r *Roster) set(p Peer) {
 	}
 	r.m = r.m.with(p.ID, at)
 	r.ratings = slices.Insert(grow.RoomForOne(r.ratings), at, p.Rating)
-	r.nonVoter = slices.Insert(grow.RoomForOne(r.nonVoter), at, p.NonVoter)
+	if r.nonVoter != nil {
+		r.nonVoter = slices.Insert(grow.RoomForOne(r.nonVoter), at, false)
+	}
+	r.setNonVoter(at, p.NonVoter)
 	for k, pos := range r.byRank {
 		if int(pos) >= at {
 			r.byRank[k] = pos + 1
@@ -260,6 +262,19 @@ func (r *Roster) set(p Peer) {
 	}
 	k, _ := slices.BinarySearchFunc(r.byRank, p.Rank(), r.compareRank)
 	r.byRank = slices.Insert(grow.RoomForOne(r.byRank), k, int32(at))
+}
+
+// setNonVoter sets the flag of ring position i, making the flags on the
+// first non-voter and dropping them with the last.
+func (r *Roster) setNonVoter(i int, v bool) {
+	switch {
+	case r.nonVoter != nil:
+		r.nonVoter[i] = v
+		r.nonVoter = someTrue(r.nonVoter)
+	case v:
+		r.nonVoter = make([]bool, r.Len(), cap(r.ratings))
+		r.nonVoter[i] = true
+	}
 }
 
 // clip gives back the spare room set's insertions leave in the slices

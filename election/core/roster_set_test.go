@@ -89,7 +89,7 @@ func TestNodeClipRoster(t *testing.T) {
 // order and ranks, and index them alike: every member at its position,
 // in tables of one size with one slot used per member.
 func sameRoster(a, b *Roster) bool {
-	if !reflect.DeepEqual(a.Members(), b.Members()) || !reflect.DeepEqual(a.byRank, b.byRank) || a.nonVoters != b.nonVoters ||
+	if !reflect.DeepEqual(a.Members(), b.Members()) || !reflect.DeepEqual(a.byRank, b.byRank) || a.hasNonVoters() != b.hasNonVoters() ||
 		len(a.m.index.slots) != len(b.m.index.slots) || a.m.index.shift != b.m.index.shift {
 		return false
 	}

@@ -85,9 +85,10 @@ type Group struct {
 	allTouched bool
 	harvested  []Update // Readies of nodes that were replaced or removed since the last Ready
 
-	out    outbox
-	counts Counters // since the last Ready
-	rd     Ready
+	out         outbox
+	counts      Counters // since the last Ready
+	rd          Ready
+	updatesPeak int // the high-water mark of rd.Updates (fit)
 }
 
 // member is what the group knows of a member.
