@@ -64,6 +64,47 @@ type Node struct {
 	start startupHolds // the start-up and solo holds (expect.go, prevote.go)
 }
 
+// shared is what a node reads of its Host: the configuration (defaults
+// filled in; ID and Roster are each node's own) and the pool of message
+// buffers (nil for a node of its own, which keeps its buffer).
+type shared struct {
+	Config
+	pool *msgPool
+}
+
+// msgPool keeps small message buffers (of at most maxIdleMessages) that
+// the nodes of a Host have drained, for the next node that sends: a host
+// of thousands of nodes that each send a message now and then (a
+// follower's ack a heartbeat round) then keeps as many buffers as it has
+// nodes sending at once, up to maxPooled, not one per node.
+type msgPool struct {
+	free [][]Message
+}
+
+// maxPooled bounds the buffers a Host keeps.
+const maxPooled = 64
+
+// get returns a buffer to append to (nil when the pool has none).
+func (p *msgPool) get() []Message {
+	k := len(p.free)
+	if k == 0 {
+		return nil
+	}
+	b := p.free[k-1]
+	p.free[k-1] = nil
+	p.free = p.free[:k-1]
+	return b
+}
+
+// put keeps b, a drained buffer of at most maxIdleMessages, if the pool
+// has room; its messages are cleared (a ring's List would stay alive).
+func (p *msgPool) put(b []Message) {
+	if len(p.free) < maxPooled {
+		clear(b)
+		p.free = append(p.free, b[:0])
+	}
+}
+
 // outbox is the Ready being filled: the node queues its messages and
 // decisions and counts straight into rd. Once handed over (handed), rd is
 // cleared by the next thing the node queues or counts, or by the next
