@@ -1,7 +1,6 @@
 package election
 
 import (
-	"math/bits"
 	"time"
 )
 
@@ -95,44 +94,45 @@ func (p *peerCandidacy) set(f peerFlags, on bool) {
 	}
 }
 
-// candidateBits are the members' candidacies for one name: bit i of
-// runs says that member i (peerCandidacy.i) runs the name, of stands that
-// it stands for it.
+// candidateBits are the members' candidacies for one name: for member i
+// (peerCandidacy.i), bit i%64 of word 2*(i/64) says that it runs the
+// name, of word 2*(i/64)+1 that it stands for it (one slice, which a
+// member of thousands of names keeps for each).
 type candidateBits struct {
-	runs, stands []uint64
+	words []uint64
 }
 
 func (b *candidateBits) set(i int, runs, stands bool) {
-	w := i / 64
-	if w >= len(b.runs) && !runs {
+	w := 2 * (i / 64)
+	if w >= len(b.words) && !runs {
 		return // clear already
 	}
-	for len(b.runs) <= w {
-		b.runs, b.stands = append(b.runs, 0), append(b.stands, 0)
+	for len(b.words) <= w {
+		b.words = append(b.words, 0, 0)
 	}
 	m := uint64(1) << (i % 64)
-	b.runs[w] &^= m
-	b.stands[w] &^= m
+	b.words[w] &^= m
+	b.words[w+1] &^= m
 	if runs {
-		b.runs[w] |= m
+		b.words[w] |= m
 	}
 	if runs && stands {
-		b.stands[w] |= m
+		b.words[w+1] |= m
 	}
 }
 
 func (b *candidateBits) get(i int) (runs, stands bool) {
-	w := i / 64
-	if w >= len(b.runs) {
+	w := 2 * (i / 64)
+	if w >= len(b.words) {
 		return false, false
 	}
 	m := uint64(1) << (i % 64)
-	return b.runs[w]&m != 0, b.stands[w]&m != 0
+	return b.words[w]&m != 0, b.words[w+1]&m != 0
 }
 
 func (b *candidateBits) empty() bool {
-	for _, w := range b.runs {
-		if bits.OnesCount64(w) > 0 {
+	for w := 0; w < len(b.words); w += 2 {
+		if b.words[w] != 0 {
 			return false
 		}
 	}

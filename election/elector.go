@@ -59,7 +59,8 @@ type Elector struct {
 	touched []*Election
 	// cand is the candidacy exchange (candidacy.go).
 	cand candidacies
-	// pairs is sendBatch's buffer: a batch's pairs of named elections.
+	// pairs is sendBatch's buffer: the pairs of a batch that it splits
+	// (some of the unnamed election's go by Send).
 	pairs []group.Pair
 	// spareUpd are the Updates the names have recorded, for the next
 	// ones (Election.u).

@@ -198,7 +198,7 @@ func statusElections(e *Elector) []StatusElection {
 	}
 	out := make([]StatusElection, 0, len(els))
 	for _, el := range els {
-		st := *el.snap.Load()
+		st := el.published()
 		if st.Coordinator == e.id && el.Check(st.Term) != nil {
 			st.Coordinator = ""
 		}

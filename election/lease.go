@@ -232,10 +232,10 @@ func (el *Election) observeIsolated() bool {
 	el.isolated = v
 	el.u().SittingOut, el.u().SittingOutChanged = v, true
 	if v {
-		el.log.Warn("sitting out ring elections: fewer than a majority of QuorumSize answered or acknowledged", "quorum", el.e.cfg.QuorumSize)
+		el.logger().Warn("sitting out ring elections: fewer than a majority of QuorumSize answered or acknowledged", "quorum", el.e.cfg.QuorumSize)
 		return true
 	}
-	el.log.Info("back in ring elections: this member reaches a majority again")
+	el.logger().Info("back in ring elections: this member reaches a majority again")
 	return true
 }
 
@@ -250,9 +250,9 @@ func (el *Election) observeLease() {
 	}
 	switch base := el.e.cfg.QuorumLease; {
 	case ask > base && el.leaseAsk <= base:
-		el.log.Info("quorum lease stretched: heartbeat round trips are slow", "lease", ask, "quorum_lease", base)
+		el.logger().Info("quorum lease stretched: heartbeat round trips are slow", "lease", ask, "quorum_lease", base)
 	case ask == base && el.leaseAsk > base:
-		el.log.Info("quorum lease back to QuorumLease", "lease", ask)
+		el.logger().Info("quorum lease back to QuorumLease", "lease", ask)
 	}
 	el.leaseAsk = ask
 	el.u().LeaseChanged = true

@@ -374,7 +374,8 @@ func msgFields(m core.Message, peer string) []any {
 // that runs no named elections the other names' pairs go nowhere
 // (counted as SendFailed: it runs the unnamed election alone and stands
 // for no other name). Ready's buffers are the group's: Send gets a copy
-// of each message, SendBatch copies what it keeps.
+// of each message, SendBatch copies what it keeps (a batch that goes
+// whole is the group's own).
 func (e *Elector) sendBatch(b *group.Batch) {
 	debug := e.log.IsDebug()
 	batches := e.btr != nil && e.cand.named(b.To)
@@ -385,13 +386,25 @@ func (e *Elector) sendBatch(b *group.Batch) {
 			break
 		}
 	}
-	named := e.pairs[:0]
-	for _, p := range b.Pairs {
+	inBatch := func(p *group.Pair) bool { return p.Name != DefaultName || carry && datagram(p.Msg) }
+	// The batch goes as the group built it unless some of its pairs go
+	// by Send: then the others are copied into e.pairs.
+	named, whole := b.Pairs, true
+	for i := range b.Pairs {
+		if !inBatch(&b.Pairs[i]) {
+			named, whole = e.pairs[:0], false
+			break
+		}
+	}
+	for i := range b.Pairs {
+		p := &b.Pairs[i]
 		if debug {
 			e.log.Debug("send", append(msgFields(p.Msg, p.Msg.To), "election", p.Name)...)
 		}
-		if p.Name != DefaultName || carry && datagram(p.Msg) {
-			named = append(named, p)
+		if inBatch(p) {
+			if !whole {
+				named = append(named, *p)
+			}
 			continue
 		}
 		err := e.tr.Send(p.Msg.Clone())
@@ -411,9 +424,18 @@ func (e *Elector) sendBatch(b *group.Batch) {
 		}
 		e.countSent(named, ok)
 	}
-	clear(named)
-	e.pairs = named[:0]
+	if !whole {
+		clear(named)
+		e.pairs = named[:0]
+		if cap(e.pairs) > maxPairsKept {
+			e.pairs = nil // a burst's: the next mixed batch makes its own
+		}
+	}
 }
+
+// maxPairsKept bounds the buffer sendBatch keeps for the batches that
+// it splits.
+const maxPairsKept = 64
 
 // datagram reports whether m goes as an unnumbered datagram (a heartbeat
 // or an ack, not marked BestEffort): it keeps no order with the link's
@@ -508,7 +530,7 @@ func (e *Elector) handoff(events <-chan Event) {
 			e.view.Lock()
 			for _, el := range waiting {
 				if el.node().HandoffPending() {
-					el.log.Warn("leader work still running after StopTimeout; handing off anyway", "timeout", e.cfg.StopTimeout)
+					el.logger().Warn("leader work still running after StopTimeout; handing off anyway", "timeout", e.cfg.StopTimeout)
 					el.workSpan = 0
 					e.touch(el)
 				}

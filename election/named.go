@@ -82,17 +82,14 @@ var (
 type Election struct {
 	e    *Elector
 	name string
-	log  hclog.Logger
 
 	// The fields below are owned by the loop goroutine (or, before Run,
 	// by whoever holds e.mu).
-	opts     ElectionOptions
-	upd      *Update // what the next Update hands the Recorder; nil: nothing yet (u)
+	opts     group.Options // the name's ElectionOptions but its Callbacks (the notifier's)
+	upd      *Update       // what the next Update hands the Recorder; nil: nothing yet (u)
 	status   core.Status
-	electing bool
 	last     Leadership
 	leaseAsk time.Duration // Update.Lease: the lease this member last asked for
-	isolated bool          // core.Node.Isolated at the last look (observeIsolated)
 	// leading is the span this member leads in, nil while it leads in
 	// none (span.go). Only the loop writes it.
 	leading atomic.Pointer[spanRun]
@@ -102,28 +99,31 @@ type Election struct {
 	spans    uint64
 	// unsettledSince is when this member lost the name's agreed coordinator.
 	unsettledSince time.Time
-	electionBegan  bool       // the node started an election during this flush
 	verifiers      []verifier // VerifyLeader calls waiting for their round
 	announced      Leadership // the last coordinator and term OnNewLeader got
 	// workSpan is the spanRun.work of the span whose leader work (Claim,
 	// OnStartedLeading) may still run, 0 when none does; a hand-off
 	// waits for it (workDone, Elector.workWake).
-	workSpan    uint64
-	workDone    atomic.Uint64
-	lease       atomic.Pointer[leaseState]
-	startup     core.Startup // the start-up hold, while it may change
-	startupOpen bool         // the hold is not over yet
-	hold        Hold         // the node's hold, as last observed (observeHold)
-	holdRead    int          // the name's node tick the hold was last read at
-	holdWarned  bool         // the hold in force has been logged at Warn
-	touched     bool         // in Elector.touched: reported on at this flush
-	readied     bool         // the group handed an Update of it at this flush
-	removed     bool         // Close has ended it
+	workSpan uint64
+	workDone atomic.Uint64
+	lease    atomic.Pointer[leaseState]
+	startup  core.Startup // the start-up hold, while it may change
+	hold     Hold         // the node's hold, as last observed (observeHold)
+	holdRead int          // the name's node tick the hold was last read at
 	// peers are the other members' candidacies for the name, as their
 	// statements say (candidacy.go).
 	peers candidateBits
 
-	snap   atomic.Pointer[Status]
+	electing      bool // the node's Electing at the last look
+	isolated      bool // core.Node.Isolated at the last look (observeIsolated)
+	electionBegan bool // the node started an election during this flush
+	startupOpen   bool // the start-up hold is not over yet
+	holdWarned    bool // the hold in force has been logged at Warn
+	touched       bool // in Elector.touched: reported on at this flush
+	readied       bool // the group handed an Update of it at this flush
+	removed       bool // Close has ended it
+
+	snap   atomic.Pointer[snapshot]
 	obs    observers
 	notify *notifier
 }
@@ -172,11 +172,10 @@ func (e *Elector) Election(name string, opts ElectionOptions) (*Election, error)
 // addName adds name to the group and makes its Election; on the loop
 // (or under mu).
 func (e *Elector) addName(name string, opts ElectionOptions) (*Election, error) {
-	gopts := group.Options{Placement: opts.Placement, Abstain: opts.Abstain, QuorumSize: opts.QuorumSize}
-	if err := e.g.Add(name, gopts); err != nil {
+	el := newElection(e, name, opts)
+	if err := e.g.Add(name, el.opts); err != nil {
 		return nil, fmt.Errorf("election: Election(%q): %w", name, err)
 	}
-	el := newElection(e, name, opts)
 	e.namesMu.Lock()
 	e.names[name] = el
 	e.list = append(e.list, el)
@@ -191,12 +190,20 @@ func (e *Elector) addName(name string, opts ElectionOptions) (*Election, error) 
 
 // newElection makes the per-name state of name.
 func newElection(e *Elector, name string, opts ElectionOptions) *Election {
-	el := &Election{e: e, name: name, opts: opts, log: e.log}
-	if name != DefaultName {
-		el.log = e.log.With("election", name)
-	}
+	el := &Election{e: e, name: name, opts: group.Options{Placement: opts.Placement, Abstain: opts.Abstain, QuorumSize: opts.QuorumSize}}
 	el.notify = newNotifier(opts.Callbacks, e.cfg.HeartbeatInterval, el.markWorkDone)
 	return el
+}
+
+// logger returns the name's logger: the Elector's, with the name as
+// "election" (the unnamed election's is the Elector's own). It is made
+// at each call, not kept: a member of thousands of names would keep one
+// for each, and a name logs only when something happens to it.
+func (el *Election) logger() hclog.Logger {
+	if el.name == DefaultName {
+		return el.e.log
+	}
+	return el.e.log.With("election", el.name)
 }
 
 // initial takes in the name's node as built: its status and start-up
@@ -386,14 +393,14 @@ func (e *Elector) removeName(el *Election) {
 	}
 	e.namesMu.Unlock()
 	e.cand.removed(el)
-	el.log.Info("election closed")
+	el.logger().Info("election closed")
 }
 
 // Status returns a snapshot of the name's state on this member
 // (Elector.Status): its member list holds the ratings and candidacies of
 // the name (a member that does not stand for it is a NonVoter).
 func (el *Election) Status() Status {
-	s := *el.snap.Load()
+	s := el.published()
 	s.Members = el.members()
 	if s.Coordinator == el.e.id && el.Check(s.Term) != nil {
 		s.Coordinator = ""

@@ -190,7 +190,14 @@ type notifier struct {
 	wg      sync.WaitGroup // that goroutine
 }
 
+// newNotifier returns the notifier of cb, or nil when cb sets no
+// callback: a nil notifier wants nothing (push, begin and wait do
+// nothing), and a member of thousands of names without callbacks keeps
+// none for them.
 func newNotifier(cb Callbacks, retry time.Duration, workDone func(work uint64)) *notifier {
+	if cb.OnStartedLeading == nil && cb.OnStoppedLeading == nil && cb.Claim == nil && cb.OnNewLeader == nil {
+		return nil
+	}
 	return &notifier{cb: cb, retry: retry, done1: workDone, held: true}
 }
 
@@ -198,7 +205,7 @@ func newNotifier(cb Callbacks, retry time.Duration, workDone func(work uint64)) 
 // callback wants it). Only the loop calls it (or, before Run, a caller
 // holding the Elector's mu).
 func (n *notifier) push(x notification) bool {
-	if !n.wanted(x.kind) {
+	if n == nil || !n.wanted(x.kind) {
 		return false
 	}
 	n.mu.Lock()
@@ -215,6 +222,9 @@ func (n *notifier) push(x notification) bool {
 // begin lets deliveries start (Run has started); those queued before
 // begin now.
 func (n *notifier) begin() {
+	if n == nil {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.held = false
@@ -234,7 +244,11 @@ func (n *notifier) startLocked() {
 
 // wait returns once every notification pushed so far has been delivered
 // (the loop calls it after its last push).
-func (n *notifier) wait() { n.wg.Wait() }
+func (n *notifier) wait() {
+	if n != nil {
+		n.wg.Wait()
+	}
+}
 
 func (n *notifier) wanted(k notifyKind) bool {
 	switch k {

@@ -72,9 +72,16 @@ func TestNotifierOrder(t *testing.T) {
 	})
 }
 
-// TestNotifierSkipsUnsetCallbacks: with no callbacks, nothing is queued.
+// TestNotifierSkipsUnsetCallbacks: with no callbacks there is no
+// notifier, and nothing is queued; with some, nothing for the others.
 func TestNotifierSkipsUnsetCallbacks(t *testing.T) {
-	n := newNotifier(Callbacks{}, time.Millisecond, func(uint64) {})
+	none := newNotifier(Callbacks{}, time.Millisecond, func(uint64) {})
+	if none != nil || none.push(notification{kind: notifyStarted}) || none.push(notification{kind: notifyNewLeader}) {
+		t.Errorf("a notifier without callbacks: %v, or it queued", none)
+	}
+	none.begin()
+	none.wait()
+	n := newNotifier(Callbacks{OnStoppedLeading: func(uint64) {}}, time.Millisecond, func(uint64) {})
 	n.push(notification{kind: notifyStarted})
 	n.push(notification{kind: notifyNewLeader})
 	if len(n.queue) != 0 {

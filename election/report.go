@@ -20,10 +20,10 @@ func (el *Election) account(rd *core.Ready) {
 	if rd.ElectionsStarted > 0 {
 		el.u().Cause = rd.Cause
 		el.electionBegan = true
-		el.log.Info("election started", "term", rd.Status.Term, "cause", rd.Cause)
+		el.logger().Info("election started", "term", rd.Status.Term, "cause", rd.Cause)
 	}
 	if rd.ElectionsRestarted > 0 {
-		el.log.Info("election restarted: no coordinator announced in time")
+		el.logger().Info("election restarted: no coordinator announced in time")
 	}
 }
 
@@ -130,9 +130,9 @@ func (el *Election) observeStartup() bool {
 	if !su.Holding {
 		el.startupOpen = false
 		if su.Short {
-			log := el.log.Info
+			log := el.logger().Info
 			if el.e.expectSet {
-				log = el.log.Warn
+				log = el.logger().Warn
 			}
 			log("start-up window passed with fewer voters than expected: electing with those visible",
 				"voters", su.Voters, "expect", su.Expect, "window", el.e.cfg.ExpectWindow)
@@ -164,10 +164,10 @@ func (el *Election) observeHold() bool {
 	switch {
 	case next.Held() && !early && (next.Reason != prev.Reason || !el.holdWarned):
 		el.holdWarned = true
-		el.log.Warn(next.String(), "hold", next.Reason, "voters", next.Voters, "need", next.Need)
+		el.logger().Warn(next.String(), "hold", next.Reason, "voters", next.Voters, "need", next.Need)
 	case !next.Held() && prev.Held():
 		if el.holdWarned {
-			el.log.Info("election hold over", "was", prev.Reason)
+			el.logger().Info("election hold over", "was", prev.Reason)
 		}
 		el.holdWarned = false
 	case next.Reason != prev.Reason:
@@ -209,7 +209,7 @@ func (el *Election) trackElection() {
 	d := time.Since(el.unsettledSince)
 	el.unsettledSince = time.Time{}
 	el.u().ElectionEnded, el.u().ElectionDuration = true, d
-	el.log.Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
+	el.logger().Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
 }
 
 // changeLeader takes in a new Leadership, which observe publishes once
@@ -229,11 +229,11 @@ func (el *Election) changeLeader(l Leadership) {
 	if l.Known() {
 		if l.Coordinator != el.announced.Coordinator || l.Term != el.announced.Term {
 			el.announced = l
-			el.log.Info("new coordinator", "coordinator", l.Coordinator, "term", core.Term(l.Term))
+			el.logger().Info("new coordinator", "coordinator", l.Coordinator, "term", core.Term(l.Term))
 			el.notify.push(notification{kind: notifyNewLeader, l: l})
 		}
 	} else {
-		el.log.Debug("no coordinator", "last", prev.Coordinator, "term", core.Term(prev.Term))
+		el.logger().Debug("no coordinator", "last", prev.Coordinator, "term", core.Term(prev.Term))
 	}
 	if l.IsSelf {
 		el.startLeading(l)
@@ -245,7 +245,7 @@ func (el *Election) changeLeader(l Leadership) {
 // before (the previous span's included) have returned.
 func (el *Election) startLeading(l Leadership) {
 	run := el.startSpan(l)
-	el.log.Info("started leading", "term", core.Term(l.Term), "span", run.span.Number)
+	el.logger().Info("started leading", "term", core.Term(l.Term), "span", run.span.Number)
 	if el.notify.push(notification{kind: notifyStarted, l: l, ctx: run.ctx, work: run.work}) {
 		el.workSpan = run.work
 		el.e.working = append(el.e.working, el)
@@ -258,7 +258,7 @@ func (el *Election) stopLeading() {
 	run := el.leading.Load()
 	el.leading.Store(nil)
 	run.cancel()
-	el.log.Info("stopped leading", "term", core.Term(run.span.Term), "span", run.span.Number)
+	el.logger().Info("stopped leading", "term", core.Term(run.span.Term), "span", run.span.Number)
 	el.notify.push(notification{kind: notifyStopped, l: Leadership{Coordinator: el.e.id, Term: run.span.Term, IsSelf: true}, work: run.work})
 }
 
@@ -299,6 +299,6 @@ func (el *Election) end() {
 	el.record()
 	el.obs.close(el.last)
 	s := *el.snap.Load()
-	s.Coordinator, s.Stopped = "", true
+	s.coordinator, s.stopped = "", true
 	el.snap.Store(&s)
 }

@@ -160,22 +160,43 @@ func (e *Elector) countMembers() {
 // reports (leadership), so that State, Term and Coordinator agree.
 func (el *Election) updateSnapshot() {
 	st := el.status
-	e := el.e
-	s := &Status{
-		ID:          e.id,
-		Name:        el.name,
-		State:       st.State,
-		Term:        uint64(st.Term),
-		Coordinator: el.leadership().Coordinator,
-		Electing:    el.electing,
-		Rating:      st.Rating,
-		NonVoter:    e.self.NonVoter || el.opts.Abstain,
-		Algorithm:   e.self.Algorithm,
-		Startup:     el.startup,
-		Hold:        el.hold,
-		SittingOut:  el.isolated,
-	}
-	el.snap.Store(s)
+	el.snap.Store(&snapshot{
+		coordinator: el.leadership().Coordinator,
+		term:        uint64(st.Term),
+		rating:      st.Rating,
+		startup:     el.startup,
+		hold:        el.hold,
+		state:       st.State,
+		electing:    el.electing,
+		nonVoter:    el.e.self.NonVoter || el.opts.Abstain,
+		sittingOut:  el.isolated,
+	})
+}
+
+// snapshot is what a name's Status reports that changes, as the loop
+// last published it (updateSnapshot) for readers on any goroutine. A
+// member of thousands of names keeps one for each: Status adds what
+// never changes (the ID, the name, the algorithm) and the member list.
+type snapshot struct {
+	coordinator string
+	term        uint64
+	rating      int64
+	startup     core.Startup
+	hold        Hold
+	state       core.State
+	electing    bool
+	nonVoter    bool
+	sittingOut  bool
+	stopped     bool
+}
+
+// published returns the name's status as last published, without its
+// member list.
+func (el *Election) published() Status {
+	s := el.snap.Load()
+	return Status{ID: el.e.id, Name: el.name, State: s.state, Term: s.term, Coordinator: s.coordinator,
+		Electing: s.electing, Rating: s.rating, NonVoter: s.nonVoter, Algorithm: el.e.self.Algorithm,
+		Startup: s.startup, Hold: s.hold, SittingOut: s.sittingOut, Stopped: s.stopped}
 }
 
 // checkVoters warns, once, when the view holds more live voters than

@@ -27,7 +27,6 @@ import "slices"
 // announcement (awaitSenior), so such a failover costs about n messages.
 type bully struct {
 	n     *Node
-	phase bullyPhase
 	timer int // ticks left in the current wait
 	// View mode: stage 1 asked only the top live peer, stage 2 the others
 	// above (escalate): all of them, or, when the heartbeats fan out, a
@@ -36,6 +35,7 @@ type bully struct {
 	stage int
 	asked string
 	floor Rank
+	phase bullyPhase
 	more  bool
 	// pair: a surviving watcher waited out its senior, and the senior and
 	// the suspect were all that was above it; it asked both at once
@@ -45,15 +45,15 @@ type bully struct {
 	// this node's pre-vote; it waits T' for the senior's COORDINATOR
 	// (seniorTakingOver).
 	late bool
+	// direct: a coordinator transferred the role to this node, which
+	// declares without asking anyone above it; hint names that coordinator.
+	direct bool
+	hint   string
 	// excluded is a resigning coordinator, absent from the next election.
 	excluded string
 	// awaited is the suspect this node has already waited out a senior's
 	// announcement for: after that wait it asks, as any candidate does.
 	awaited string
-	// direct: a coordinator transferred the role to this node, which
-	// declares without asking anyone above it; hint names that coordinator.
-	direct bool
-	hint   string
 	// senior is the last member ranked above this node whose election
 	// pre-vote it granted, at tick seniorAt (grantedElection); not
 	// cleared between elections.
@@ -111,7 +111,7 @@ func (b *bully) higher(fn func(Peer) bool) {
 func (b *bully) liveVotersAbove() int {
 	n := b.n
 	r := n.view.r
-	if r.nonVoters > 0 {
+	if r.hasNonVoters() {
 		above := 0
 		b.higher(func(Peer) bool { above++; return true })
 		return above
@@ -177,7 +177,7 @@ func (b *bully) awaitSenior() bool {
 // seniorWait is how long awaitSenior waits for the senior's announcement:
 // H + T + RoundTrip, and the deferral far below the top.
 func (b *bully) seniorWait() int {
-	c := &b.n.cfg
+	c := b.n.cfg
 	return c.HeartbeatInterval + c.AnswerTimeout + c.RoundTrip + b.deferral()
 }
 

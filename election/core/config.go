@@ -192,13 +192,20 @@ func (c Config) Validate() error {
 
 func (c *Config) validate() error {
 	var errs configErrors
-	c.checkIdentity(&errs)
-	c.checkTicks(&errs)
-	c.checkHolds(&errs)
-	c.checkBullyTimeouts(&errs)
-	c.checkPreemption(&errs)
-	c.checkGuard(&errs)
+	checkMember(&errs, c.ID, c.Roster)
+	c.checkShared(&errs)
 	return errors.Join(errs...)
+}
+
+// checkShared checks what the nodes of a Host share: everything but the
+// node's own ID and Roster.
+func (c *Config) checkShared(e *configErrors) {
+	c.checkAlgorithm(e)
+	c.checkTicks(e)
+	c.checkHolds(e)
+	c.checkBullyTimeouts(e)
+	c.checkPreemption(e)
+	c.checkGuard(e)
 }
 
 // configErrors collects what validate finds wrong, each error naming the
@@ -210,16 +217,8 @@ func (e *configErrors) bad(field string, v any, want string) {
 	*e = append(*e, fmt.Errorf("core: Config.%s = %v: %s", field, v, want))
 }
 
-// checkIdentity: who this node is and what it runs.
-func (c *Config) checkIdentity(e *configErrors) {
-	if c.ID == "" {
-		e.bad("ID", `""`, "must be set")
-	}
-	if c.Roster == nil {
-		e.bad("Roster", "nil", "must be set (NewRoster)")
-	} else if c.ID != "" && c.Roster.Index(c.ID) < 0 {
-		e.bad("ID", fmt.Sprintf("%q", c.ID), "must be a member of Roster")
-	}
+// checkAlgorithm: a known algorithm and mode.
+func (c *Config) checkAlgorithm(e *configErrors) {
 	if c.Algorithm >= numAlgorithms {
 		e.bad("Algorithm", c.Algorithm, "want Bully, Ring or Peterson")
 	}

@@ -41,8 +41,12 @@ func (n *Node) NextDeadline() int {
 	return n.deadline
 }
 
-// forget clears the cached NextDeadline: an input may move a timer.
-func (n *Node) forget() { n.deadline = 0 }
+// input starts an input: it may move a timer, so the cached NextDeadline
+// is forgotten, and it ends the validity of a Ready handed over (begin).
+func (n *Node) input() {
+	n.deadline = 0
+	n.begin()
+}
 
 // NextTimer returns the earliest tick count (compared with Now) at which a
 // timer of the node other than its health score's fall (tickHealth) can

@@ -417,7 +417,8 @@ func deepDiff(a, b reflect.Value, path string, seen map[[2]uintptr]bool) string 
 		return deepDiff(a.Elem(), b.Elem(), path, seen)
 	case reflect.Struct:
 		for i := 0; i < a.NumField(); i++ {
-			if name := a.Type().Field(i).Name; a.Type() == reflect.TypeFor[Node]() && (name == "deadline" || name == "algQuiet") {
+			if name := a.Type().Field(i).Name; a.Type() == reflect.TypeFor[Node]() && (name == "deadline" || name == "algQuiet") ||
+				a.Type() == reflect.TypeFor[memberList]() && name == "next" { // caches, not state
 				continue
 			}
 			if d := deepDiff(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name, seen); d != "" {

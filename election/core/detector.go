@@ -71,10 +71,10 @@ type detector struct {
 	// health is the local health score (tickHealth); healthyFor counts
 	// the on-time ticks since it last changed.
 	health, healthyFor int
-	hbTimer            int    // coordinator: ticks since the last heartbeat round
-	lag                int    // coordinator: how late its loop ran lately, in ticks
-	hbSeq              uint64 // coordinator: heartbeat rounds sent in this term
-	fan                fanOut // coordinator: the rotation of a fanned-out view (fanout.go)
+	hbTimer            int     // coordinator: ticks since the last heartbeat round
+	lag                int     // coordinator: how late its loop ran lately, in ticks
+	hbSeq              uint64  // coordinator: heartbeat rounds sent in this term
+	fan                *fanOut // coordinator: the rotation of a fanned-out view (fanout.go); made when it first leads
 	// suspect is the coordinator the detector gave up on, until a
 	// coordinator is known again: bully routes its first question around
 	// it (see bully.stageOneTarget).

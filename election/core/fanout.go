@@ -92,7 +92,7 @@ func (n *Node) promise() uint32 {
 // every round, to the former watchers (their new period), and to the
 // rotation's share of the others.
 func (n *Node) heartbeatFanOut() {
-	f := &n.det.fan
+	f := n.det.fan
 	f.prev, f.watch = f.watch, f.prev[:0]
 	f.watch = n.watchers(f.watch, n.self.ID)
 	rest := n.rest(n.self.ID, f.watch)
@@ -127,7 +127,7 @@ func (n *Node) heartbeatFast(ws []string) {
 // heartbeatRotation sends the round, promising every, to enough of the
 // rest members from the cursor on that a lap takes at most period rounds.
 func (n *Node) heartbeatRotation(rest int, every uint32) {
-	f := &n.det.fan
+	f := n.det.fan
 	r := n.view.r
 	want, start := (rest+f.period-1)/f.period, f.cursor
 	for i, sent := 0, 0; i < r.Len() && sent < want; i++ {
@@ -185,7 +185,7 @@ func (n *Node) followerEvery(c string) int {
 // after that round (its number is above every unconfirmed one they heard,
 // so onHeartbeat takes it).
 func (n *Node) payOwed() {
-	f := &n.det.fan
+	f := n.det.fan
 	if len(f.owed) == 0 {
 		return
 	}

@@ -17,22 +17,22 @@ import (
 // The guard keeps its own books: the voter's promise (grant), the
 // coordinator's rounds, acks and lease (newRound, noteAck, extend), its
 // lapse and abdication with back-off (cannotLead, backOff), and
-// isolation. Its methods read only its fields and their arguments (the
-// tick, the term); the Node acts on what they say (heartbeat.go sends the
-// rounds and the acks, confirms and steps down). Without the guard (size
-// 0) it is a no-op part: the promise, the rounds, the acks and the lease
-// stay at zero, nobody is isolated, every coordinator holds (confirmed
-// follows the coordinator), and its predicates give the answer of a
-// cluster without the guard. The back-off serves without the guard too:
+// isolation. Its methods read only its fields, its settings and their
+// arguments (the tick, the term); the Node acts on what they say
+// (heartbeat.go sends the rounds and the acks, confirms and steps down).
+// Without the guard (QuorumSize 0) it is a no-op part: the promise, the
+// rounds, the acks and the lease stay at zero, nobody is isolated, every
+// coordinator holds (confirmed follows the coordinator), and its
+// predicates give the answer of a cluster without the guard. The back-off serves without the guard too:
 // a ring coordinator cut off from those that deposed it backs off
 // (link.deposed).
 
 // guard is the quorum guard's state of one node.
 type guard struct {
-	size int // Config.QuorumSize: 0 when the guard is off
-	// The settings it reads, in ticks: Config.QuorumLease,
-	// QuorumLeaseMax, LeaseMargin and HeartbeatInterval.
-	lease, leaseMax, margin, interval int
+	// cfg holds the settings it reads: QuorumSize (0: the guard is off)
+	// and, in ticks, QuorumLease, QuorumLeaseMax, LeaseMargin and
+	// HeartbeatInterval.
+	cfg *Config
 
 	confirmed bool // coordinator: it holds a lease (Status reports it)
 	// announceRest: a bully winner with the guard and a fanned-out view
@@ -42,18 +42,34 @@ type guard struct {
 	// isolated: this node has found that it cannot reach a majority
 	// (sitsOut).
 	isolated    bool
-	rttFresh    bool                // coordinator: an ack was measured since the last round (rttHigh decays)
-	coolUntil   int                 // an abdicated node displaces no coordinator before this tick
-	rttHigh     int                 // coordinator: recent heartbeat round trips, high-water mark (leaseAsk)
-	leaseEnd    int                 // coordinator: tick at which the quorum lease lapses
-	grantTerm   Term                // follower: the term it last acknowledged
-	grantEnd    int                 // follower: until this tick it acknowledges no other term
-	declared    int                 // coordinator: tick it declared (became coordinator) at
-	confirmedAt int                 // coordinator: tick its lease was confirmed at
-	failedLeads int                 // leaderships in a row that lapsed or were never confirmed
-	rounds      []sentRound         // coordinator: recent rounds, of this term and those it led before
-	acks        map[string]voterAck // coordinator: what each voter acknowledged
-	scratch     []int
+	rttFresh    bool // coordinator: an ack was measured since the last round (rttHigh decays)
+	coolUntil   int  // an abdicated node displaces no coordinator before this tick
+	rttHigh     int  // coordinator: recent heartbeat round trips, high-water mark (leaseAsk)
+	leaseEnd    int  // coordinator: tick at which the quorum lease lapses
+	grantTerm   Term // follower: the term it last acknowledged
+	grantEnd    int  // follower: until this tick it acknowledges no other term
+	declared    int  // coordinator: tick it declared (became coordinator) at
+	confirmedAt int  // coordinator: tick its lease was confirmed at
+	failedLeads int  // leaderships in a row that lapsed or were never confirmed
+	// books are a coordinator's rounds and acks, made when it first
+	// leads with the guard (most nodes of a host of many names never
+	// do) and kept; nil until then.
+	books *leaderBooks
+}
+
+// leaderBooks are what a coordinator keeps of its heartbeat rounds.
+type leaderBooks struct {
+	rounds  []sentRound         // recent rounds, of this term and those it led before
+	acks    map[string]voterAck // what each voter acknowledged
+	scratch []int
+}
+
+// keep returns the books, made at the first call.
+func (g *guard) keep() *leaderBooks {
+	if g.books == nil {
+		g.books = &leaderBooks{acks: make(map[string]voterAck)}
+	}
+	return g.books
 }
 
 // configure sets the guard up for c (NewNode). With a quorum of more
@@ -61,36 +77,36 @@ type guard struct {
 // coordinator before it restarted: it keeps that promise, unknown, which
 // may have been a stretched lease (restartPromise).
 func (g *guard) configure(c *Config) {
-	g.size, g.lease, g.leaseMax, g.margin, g.interval = c.QuorumSize, c.QuorumLease, c.QuorumLeaseMax, c.LeaseMargin, c.HeartbeatInterval
+	g.cfg = c
 	if g.needsOthers() {
-		g.grantEnd = g.leaseMax + g.marginFor(g.leaseMax)
+		g.grantEnd = g.cfg.QuorumLeaseMax + g.marginFor(g.cfg.QuorumLeaseMax)
 	}
 }
 
 // on reports whether the guard is on (QuorumSize > 0).
-func (g *guard) on() bool { return g.size > 0 }
+func (g *guard) on() bool { return g.cfg.QuorumSize > 0 }
 
 // majority is a majority of the quorum.
-func (g *guard) majority() int { return g.size/2 + 1 }
+func (g *guard) majority() int { return g.cfg.QuorumSize/2 + 1 }
 
 // holds reports whether the coordinator this node knows (itself, or the
 // one it follows) holds a majority lease, or there is no guard: without
 // it every coordinator counts as confirmed.
-func (g *guard) holds() bool { return g.size == 0 || g.confirmed }
+func (g *guard) holds() bool { return g.cfg.QuorumSize == 0 || g.confirmed }
 
 // leased reports whether, with the guard, a lease confirms the
 // coordinator this node knows (holds, but false without the guard: there
 // is no lease to report or to end).
-func (g *guard) leased() bool { return g.size > 0 && g.confirmed }
+func (g *guard) leased() bool { return g.cfg.QuorumSize > 0 && g.confirmed }
 
 // counts is what a coordinator's word that its lease holds
 // (Message.Confirmed) makes of it: without the guard, every coordinator
 // is confirmed.
-func (g *guard) counts(confirmed bool) bool { return confirmed || g.size == 0 }
+func (g *guard) counts(confirmed bool) bool { return confirmed || g.cfg.QuorumSize == 0 }
 
 // needsOthers reports whether a majority of the quorum takes other
 // voters than this node (a quorum of more than one).
-func (g *guard) needsOthers() bool { return g.size > 1 }
+func (g *guard) needsOthers() bool { return g.cfg.QuorumSize > 1 }
 
 // sufficient is how many live voters a node must have seen to have found
 // its cluster, given the expectation expect: with a quorum of more than
@@ -105,7 +121,7 @@ func (g *guard) sufficient(expect int) int {
 // leavesNoMajority reports whether, with the guard, failed voters leave
 // fewer than a majority of the quorum.
 func (g *guard) leavesNoMajority(failed int) bool {
-	return g.size > 0 && failed > g.size-g.majority()
+	return g.cfg.QuorumSize > 0 && failed > g.cfg.QuorumSize-g.majority()
 }
 
 // The voter's side: its promise.
@@ -141,12 +157,12 @@ func (g *guard) restartPromise(now int) bool {
 // only grows: a shorter lease asked later does not shorten one already
 // given.
 func (g *guard) grant(now int, t Term, asked uint32) (lease uint32, ok bool) {
-	if g.size == 0 || g.bound(now, t) {
+	if g.cfg.QuorumSize == 0 || g.bound(now, t) {
 		return 0, false
 	}
-	l := g.lease
+	l := g.cfg.QuorumLease
 	if asked != 0 {
-		l = min(max(int(asked), g.lease), g.leaseMax)
+		l = min(max(int(asked), g.cfg.QuorumLease), g.cfg.QuorumLeaseMax)
 	}
 	end := now + l + g.marginFor(l)
 	if g.grantTerm == t {
@@ -170,17 +186,17 @@ func (g *guard) forgetPromise(t Term) {
 // as if a majority had just acknowledged it. settleLead reports whether
 // the guard is on.
 func (g *guard) settleFollower(now int, t Term) {
-	if g.size > 0 {
-		g.grantTerm, g.grantEnd = t, now+g.lease+g.margin
+	if g.cfg.QuorumSize > 0 {
+		g.grantTerm, g.grantEnd = t, now+g.cfg.QuorumLease+g.cfg.LeaseMargin
 	}
 }
 
 func (g *guard) settleLead(now int, t Term) bool {
-	if g.size == 0 {
+	if g.cfg.QuorumSize == 0 {
 		return false
 	}
 	g.grantTerm, g.grantEnd = t, 0
-	g.leaseEnd = now + g.lease
+	g.leaseEnd = now + g.cfg.QuorumLease
 	return true
 }
 
@@ -212,24 +228,22 @@ type voterAck struct {
 // after it. The rounds of the terms it led before stay (roundOf); those
 // of t, if it declares in t again, go: their numbers start again at 1.
 func (g *guard) newLeadership(now int, t Term, again bool) {
-	clear(g.acks)
-	if g.acks == nil {
-		g.acks = make(map[string]voterAck)
-	}
+	b := g.keep()
+	clear(b.acks)
 	declared := now
 	switch {
 	case again && g.leaseEnd > 0:
-		declared = g.leaseEnd + g.interval - g.abdicateWait() - 1
+		declared = g.leaseEnd + g.cfg.HeartbeatInterval - g.abdicateWait() - 1
 	case again:
 		declared = g.declared
 	}
-	g.rounds = slices.DeleteFunc(g.rounds, func(r sentRound) bool { return r.term == t })
+	b.rounds = slices.DeleteFunc(b.rounds, func(r sentRound) bool { return r.term == t })
 	g.leaseEnd, g.declared = 0, declared
 }
 
 // neverConfirmed reports whether, with the guard, no majority has
 // confirmed this node's leadership since it declared.
-func (g *guard) neverConfirmed() bool { return g.size > 0 && g.leaseEnd == 0 }
+func (g *guard) neverConfirmed() bool { return g.cfg.QuorumSize > 0 && g.leaseEnd == 0 }
 
 // newRound records round seq of term t, sent at now, with the lease it
 // asks for (leaseAsk), and lets the recent round trips decay: a slow
@@ -238,14 +252,15 @@ func (g *guard) neverConfirmed() bool { return g.size > 0 && g.leaseEnd == 0 }
 // decay waits for an ack since the last round (rttFresh). Rounds older
 // than QuorumLeaseMax go: their acks could no longer give a lease.
 func (g *guard) newRound(now int, t Term, seq uint64) {
-	if g.size == 0 {
+	if g.cfg.QuorumSize == 0 {
 		return
 	}
 	if g.rttFresh {
 		g.rttHigh -= (g.rttHigh + 15) / 16
 		g.rttFresh = false
 	}
-	g.rounds = append(trimRounds(g.rounds, now-g.leaseMax), sentRound{term: t, seq: seq, at: now, lease: g.leaseAsk()})
+	b := g.keep()
+	b.rounds = append(trimRounds(b.rounds, now-g.cfg.QuorumLeaseMax), sentRound{term: t, seq: seq, at: now, lease: g.leaseAsk()})
 }
 
 // trimRounds drops the rounds sent before tick from (their acks could no
@@ -264,8 +279,11 @@ func trimRounds(rs []sentRound, from int) []sentRound {
 // lastRound returns the newest round of term t, if any (rounds of the
 // terms before are kept to measure their late acks).
 func (g *guard) lastRound(t Term) (sentRound, bool) {
-	if k := len(g.rounds); k > 0 && g.rounds[k-1].term == t {
-		return g.rounds[k-1], true
+	if g.books == nil {
+		return sentRound{}, false
+	}
+	if rs := g.books.rounds; len(rs) > 0 && rs[len(rs)-1].term == t {
+		return rs[len(rs)-1], true
 	}
 	return sentRound{}, false
 }
@@ -284,10 +302,10 @@ func (g *guard) wireAsk(t Term) uint32 {
 // QuorumLeaseMax, across terms: a coordinator that abdicates before its
 // acks come back may lead again, in a newer term, before they do).
 func (g *guard) roundOf(t Term, seq uint64) (sentRound, bool) {
-	if seq == 0 {
+	if seq == 0 || g.books == nil {
 		return sentRound{}, false
 	}
-	for _, r := range g.rounds {
+	for _, r := range g.books.rounds {
 		if r.seq == seq && r.term == t {
 			return r, true
 		}
@@ -306,19 +324,20 @@ func (g *guard) measure(now int, r sentRound) {
 // known. It reports false when the voter had acknowledged that round or
 // a newer one already.
 func (g *guard) noteAck(from string, seq uint64, r sentRound, known bool, promised uint32) bool {
-	a := g.acks[from]
+	acks := g.keep().acks
+	a := acks[from]
 	if seq <= a.seq {
 		return false
 	}
 	a.seq = seq
 	if known {
-		l := g.lease
+		l := g.cfg.QuorumLease
 		if promised != 0 {
 			l = int(promised)
 		}
 		a.end = max(a.end, r.at+min(l, r.lease))
 	}
-	g.acks[from] = a
+	acks[from] = a
 	return true
 }
 
@@ -336,7 +355,7 @@ func (g *guard) noteAck(from string, seq uint64, r sentRound, known bool, promis
 // instead of a lease and a margin after its last acknowledgement of the
 // old coordinator.
 func (g *guard) extend(now int, t Term) bool {
-	if g.size == 0 {
+	if g.cfg.QuorumSize == 0 {
 		return false
 	}
 	if end := g.quorumLeaseEnd(t, g.bound(now, t)); end > g.leaseEnd {
@@ -356,7 +375,7 @@ func (g *guard) extend(now int, t Term) bool {
 // It is a floor on the configured size, not on the live view. A bound node
 // does not count itself: it needs one ack more.
 func (g *guard) quorumLeaseEnd(t Term, bound bool) int {
-	need := g.size / 2 // acks needed besides our own
+	need := g.cfg.QuorumSize / 2 // acks needed besides our own
 	if bound {
 		need++
 	}
@@ -367,34 +386,38 @@ func (g *guard) quorumLeaseEnd(t Term, bound bool) int {
 	if need == 0 {
 		return r.at + r.lease
 	}
-	if len(g.acks) < need {
+	b := g.books // lastRound found a round: the books are kept
+	if len(b.acks) < need {
 		return 0
 	}
-	ends := g.scratch[:0]
-	for _, a := range g.acks {
+	ends := b.scratch[:0]
+	for _, a := range b.acks {
 		ends = append(ends, a.end)
 	}
 	slices.SortFunc(ends, func(a, b int) int { return cmp.Compare(b, a) })
-	g.scratch = ends
+	b.scratch = ends
 	return ends[need-1]
 }
 
 // verified reports whether voters that make a majority of the quorum with
 // this coordinator have acknowledged round seq or a later one.
 func (g *guard) verified(seq uint64) bool {
+	if g.books == nil {
+		return false
+	}
 	k := 0
-	for _, a := range g.acks {
+	for _, a := range g.books.acks {
 		if a.seq >= seq {
 			k++
 		}
 	}
-	return k >= g.size/2
+	return k >= g.cfg.QuorumSize/2
 }
 
 // lasted forgets the back-off of a confirmed coordinator whose
 // leadership has lasted eight leases at now.
 func (g *guard) lasted(now int) {
-	if g.leased() && now-g.confirmedAt > 8*g.lease {
+	if g.leased() && now-g.confirmedAt > 8*g.cfg.QuorumLease {
 		g.failedLeads = 0
 	}
 }
@@ -407,7 +430,7 @@ func (g *guard) cannotLead(now int, onTime bool) bool {
 	if g.confirmed {
 		return false
 	}
-	lapsed := g.leaseEnd > 0 && now-g.leaseEnd >= g.interval && onTime
+	lapsed := g.leaseEnd > 0 && now-g.leaseEnd >= g.cfg.HeartbeatInterval && onTime
 	never := g.leaseEnd == 0 && now-g.declared > g.abdicateWait()
 	return lapsed || never
 }
@@ -420,22 +443,22 @@ func (g *guard) cannotLead(now int, onTime bool) bool {
 // round trip longer than QuorumLease otherwise means no lease ever holds
 // (docs/design.md, "Leases").
 func (g *guard) leaseAsk() int {
-	return min(max(g.lease, 2*g.rttHigh+g.interval), g.leaseMax)
+	return min(max(g.cfg.QuorumLease, 2*g.rttHigh+g.cfg.HeartbeatInterval), g.cfg.QuorumLeaseMax)
 }
 
 // marginFor is the margin a voter adds to a lease of l ticks: one tick
 // for the driver's rounding, and LeaseMargin - 1 scaled with the lease, so
 // that a stretched lease tolerates the same clock-rate difference.
 func (g *guard) marginFor(l int) int {
-	if l <= g.lease {
-		return g.margin
+	if l <= g.cfg.QuorumLease {
+		return g.cfg.LeaseMargin
 	}
-	return 1 + ((g.margin-1)*l+g.lease-1)/g.lease
+	return 1 + ((g.cfg.LeaseMargin-1)*l+g.cfg.QuorumLease-1)/g.cfg.QuorumLease
 }
 
 // wire is the Message.Lease form of a lease: 0 for QuorumLease.
 func (g *guard) wire(l int) uint32 {
-	if l == g.lease {
+	if l == g.cfg.QuorumLease {
 		return 0
 	}
 	return uint32(l)
@@ -456,7 +479,7 @@ func (g *guard) abdicateWait() int {
 // doubles with each failed leadership, from 2 leases to 64.
 func (g *guard) backOff(now int) {
 	g.failedLeads = min(g.failedLeads+1, 6)
-	g.coolUntil = now + g.lease<<g.failedLeads
+	g.coolUntil = now + g.cfg.QuorumLease<<g.failedLeads
 }
 
 // backingOff reports an abdicated node's back-off at now: it does not
@@ -493,7 +516,7 @@ func (g *guard) sitsOut(now int) bool { return g.backingOff(now) || g.isolated }
 // setIsolated records whether this node can reach a majority (sitsOut);
 // without the guard it is never isolated.
 func (g *guard) setIsolated(v bool) {
-	if g.isolated == v || v && g.size == 0 {
+	if g.isolated == v || v && g.cfg.QuorumSize == 0 {
 		return
 	}
 	g.isolated = v

@@ -28,7 +28,7 @@ func TestGuardOffIsNoOp(t *testing.T) {
 			t.Fatalf("tick %d: %+v binds or isolates without the guard", now, g)
 		}
 	}
-	if g.grantEnd != 0 || g.grantTerm != 0 || len(g.rounds) != 0 || len(g.acks) != 0 || g.leaseEnd != 0 || g.wireAsk(term) != 0 {
+	if g.grantEnd != 0 || g.grantTerm != 0 || g.books != nil || g.leaseEnd != 0 || g.wireAsk(term) != 0 {
 		t.Fatalf("books without the guard: %+v", g)
 	}
 	if !g.holds() || g.leased() || !g.counts(false) || g.needsOthers() || g.sufficient(4) != 4 || g.leavesNoMajority(100) {

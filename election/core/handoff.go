@@ -25,7 +25,7 @@ var (
 // algorithm decides how), without waiting for failure detection. The node
 // does not displace its successor afterwards.
 func (n *Node) Resign() error {
-	n.forget()
+	n.input()
 	if err := n.canHandOff(); err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (n *Node) Resign() error {
 // PreemptAlways a voter ranked above id may then displace it, as the bully
 // rule says.
 func (n *Node) TransferTo(id string) error {
-	n.forget()
+	n.input()
 	if err := n.canHandOff(); err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (n *Node) HandoffPending() bool { return n.hand.handingOff }
 // the old leadership guarded has stopped; the node calls it itself after
 // StopTimeout.
 func (n *Node) CompleteHandoff() {
-	n.forget()
+	n.input()
 	if !n.hand.handingOff {
 		return
 	}

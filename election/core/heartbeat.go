@@ -309,7 +309,7 @@ func (n *Node) tickCoolOff() {
 // (hashicorp/raft's VerifyLeader). It returns 0 unless the quorum guard is
 // on and this node is a confirmed coordinator.
 func (n *Node) VerifyRound() uint64 {
-	n.forget()
+	n.input()
 	if !n.leaseHeld() {
 		return 0
 	}

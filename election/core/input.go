@@ -7,7 +7,7 @@ package core
 // (Detect) and a settled start (Bootstrap). This file is the top of the
 // package: it calls into every part, and no part calls into it.
 // Invariant: every input first forgets
-// the cached deadline (forget), and a message changes the node's state
+// the cached deadline and gives back a Ready handed over (input), and a message changes the node's state
 // only once it has passed addressed, genuine and timely, in that order;
 // each check that refuses it counts one drop, by reason.
 
@@ -15,7 +15,7 @@ package core
 // to this node from a genuine member, in a term it takes, raises its term
 // to the message's and goes to the part that handles its type.
 func (n *Node) Step(m Message) {
-	n.forget()
+	n.input()
 	if !n.addressed(&m) {
 		n.drop(DropMisaddressed)
 		return
@@ -115,7 +115,7 @@ func claimsLeadership(m Message, self string) bool {
 // PeerUp reports a member alive (joined, restarted, or back after a
 // partition) with its rating.
 func (n *Node) PeerUp(p Peer) {
-	n.forget()
+	n.input()
 	if p.ID == "" || p.ID == n.self.ID {
 		return
 	}
@@ -132,7 +132,7 @@ func (n *Node) PeerUp(p Peer) {
 // ignore it). If it was the coordinator, the node starts an election: the
 // membership layer is the backstop of the heartbeat detector.
 func (n *Node) PeerDown(id string) {
-	n.forget()
+	n.input()
 	if n.cfg.Mode != View || id == n.self.ID || !n.view.down(id) {
 		return
 	}
@@ -145,7 +145,7 @@ func (n *Node) PeerDown(id string) {
 
 // PeerRating reports a member's new rating.
 func (n *Node) PeerRating(id string, rating int64) {
-	n.forget()
+	n.input()
 	if p, ok := n.view.r.Get(id); ok && id != n.self.ID && p.Rating != rating {
 		p.Rating = rating
 		n.view.update(p)
@@ -156,7 +156,7 @@ func (n *Node) PeerRating(id string, rating int64) {
 // SetRating changes this node's own rating. If it now outranks the
 // coordinator by the preemption policy, it starts an election.
 func (n *Node) SetRating(r int64) {
-	n.forget()
+	n.input()
 	n.self.Rating, n.out.statusDirty = r, true
 	n.view.update(n.self)
 	n.maybePreempt()
@@ -166,7 +166,7 @@ func (n *Node) SetRating(r int64) {
 // heartbeat detector would: it starts an election (non-voters wait for the
 // outcome instead).
 func (n *Node) Detect() {
-	n.forget()
+	n.input()
 	if n.coordinator != "" && n.coordinator != n.self.ID {
 		n.coordinatorFailed(CauseDown)
 		return
@@ -178,7 +178,7 @@ func (n *Node) Detect() {
 // (possibly itself) in term. The simulator uses it for "the previous
 // coordinator was the highest-rated" set-ups; the runtime never does.
 func (n *Node) Bootstrap(coordinator string, term Term) {
-	n.forget()
+	n.input()
 	n.setTerm(term)
 	n.epochClock = 0 // a set-up, not a raise: the allowance stays whole
 	if coordinator == n.self.ID {
@@ -199,6 +199,7 @@ func (n *Node) Bootstrap(coordinator string, term Term) {
 // counters advance by k at once. Otherwise it ticks up to each deadline it
 // crosses, so its result is always that of k Ticks, messages included.
 func (n *Node) Skip(k int) {
+	n.begin()
 	for k > 0 {
 		d := n.NextDeadline() - n.now // >= 1
 		if k < d {
@@ -225,6 +226,8 @@ func newRingAlgorithm(n *Node, a Algorithm) algorithm {
 // NewNode validates cfg and returns a node in state sleep: after
 // StartupDelay without hearing a coordinator it starts an election
 // (docs/algorithms.md, bully step 5: a site that starts or restarts holds one).
+// The node keeps its own copy of cfg and its own Ready buffer; a driver
+// of many nodes builds them from one Host instead, which they share.
 func NewNode(cfg Config) (*Node, error) {
 	n := new(Node)
 	if err := InitNode(n, cfg); err != nil {
@@ -245,11 +248,21 @@ func InitNode(n *Node, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	self, _ := cfg.Roster.Get(cfg.ID)
-	n.cfg, n.self, n.tag = cfg, self, Tag(cfg.ID)
-	n.view.r, n.view.mode = cfg.Roster, cfg.Mode
-	n.cfg.Roster = nil // the view holds it, and lets it go once it copies it
-	n.guard.configure(&n.cfg)
+	own := &shared{Config: cfg}
+	own.Roster = nil // the view holds it, and lets it go once it copies it
+	n.init(own, cfg.ID, cfg.Roster)
+	return nil
+}
+
+// init makes *n, a zero Node, member id of roster running with cfg
+// (validated, defaults filled in; shared with the other nodes of its
+// Host, never changed), drawing its message buffers from cfg.pool (nil:
+// it keeps its own).
+func (n *Node) init(cfg *shared, id string, roster *Roster) {
+	self, _ := roster.Get(id)
+	n.cfg, n.self, n.tag = cfg, self, Tag(id)
+	n.view.r, n.view.mode = roster, cfg.Mode
+	n.guard.configure(&cfg.Config)
 	n.out.rd.Status = n.Status()
 	switch cfg.Algorithm {
 	case Bully:
@@ -257,7 +270,6 @@ func InitNode(n *Node, cfg Config) error {
 	default:
 		n.alg = newRingAlgorithm(n, cfg.Algorithm)
 	}
-	return nil
 }
 
 // Tick advances the node's clock by one tick: heartbeats, the follower's
@@ -274,7 +286,7 @@ func (n *Node) Tick() { n.Advance(1) }
 // not running could not hear anyone, so it does not blame the coordinator
 // for the time it slept through (docs/design.md, "Failure detection").
 func (n *Node) Advance(k int) {
-	n.forget()
+	n.input()
 	if k <= 0 {
 		return
 	}

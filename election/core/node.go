@@ -24,7 +24,10 @@ type Node struct {
 	// configuration and the Ready being filled, so that a driver feeding
 	// many nodes in turn (the simulator: a heartbeat round to 10,000
 	// members) touches few cache lines of each, and those next to each
-	// other. The parts below own the rest, one concern each.
+	// other. The parts below own the rest, one concern each; what only
+	// a node that leads or runs a pre-vote needs is made when first
+	// needed. A host of many names keeps a Node per name: it is 888
+	// bytes, the 896-byte allocation class with the allocator's header.
 	alg  algorithm
 	self Peer
 
@@ -36,12 +39,13 @@ type Node struct {
 	// setCoordinator), so they leave its state alone (deadline.go,
 	// algorithmQuiet).
 	algQuiet    bool
+	tag         uint32 // Tag(self.ID)
 	term        Term   // highest term seen
 	coordinator string // the node followed; "" when none
 
 	now int // ticks since NewNode
 	// deadline caches NextDeadline until the next input (0: not known);
-	// every exported method that may change a timer clears it (forget).
+	// every exported method that may change a timer clears it (input).
 	deadline int
 	idle     int // ticks with neither a coordinator nor an election
 
@@ -49,8 +53,7 @@ type Node struct {
 	view view         // the members and which are dead (view.go)
 	pv   preVoteRound // the pre-vote (prevoteround.go; prevote.go, quorumround.go)
 
-	cfg Config
-	tag uint32
+	cfg *shared // its Host's configuration and message buffers (host.go)
 
 	out outbox // the Ready being filled (node.go)
 
@@ -61,10 +64,57 @@ type Node struct {
 	start startupHolds // the start-up and solo holds (expect.go, prevote.go)
 }
 
+// shared is what a node reads of its Host: the configuration (defaults
+// filled in; ID and Roster are each node's own) and the pool of message
+// buffers (nil for a node of its own, which keeps its buffer).
+type shared struct {
+	Config
+	pool *msgPool
+}
+
+// msgPool keeps small message buffers (of at most maxIdleMessages) that
+// the nodes of a Host have drained, for the next node that sends: a host
+// of thousands of nodes that each send a message now and then (a
+// follower's ack a heartbeat round) then keeps as many buffers as it has
+// nodes sending at once, up to maxPooled, not one per node.
+type msgPool struct {
+	free [][]Message
+}
+
+// maxPooled bounds the buffers a Host keeps.
+const maxPooled = 64
+
+// get returns a buffer to append to (nil when the pool has none).
+func (p *msgPool) get() []Message {
+	k := len(p.free)
+	if k == 0 {
+		return nil
+	}
+	b := p.free[k-1]
+	p.free[k-1] = nil
+	p.free = p.free[:k-1]
+	return b
+}
+
+// put keeps b, a drained buffer of at most maxIdleMessages, if the pool
+// has room; its messages are cleared (a ring's List would stay alive).
+func (p *msgPool) put(b []Message) {
+	if len(p.free) < maxPooled {
+		clear(b)
+		p.free = append(p.free, b[:0])
+	}
+}
+
 // outbox is the Ready being filled: the node queues its messages and
 // decisions and counts straight into rd. Once handed over (handed), rd is
 // cleared by the next thing the node queues or counts, or by the next
 // Ready; counted says its Counters hold something (clear only those).
+//
+// Once the Ready holding it has been drained (begin), a buffer of more
+// than maxIdleMessages messages (a coordinator's heartbeat round or
+// announcement) is let go, and a smaller one goes back to the node's
+// Host (msgPool) if it has one: a host of thousands of nodes keeps no
+// buffer per node, and a node of its own keeps a small one.
 //
 // statusDirty: a field that Status reports (state, term, coordinator,
 // confirmed, rating) changed since the last Ready. Every write to one of
@@ -140,6 +190,45 @@ func (n *Node) pending() *Ready {
 	return &n.out.rd
 }
 
+// Release tells the node that its driver is done with the messages of
+// the Ready handed over (it sent or copied them), which it must not read
+// afterwards: their buffer goes now (outbox), not at the next call into
+// the node. The rest of the Ready stays valid until the next call into
+// the node.
+func (n *Node) Release() { n.begin() }
+
+// begin starts a call into the node, which ends the validity of a Ready
+// handed over: its messages' buffer goes if it is large, or back to the
+// host (outbox).
+func (n *Node) begin() {
+	o := &n.out
+	if !o.handed || o.rd.Messages == nil {
+		return
+	}
+	switch {
+	case cap(o.rd.Messages) > maxIdleMessages:
+		o.rd.Messages = nil
+	case n.cfg.pool != nil:
+		n.cfg.pool.put(o.rd.Messages)
+		o.rd.Messages = nil
+	}
+}
+
+// maxIdleMessages is the largest message buffer a drained node keeps, or
+// gives back to its host: a follower's few (an ack, an answer) reuse it;
+// a round to many members allocates its own.
+const maxIdleMessages = 4
+
+// buffer returns the Ready being filled, with a buffer of its host's for
+// its messages if it has none.
+func (n *Node) buffer() *Ready {
+	rd := n.pending()
+	if rd.Messages == nil && n.cfg.pool != nil {
+		rd.Messages = n.cfg.pool.get()
+	}
+	return rd
+}
+
 // clearReady empties the Ready handed over, for the next one: the
 // hand-over costs nothing for what did not happen (no copy of the
 // Counters, which are cleared only when they hold something).
@@ -208,7 +297,11 @@ func (n *Node) ID() string { return n.self.ID }
 
 // Config returns the node's configuration with defaults filled in, but
 // for its Roster, which is nil: the members are the view's (Roster).
-func (n *Node) Config() Config { return n.cfg }
+func (n *Node) Config() Config {
+	c := n.cfg.Config
+	c.ID = n.self.ID
+	return c
+}
 
 // Now returns the ticks the node has counted since NewNode.
 func (n *Node) Now() int { return n.now }
@@ -223,7 +316,7 @@ func (n *Node) send(m Message) {
 		m.Term = n.term
 	}
 	m.Rating = n.self.Rating
-	rd := n.pending()
+	rd := n.buffer()
 	rd.Messages = append(rd.Messages, m)
 }
 
@@ -231,7 +324,7 @@ func (n *Node) send(m Message) {
 // a broadcast: a coordinator announcing itself to a million members then
 // allocates its buffer once instead of doubling it twenty times.
 func (n *Node) reserve(k int) {
-	rd := n.pending()
+	rd := n.buffer()
 	rd.Messages = slices.Grow(rd.Messages, max(k, 0))
 }
 
@@ -348,9 +441,9 @@ func (n *Node) Roster() *Roster { return n.view.r }
 // ClipRoster gives back the spare room of the node's own roster: its
 // slices grow by an eighth at a time as members join, and a runtime that
 // sees its view settled (no change for a while) calls this to hand the
-// unused part back (about 4 KB per member at n = 1,000), at the cost of one
-// copy. It changes no state and sends nothing; a shared roster (one the
-// node has not changed) is left alone.
+// unused part back (about 2 KB at n = 1,000), at the cost of one copy.
+// It changes no state and sends nothing; a shared roster (one the node
+// has not changed) is left alone.
 func (n *Node) ClipRoster() {
 	if n.view.own {
 		n.view.r.clip()

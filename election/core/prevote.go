@@ -75,15 +75,15 @@ func (n *Node) beginPreVote(kind preVoteKind, hint string) {
 		}
 		return
 	}
+	if pv.preVoteWork == nil {
+		pv.preVoteWork = &preVoteWork{granted: make(map[string]bool), refused: make(map[string]bool),
+			asks: make(map[string]quorumAsk), lastAsks: make(map[string]quorumAsk)}
+	}
 	pv.round++
 	pv.term, pv.interrupted = n.term, false
 	pv.kind, pv.active, pv.wide, pv.hint = kind, true, false, hint
 	clear(pv.granted)
 	clear(pv.refused)
-	if pv.granted == nil {
-		pv.granted, pv.refused = make(map[string]bool), make(map[string]bool)
-		pv.asks, pv.lastAsks = make(map[string]quorumAsk), make(map[string]quorumAsk)
-	}
 	pv.asks, pv.lastAsks = pv.lastAsks, pv.asks
 	clear(pv.asks)
 	if n.quorumRound() {

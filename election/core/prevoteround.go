@@ -12,13 +12,44 @@ const (
 	preVotePreempt                     // can this node reach a majority?
 )
 
-// preVoteRound is the node's pre-vote in progress.
+// preVoteRound is the node's pre-vote: what it keeps between rounds
+// (their number, how slow they were, the round trips their answers
+// took) and, in preVoteWork, the round in progress. Most nodes of a host
+// of many never run a round (a name's followers), so the work is made at
+// a node's first round (beginPreVote) and kept for the next: a node that
+// has run none has no preVoteWork, and is never active.
 type preVoteRound struct {
 	active bool // first: read at every tick and input (Node.ticksToDeadline)
 	kind   preVoteKind
-	wide   bool   // no guard: every live voter was asked, not only the nearest
-	timer  int    // ticks left before the next step (re-ask, widen, give up)
-	round  uint64 // sent in Seq; answers carry it back
+	// interrupted says that following a coordinator ended the round
+	// before it decided (follow), so that a new round of the same term
+	// (term: the node's term when the round began) before the old one's
+	// deadline resumes it (beginPreVote).
+	interrupted bool
+	term        Term
+	round       uint64 // sent in Seq; answers carry it back
+	// late is the longest round trip a quorum round's answers took
+	// lately, plus one (0: none), and lateAt the tick it was measured:
+	// the pre-vote's own estimate, beside Node.rtts, which holds what
+	// the ring timers read. Each answer is measured from the question
+	// it answers, late answers to the round before included.
+	late, lateAt int
+	// slow counts this node's election pre-votes in a row that nobody
+	// answered in time (with the guard: fewer than a majority); each
+	// doubles the next one's wait for answers (slowWait, guardWait).
+	slow int
+	// pslow is slow for preemption checks: checks in a row that fewer
+	// than a majority answered, each doubling the next one's wait; a
+	// check that succeeds, or a new coordinator to displace, ends it.
+	pslow int
+
+	*preVoteWork // nil until the node's first round
+}
+
+// preVoteWork is the state of a pre-vote round in progress.
+type preVoteWork struct {
+	wide  bool // no guard: every live voter was asked, not only the nearest
+	timer int  // ticks left before the next step (re-ask, widen, give up)
 	// asked is the tick the round was last asked at. Node.rtts, which
 	// the ring timers read, takes every answer's round trip as measured
 	// from it (too short for the answer to an earlier question); a
@@ -39,12 +70,6 @@ type preVoteRound struct {
 	// lastAsks is asks of the round before, whose late answers measure
 	// their round trips too.
 	asks, lastAsks map[string]quorumAsk
-	// late is the longest round trip a quorum round's answers took
-	// lately, plus one (0: none), and lateAt the tick it was measured:
-	// the pre-vote's own estimate, beside Node.rtts, which holds what
-	// the ring timers read. Each answer is measured from the question
-	// it answers, late answers to the round before included.
-	late, lateAt int
 	// gap is how long a quorum round waits before it asks again the
 	// voters that have not answered, and reaskAt the tick it does: gap
 	// starts at the round's wait for answers (guardWait) and doubles with
@@ -59,20 +84,6 @@ type preVoteRound struct {
 	// others is sampleWide's buffer: the rank positions of the eligible
 	// voters that are not watchers.
 	others []int32
-	// slow counts this node's election pre-votes in a row that nobody
-	// answered in time (with the guard: fewer than a majority); each
-	// doubles the next one's wait for answers (slowWait, guardWait).
-	slow int
-	// pslow is slow for preemption checks: checks in a row that fewer
-	// than a majority answered, each doubling the next one's wait; a
-	// check that succeeds, or a new coordinator to displace, ends it.
-	pslow int
-	// term is the node's term when the round began; interrupted says
-	// that following a coordinator ended the round before it decided
-	// (follow), so that a new round of the same term before the old
-	// one's deadline resumes it (beginPreVote).
-	term        Term
-	interrupted bool
 }
 
 // maxSlow caps preVoteRound.slow: a round waits at most 16 times T.

@@ -192,6 +192,9 @@ func (n *Node) answerRoundTrip(m Message) (asked int) {
 // waves and rounds wait that long (guardWait).
 func (n *Node) measureLate(m Message) {
 	pv := &n.pv
+	if pv.preVoteWork == nil {
+		return // no round asked anything
+	}
 	var asks map[string]quorumAsk
 	switch m.Seq {
 	case pv.round:

@@ -3,36 +3,53 @@ package core
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/coordelect/coordelect/internal/grow"
 )
 
-// Roster is a member list: ring (clockwise) order, ranks and an index.
-// Nodes of a simulated cluster share one Roster, which nothing changes, so
-// a 10,000-node cluster keeps one copy; a node that learns a change makes
-// its own copy.
+// Roster is a member list: ring (clockwise) order, ratings, ranks and an
+// index. Nodes of a simulated cluster share one Roster, which nothing
+// changes, so a 10,000-node cluster keeps one copy; a node that learns a
+// change makes its own copy.
+//
+// The IDs in ring order and their index are a memberList, which the
+// rosters of one set of members share: the copies the nodes of a cluster
+// make, and the rosters of a member's named elections (WithRatings),
+// which rate the same members each its own way. A roster of its own thus
+// costs its ratings, non-voter flags (none while every member stands)
+// and rank order: 12 or 13 bytes a member.
 //
 // A node's own copy (the view's, once it has changed anything) is updated
-// in place (set): a member joining a cluster of n costs O(n) moves and no
-// allocation, where building a new roster cost O(n log n) and 180 KB of
-// garbage at n = 1,000, for each of the n members every member learns.
+// in place (set): a new rating moves one member across the ranks with no
+// allocation, and a member joining a cluster of n costs O(n) moves and a
+// member list with the newcomer, which the first roster to take it in
+// builds and the others of its member list find (memberList.with).
 // Node.Roster's result is therefore valid until the next call into the
 // node; the node's Ready says when its view changed (ViewChanged).
-//
-// The ring is kept as parallel slices (IDs, ratings, non-voter flags):
-// 25 bytes a member where a []Peer took 32 (a Peer's bool pads to 8), and
-// every member of a cluster holds a roster of every other.
 type Roster struct {
-	ids      []string // ring order
-	ratings  []int64  // ratings[i] is ids[i]'s
-	nonVoter []bool   // nonVoter[i] is ids[i]'s
-	index    idIndex
+	m       *memberList
+	ratings []int64 // ratings[i] is m.ids[i]'s
+	// nonVoter[i] is m.ids[i]'s; nil while no member is a non-voter (a
+	// cluster whose members all stand: then the live voters above a rank
+	// are counted in O(log n + dead), bully's liveVotersAbove, not by a
+	// walk).
+	nonVoter []bool
 	byRank   []int32 // ring positions, ascending by rank
-	rankPos  []int32 // ring position -> position in byRank
-	// nonVoters counts the members that never stand: while there are
-	// none, the live voters above a rank are counted in O(log n + dead)
-	// (bully's liveVotersAbove), not by a walk.
-	nonVoters int
+}
+
+// memberList is the IDs of a roster in ring order and their index. It
+// never changes once built, and is shared by every roster of those
+// members in that order.
+type memberList struct {
+	ids   []string
+	index idIndex
+	// next is this list with one member more, added (at its place in the
+	// ring: set), as the last roster of this list to take a member in
+	// built it: another roster of this list that takes the same member
+	// in shares it instead of building its own.
+	next  atomic.Pointer[memberList]
+	added string
 }
 
 // NewRoster builds a roster from members in ring order. IDs must be unique
@@ -40,29 +57,27 @@ type Roster struct {
 // tag, so two members with one tag could both win the same term (IDs "0"
 // and "00" are the same number, for instance).
 func NewRoster(members []Peer) (*Roster, error) {
-	r := &Roster{ids: make([]string, len(members)), ratings: make([]int64, len(members)),
-		nonVoter: make([]bool, len(members)), index: newIDIndex(len(members))}
+	ids := make([]string, len(members))
+	r := &Roster{ratings: make([]int64, len(members))}
+	nonVoter := make([]bool, len(members))
 	for i, p := range members {
-		r.ids[i], r.ratings[i], r.nonVoter[i] = p.ID, p.Rating, p.NonVoter
+		ids[i], r.ratings[i], nonVoter[i] = p.ID, p.Rating, p.NonVoter
 	}
+	r.nonVoter = someTrue(nonVoter)
 	tags := make(map[uint32]string, len(members))
 	for i, p := range members {
 		if p.ID == "" {
 			return nil, fmt.Errorf("core: roster member %d has an empty ID", i)
 		}
-		slot, at := r.index.find(r.ids, p.ID)
-		if at >= 0 {
-			return nil, fmt.Errorf("core: roster member %q appears twice", p.ID)
-		}
 		if other, clash := tags[Tag(p.ID)]; clash {
+			if other == p.ID {
+				return nil, fmt.Errorf("core: roster member %q appears twice", p.ID)
+			}
 			return nil, fmt.Errorf("core: roster members %q and %q have the same tag %d (terms name their winner by tag): rename one", other, p.ID, Tag(p.ID))
 		}
 		tags[Tag(p.ID)] = p.ID
-		r.index.slots[slot] = int32(i) + 1
-		if p.NonVoter {
-			r.nonVoters++
-		}
 	}
+	r.m = newMemberList(ids)
 	r.sortRanks()
 	return r, nil
 }
@@ -77,39 +92,87 @@ func MustRoster(members []Peer) *Roster {
 	return r
 }
 
+// WithRatings returns a roster of r's members in r's ring order in which
+// the member at ring position i has ratings[i] and is a non-voter if
+// nonVoter[i]: the roster of another election among the same members (a
+// member's named elections, each rating the members its own way). It
+// shares r's member list, so it costs only its ratings, flags and ranks.
+// ratings and nonVoter must have r.Len() elements; they are copied.
+func (r *Roster) WithRatings(ratings []int64, nonVoter []bool) (*Roster, error) {
+	if len(ratings) != r.Len() || len(nonVoter) != r.Len() {
+		return nil, fmt.Errorf("core: WithRatings: %d ratings and %d non-voter flags for %d members", len(ratings), len(nonVoter), r.Len())
+	}
+	out := &Roster{m: r.m, ratings: slices.Clone(ratings), nonVoter: slices.Clone(someTrue(nonVoter))}
+	out.sortRanks()
+	return out, nil
+}
+
+// someTrue returns flags, or nil if none is set.
+func someTrue(flags []bool) []bool {
+	if slices.Contains(flags, true) {
+		return flags
+	}
+	return nil
+}
+
+// newMemberList indexes ids, which are unique.
+func newMemberList(ids []string) *memberList {
+	l := &memberList{ids: ids, index: newIDIndex(len(ids))}
+	for i, id := range ids {
+		slot, _ := l.index.find(ids, id)
+		l.index.slots[slot] = int32(i) + 1
+	}
+	return l
+}
+
+// with returns the list with id inserted at ring position at: next if the
+// last roster to take a member in from l took id in, else a new list,
+// which becomes next.
+func (l *memberList) with(id string, at int) *memberList {
+	if nx := l.next.Load(); nx != nil && nx.added == id {
+		return nx
+	}
+	ids := make([]string, len(l.ids)+1)
+	copy(ids, l.ids[:at])
+	ids[at] = id
+	copy(ids[at+1:], l.ids[at:])
+	out := newMemberList(ids)
+	out.added = id
+	l.next.Store(out)
+	return out
+}
+
 func (r *Roster) sortRanks() {
-	n := len(r.ids)
-	r.byRank = make([]int32, n)
+	r.byRank = make([]int32, len(r.ratings))
 	for i := range r.byRank {
 		r.byRank[i] = int32(i)
 	}
 	slices.SortFunc(r.byRank, func(a, b int32) int { return r.rank(a).Compare(r.rank(b)) })
-	r.rankPos = make([]int32, n)
-	for pos, i := range r.byRank {
-		r.rankPos[i] = int32(pos)
-	}
 }
 
 // Len is the number of members.
-func (r *Roster) Len() int { return len(r.ids) }
+func (r *Roster) Len() int { return len(r.ratings) }
 
 // At returns the member at ring position i.
 func (r *Roster) At(i int) Peer {
-	return Peer{ID: r.ids[i], Rating: r.ratings[i], NonVoter: r.nonVoter[i]}
+	return Peer{ID: r.m.ids[i], Rating: r.ratings[i], NonVoter: r.nonVoter != nil && r.nonVoter[i]}
 }
 
+// hasNonVoters reports whether a member never stands.
+func (r *Roster) hasNonVoters() bool { return r.nonVoter != nil }
+
 // rank returns the rank of the member at ring position i.
-func (r *Roster) rank(i int32) Rank { return Rank{Rating: r.ratings[i], ID: r.ids[i]} }
+func (r *Roster) rank(i int32) Rank { return Rank{Rating: r.ratings[i], ID: r.m.ids[i]} }
 
 // Index returns the ring position of id, or -1.
 func (r *Roster) Index(id string) int {
-	_, i := r.index.find(r.ids, id)
+	_, i := r.m.index.find(r.m.ids, id)
 	return i
 }
 
 // Get returns the member with the given ID.
 func (r *Roster) Get(id string) (Peer, bool) {
-	if _, i := r.index.find(r.ids, id); i >= 0 {
+	if i := r.Index(id); i >= 0 {
 		return r.At(i), true
 	}
 	return Peer{}, false
@@ -117,7 +180,7 @@ func (r *Roster) Get(id string) (Peer, bool) {
 
 // Members returns a copy of the members in ring order.
 func (r *Roster) Members() []Peer {
-	out := make([]Peer, len(r.ids))
+	out := make([]Peer, r.Len())
 	for i := range out {
 		out[i] = r.At(i)
 	}
@@ -127,13 +190,20 @@ func (r *Roster) Members() []Peer {
 // ByRank returns the member at rank position k (0 is the lowest).
 func (r *Roster) ByRank(k int) Peer { return r.At(int(r.byRank[k])) }
 
-// RankOf returns the rank position of ring position i.
-func (r *Roster) RankOf(i int) int { return int(r.rankPos[i]) }
+// RankOf returns the rank position of ring position i: O(log n), by its
+// rank (ranks are unique, as IDs are).
+func (r *Roster) RankOf(i int) int {
+	k, _ := slices.BinarySearchFunc(r.byRank, r.rank(int32(i)), r.compareRank)
+	return k
+}
+
+// compareRank compares the rank of ring position a with rk.
+func (r *Roster) compareRank(a int32, rk Rank) int { return r.rank(a).Compare(rk) }
 
 // tagClash returns the member other than id whose Tag equals id's, or "".
 func (r *Roster) tagClash(id string) string {
 	t := Tag(id)
-	for _, q := range r.ids {
+	for _, q := range r.m.ids {
 		if q != id && Tag(q) == t {
 			return q
 		}
@@ -141,10 +211,10 @@ func (r *Roster) tagClash(id string) string {
 	return ""
 }
 
-// clone returns a copy of r that shares nothing with it.
+// clone returns a copy of r that shares nothing with it but its member
+// list, which never changes.
 func (r *Roster) clone() *Roster {
-	return &Roster{ids: slices.Clone(r.ids), ratings: slices.Clone(r.ratings), nonVoter: slices.Clone(r.nonVoter),
-		index: r.index.clone(), byRank: slices.Clone(r.byRank), rankPos: slices.Clone(r.rankPos), nonVoters: r.nonVoters}
+	return &Roster{m: r.m, ratings: slices.Clone(r.ratings), nonVoter: slices.Clone(r.nonVoter), byRank: slices.Clone(r.byRank)}
 }
 
 // with returns a copy of r in which p is replaced or, if new, inserted
@@ -162,60 +232,55 @@ func (r *Roster) with(p Peer) *Roster {
 // need one order. The result equals NewRoster's of the changed ring. Only
 // a node's own copy may be changed (view.update).
 func (r *Roster) set(p Peer) {
-	byRank := func(a int32, rk Rank) int { return r.rank(a).Compare(rk) }
-	if p.NonVoter {
-		r.nonVoters++
-	}
-	if _, i := r.index.find(r.ids, p.ID); i >= 0 {
-		old := r.At(i)
-		if old.NonVoter {
-			r.nonVoters--
-		}
-		r.ratings[i], r.nonVoter[i] = p.Rating, p.NonVoter
-		if old.Rating == p.Rating {
+	if i := r.Index(p.ID); i >= 0 {
+		r.setNonVoter(i, p.NonVoter)
+		if r.ratings[i] == p.Rating {
 			return
 		}
 		// Move i to its new rank position.
-		r.byRank = slices.Delete(r.byRank, int(r.rankPos[i]), int(r.rankPos[i])+1)
-		k, _ := slices.BinarySearchFunc(r.byRank, p.Rank(), byRank)
+		k := r.RankOf(i)
+		r.byRank = slices.Delete(r.byRank, k, k+1)
+		r.ratings[i] = p.Rating
+		k, _ = slices.BinarySearchFunc(r.byRank, p.Rank(), r.compareRank)
 		r.byRank = slices.Insert(r.byRank, k, int32(i))
-		r.reindexRanks()
 		return
 	}
-	at := slices.IndexFunc(r.ids, func(q string) bool { return CompareID(p.ID, q) < 0 })
+	at := slices.IndexFunc(r.m.ids, func(q string) bool { return CompareID(p.ID, q) < 0 })
 	if at < 0 {
-		at = len(r.ids)
+		at = r.Len()
 	}
-	r.ids = slices.Insert(grow.RoomForOne(r.ids), at, p.ID)
+	r.m = r.m.with(p.ID, at)
 	r.ratings = slices.Insert(grow.RoomForOne(r.ratings), at, p.Rating)
-	r.nonVoter = slices.Insert(grow.RoomForOne(r.nonVoter), at, p.NonVoter)
-	r.index.insert(r.ids, at)
+	if r.nonVoter != nil {
+		r.nonVoter = slices.Insert(grow.RoomForOne(r.nonVoter), at, false)
+	}
+	r.setNonVoter(at, p.NonVoter)
 	for k, pos := range r.byRank {
 		if int(pos) >= at {
 			r.byRank[k] = pos + 1
 		}
 	}
-	k, _ := slices.BinarySearchFunc(r.byRank, p.Rank(), byRank)
+	k, _ := slices.BinarySearchFunc(r.byRank, p.Rank(), r.compareRank)
 	r.byRank = slices.Insert(grow.RoomForOne(r.byRank), k, int32(at))
-	r.reindexRanks()
+}
+
+// setNonVoter sets the flag of ring position i, making the flags on the
+// first non-voter and dropping them with the last.
+func (r *Roster) setNonVoter(i int, v bool) {
+	switch {
+	case r.nonVoter != nil:
+		r.nonVoter[i] = v
+		r.nonVoter = someTrue(r.nonVoter)
+	case v:
+		r.nonVoter = make([]bool, r.Len(), cap(r.ratings))
+		r.nonVoter[i] = true
+	}
 }
 
 // clip gives back the spare room set's insertions leave in the slices
 // (grow.RoomForOne: up to an eighth of each), one copy of each slice.
 func (r *Roster) clip() {
-	r.ids, r.ratings, r.nonVoter = grow.Clip(r.ids), grow.Clip(r.ratings), grow.Clip(r.nonVoter)
-	r.byRank, r.rankPos = grow.Clip(r.byRank), grow.Clip(r.rankPos)
-}
-
-// reindexRanks rebuilds rankPos from byRank.
-func (r *Roster) reindexRanks() {
-	if cap(r.rankPos) < len(r.byRank) {
-		r.rankPos = make([]int32, len(r.byRank), cap(r.byRank))
-	}
-	r.rankPos = r.rankPos[:len(r.byRank)]
-	for pos, i := range r.byRank {
-		r.rankPos[i] = int32(pos)
-	}
+	r.ratings, r.nonVoter, r.byRank = grow.Clip(r.ratings), grow.Clip(r.nonVoter), grow.Clip(r.byRank)
 }
 
 // idIndex maps a member's ID to its ring position: an open-addressing
@@ -223,8 +288,8 @@ func (r *Roster) reindexRanks() {
 // whose keys are the IDs at those positions. Every member holds a roster
 // of every other, so its index costs 4 bytes a slot (8 per member at
 // n = 1,000, at most 3/4 of the slots used), where a map[string]int's
-// 24-byte slots, which repeat the ID's header, took about 50. Members are
-// never removed from a roster, so no slot is ever emptied.
+// 24-byte slots, which repeat the ID's header, took about 50. It is built
+// once per member list, which never changes.
 //
 // The hash is fixed (idHash, not seeded), so that two nodes built alike
 // are alike, as the deterministic core's tests compare them. Members are
@@ -267,34 +332,4 @@ func (x *idIndex) find(ids []string, id string) (slot, pos int) {
 			return int(h), int(s - 1)
 		}
 	}
-}
-
-// insert indexes ids[at], just inserted at ring position at: the
-// members from at on moved up by one.
-func (x *idIndex) insert(ids []string, at int) {
-	if len(ids)*4 > len(x.slots)*3 {
-		x.rebuild(ids)
-		return
-	}
-	for k, s := range x.slots {
-		if int(s) > at { // position s-1 >= at
-			x.slots[k] = s + 1
-		}
-	}
-	slot, _ := x.find(ids, ids[at]) // not found: the ID is new
-	x.slots[slot] = int32(at) + 1
-}
-
-// rebuild indexes ids in a table of twice the size.
-func (x *idIndex) rebuild(ids []string) {
-	x.slots, x.shift = make([]int32, 2*len(x.slots)), x.shift-1
-	for i, id := range ids {
-		slot, _ := x.find(ids, id)
-		x.slots[slot] = int32(i) + 1
-	}
-}
-
-// clone returns a copy of x that shares nothing with it.
-func (x idIndex) clone() idIndex {
-	return idIndex{slots: slices.Clone(x.slots), shift: x.shift}
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -55,8 +56,7 @@ func TestRosterSetMatchesNewRoster(t *testing.T) {
 
 // spare counts the unused places of r's slices.
 func (r *Roster) spare() int {
-	return cap(r.ids) - len(r.ids) + cap(r.ratings) - len(r.ratings) + cap(r.nonVoter) - len(r.nonVoter) +
-		cap(r.byRank) - len(r.byRank) + cap(r.rankPos) - len(r.rankPos)
+	return cap(r.ratings) - len(r.ratings) + cap(r.nonVoter) - len(r.nonVoter) + cap(r.byRank) - len(r.byRank)
 }
 
 // The node's own roster gives back its spare room; a shared one is not
@@ -89,14 +89,13 @@ func TestNodeClipRoster(t *testing.T) {
 // order and ranks, and index them alike: every member at its position,
 // in tables of one size with one slot used per member.
 func sameRoster(a, b *Roster) bool {
-	if !reflect.DeepEqual(a.Members(), b.Members()) || !reflect.DeepEqual(a.byRank, b.byRank) ||
-		!reflect.DeepEqual(a.rankPos, b.rankPos) || a.nonVoters != b.nonVoters ||
-		len(a.index.slots) != len(b.index.slots) || a.index.shift != b.index.shift {
+	if !reflect.DeepEqual(a.Members(), b.Members()) || !reflect.DeepEqual(a.byRank, b.byRank) || a.hasNonVoters() != b.hasNonVoters() ||
+		len(a.m.index.slots) != len(b.m.index.slots) || a.m.index.shift != b.m.index.shift {
 		return false
 	}
 	for _, r := range []*Roster{a, b} {
 		used := 0
-		for _, s := range r.index.slots {
+		for _, s := range r.m.index.slots {
 			if s != 0 {
 				used++
 			}
@@ -105,7 +104,7 @@ func sameRoster(a, b *Roster) bool {
 			return false
 		}
 		for i, p := range r.Members() {
-			if r.Index(p.ID) != i {
+			if r.Index(p.ID) != i || r.RankOf(i) != slices.Index(r.byRank, int32(i)) {
 				return false
 			}
 		}
@@ -129,5 +128,40 @@ func BenchmarkRosterRating1000(b *testing.B) {
 	for b.Loop() {
 		k++
 		v.update(Peer{ID: "1", Rating: 1 + k%2000}) // its rank moves across the roster
+	}
+}
+
+// Rosters of the same members share their member list: one rated anew
+// (WithRatings), and the copies that take the same newcomer in, which
+// take the list the first of them built; each still equals NewRoster's
+// of its ring, and the roster they came from is unchanged.
+func TestRostersShareTheirMemberList(t *testing.T) {
+	base := MustRoster([]Peer{{ID: "1", Rating: 1}, {ID: "3", Rating: 3}, {ID: "5", Rating: 5}})
+	spread, err := base.WithRatings([]int64{30, 10, 20}, []bool{false, true, false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := MustRoster([]Peer{{ID: "1", Rating: 30}, {ID: "3", Rating: 10, NonVoter: true}, {ID: "5", Rating: 20}})
+	if spread.m != base.m || !sameRoster(spread, want) {
+		t.Fatalf("WithRatings: shares the member list %t, roster %+v, want %+v", spread.m == base.m, spread.Members(), want.Members())
+	}
+	if _, err := base.WithRatings([]int64{1}, []bool{false}); err == nil {
+		t.Error("WithRatings took 1 rating for 3 members")
+	}
+	a, b, c := base.clone(), spread.clone(), base.clone()
+	a.set(Peer{ID: "4", Rating: 4})
+	b.set(Peer{ID: "4", Rating: 40})
+	c.set(Peer{ID: "2", Rating: 2})
+	if a.m != b.m || a.m == c.m || base.m.ids[1] != "3" || base.Len() != 3 {
+		t.Fatalf("after taking 4 in: shared %t; taking 2 in shares it %t; the base has %v", a.m == b.m, a.m == c.m, base.Members())
+	}
+	for _, tc := range []struct{ got, want *Roster }{
+		{a, MustRoster([]Peer{{ID: "1", Rating: 1}, {ID: "3", Rating: 3}, {ID: "4", Rating: 4}, {ID: "5", Rating: 5}})},
+		{b, MustRoster([]Peer{{ID: "1", Rating: 30}, {ID: "3", Rating: 10, NonVoter: true}, {ID: "4", Rating: 40}, {ID: "5", Rating: 20}})},
+		{c, MustRoster([]Peer{{ID: "1", Rating: 1}, {ID: "2", Rating: 2}, {ID: "3", Rating: 3}, {ID: "5", Rating: 5}})},
+	} {
+		if !sameRoster(tc.got, tc.want) {
+			t.Errorf("got %+v, want %+v", tc.got.Members(), tc.want.Members())
+		}
 	}
 }

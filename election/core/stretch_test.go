@@ -198,8 +198,8 @@ func stretchUntilConfirmed(t *testing.T, w *testNet, a *ackDelay, hb *heartbeatL
 		if n.LeaseAsk() <= lease {
 			t.Fatalf("tick %d: %s confirmed, LeaseAsk %d, want more than %d", a.now, c, n.LeaseAsk(), lease)
 		}
-		if m := hb.last[c]; int(m.Lease) != n.guard.rounds[len(n.guard.rounds)-1].lease || m.Lease == 0 {
-			t.Fatalf("tick %d: %s's last heartbeat %+v, want Lease %d", a.now, c, m, n.guard.rounds[len(n.guard.rounds)-1].lease)
+		if m := hb.last[c]; int(m.Lease) != n.guard.books.rounds[len(n.guard.books.rounds)-1].lease || m.Lease == 0 {
+			t.Fatalf("tick %d: %s's last heartbeat %+v, want Lease %d", a.now, c, m, n.guard.books.rounds[len(n.guard.books.rounds)-1].lease)
 		}
 		t.Logf("first stretched ask at tick %d; %s confirmed at tick %d, asking %d", stretched, c, a.now, n.LeaseAsk())
 		return c
@@ -400,7 +400,7 @@ func TestLeaseEndWithinShorterPromises(t *testing.T) {
 		c := w.nodes[cs[0]]
 		end, _ := c.LeaseEnd()
 		var ends []int
-		for id, ack := range c.guard.acks {
+		for id, ack := range c.guard.books.acks {
 			p, ok := promised[ackKey{id, c.term, ack.seq}]
 			if !ok {
 				t.Fatalf("tick %d: %s holds round %d of %s from %s, which never acknowledged it", a.now, c.self.ID, ack.seq, c.term, id)

@@ -227,6 +227,9 @@ func (n *Node) becomeCoordinator(t Term) {
 	n.setCoordinator(n.self.ID)
 	n.det.hbTimer = 0
 	n.idle = 0
+	if n.det.fan == nil {
+		n.det.fan = new(fanOut)
+	}
 	n.det.fan.reset()
 	if wasElecting {
 		n.count().ElectionsWon++

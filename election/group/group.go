@@ -43,6 +43,9 @@ func (o Options) validate() error {
 type Group struct {
 	cfg core.Config // every name's node's configuration but Roster and QuorumSize; defaults filled in
 	now int         // ticks since New
+	// hosts build the names' nodes, which share their configuration and
+	// Ready buffers: one per QuorumSize that names run with (0: cfg's).
+	hosts map[int]*core.Host
 
 	// The membership, shared by every name. members is append-only
 	// (a member's index never changes; selfIndex is this member); ring
@@ -58,12 +61,17 @@ type Group struct {
 	list    []*entry                   // the names in the order they were added
 	abstain map[string]map[string]bool // name -> peers that do not stand for it (PeerCandidate)
 
-	// shared is the roster of the PlaceRating names whose candidacies
-	// are the members' own (no Abstain anywhere), built for the
-	// membership version sharedAt; their nodes share it until their view
-	// changes (core copies it then).
-	shared   *core.Roster
-	sharedAt uint64
+	// shared is the base roster (base), built for the membership
+	// version sharedAt from the members baseRing: the roster of the
+	// PlaceRating names whose candidacies are the members' own (no
+	// Abstain anywhere), whose nodes share it until their view changes
+	// (core copies it then), and the member list that every name's
+	// roster shares (core.Roster.WithRatings).
+	shared         *core.Roster
+	sharedAt       uint64
+	baseRing       []int32
+	scratchRatings []int64
+	scratchFlags   []bool
 
 	spread       int  // the names under PlaceSpread
 	unbuilt      int  // names added whose node is not built yet (settle)
@@ -77,9 +85,10 @@ type Group struct {
 	allTouched bool
 	harvested  []Update // Readies of nodes that were replaced or removed since the last Ready
 
-	out    outbox
-	counts Counters // since the last Ready
-	rd     Ready
+	out         outbox
+	counts      Counters // since the last Ready
+	rd          Ready
+	updatesPeak int // the high-water mark of rd.Updates (fit)
 }
 
 // member is what the group knows of a member.
@@ -121,13 +130,13 @@ func New(cfg core.Config) (*Group, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	probe, err := core.NewNode(cfg) // fills in the defaults
+	host, err := core.NewHost(cfg) // fills in the defaults
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{cfg: probe.Config(), memberIdx: make(map[string]int32, cfg.Roster.Len()),
+	g := &Group{cfg: host.Config(), hosts: map[int]*core.Host{0: host}, memberIdx: make(map[string]int32, cfg.Roster.Len()),
 		names: make(map[string]*entry), abstain: make(map[string]map[string]bool)}
-	g.cfg.Roster = nil
+	g.cfg.ID = cfg.ID
 	self, _ := cfg.Roster.Get(cfg.ID)
 	g.members = append(g.members, member{id: self.ID, rating: self.Rating, nonVoter: self.NonVoter, alive: true})
 	g.memberIdx[self.ID] = selfIndex
@@ -247,13 +256,8 @@ func (g *Group) Add(name string, opts Options) error {
 	if g.names[name] != nil {
 		return fmt.Errorf("group: name %q: already in this group", name)
 	}
-	if opts.QuorumSize > 0 {
-		cfg := g.cfg
-		cfg.QuorumSize = opts.QuorumSize
-		cfg.Roster = core.MustRoster([]core.Peer{{ID: g.cfg.ID}})
-		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("group: name %q: Options.QuorumSize = %d: %w", name, opts.QuorumSize, err)
-		}
+	if _, err := g.host(opts.QuorumSize); err != nil {
+		return fmt.Errorf("group: name %q: Options.QuorumSize = %d: %w", name, opts.QuorumSize, err)
 	}
 	// The node is built by the next settle, once the spread assignment
 	// has taken the name in: built now, it would be told its ratings
@@ -343,37 +347,91 @@ func (g *Group) rebuildIfReady(e *entry) {
 // (the members this member's view holds alive, or every known member
 // in Textbook mode, in ring order, rated for e) and e's QuorumSize.
 func (g *Group) newNode(e *entry) (*core.Node, error) {
-	cfg := g.cfg
-	if e.opts.QuorumSize > 0 {
-		cfg.QuorumSize = e.opts.QuorumSize
+	h, err := g.host(e.opts.QuorumSize)
+	if err != nil {
+		return nil, err
 	}
 	r, err := g.roster(e)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Roster = r
-	return core.NewNode(cfg)
+	return h.NewNode(g.cfg.ID, r)
 }
 
-// roster builds e's roster, or returns the shared one when e's ratings
-// and candidacies are the members' own.
+// host returns the host of the nodes that run with quorum size q (0: the
+// group's), made at the first call for q.
+func (g *Group) host(q int) (*core.Host, error) {
+	if h := g.hosts[q]; h != nil {
+		return h, nil
+	}
+	cfg := g.cfg
+	cfg.QuorumSize = q
+	h, err := core.NewHost(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.hosts[q] = h
+	return h, nil
+}
+
+// roster builds e's roster: the base roster (base) when e's ratings and
+// candidacies are the members' own, else one of the same members, in
+// the same order, rated for e, which shares its member list.
 func (g *Group) roster(e *entry) (*core.Roster, error) {
-	plain := e.opts.Placement == PlaceRating && !e.opts.Abstain && len(g.abstain[e.name]) == 0
-	if plain && g.shared != nil && g.sharedAt == g.version {
+	base, err := g.base()
+	if err != nil {
+		return nil, err
+	}
+	if e.opts.Placement == PlaceRating && !e.opts.Abstain && len(g.abstain[e.name]) == 0 {
+		return base, nil
+	}
+	ratings, nonVoter := g.scratchRatings[:0], g.scratchFlags[:0]
+	abstain := g.abstain[e.name]
+	for _, i := range g.baseRing {
+		ratings = append(ratings, g.rating(e, int(i)))
+		nonVoter = append(nonVoter, !g.stands(e, int(i), abstain))
+	}
+	g.scratchRatings, g.scratchFlags = ratings, nonVoter
+	return base.WithRatings(ratings, nonVoter)
+}
+
+// base returns the roster a name's node starts with when its ratings
+// and candidacies are the members' own: the members this member's view
+// holds alive (every known member in Textbook mode) in ring order, for
+// the current membership version. A new version whose members are the
+// same (a rating or a candidacy changed) shares the previous one's
+// member list.
+func (g *Group) base() (*core.Roster, error) {
+	if g.shared != nil && g.sharedAt == g.version {
 		return g.shared, nil
 	}
-	peers := make([]core.Peer, 0, len(g.ring))
+	var ring []int32
 	for _, i := range g.ring {
-		if g.cfg.Mode == core.View && !g.members[i].alive {
-			continue
+		if g.cfg.Mode != core.View || g.members[i].alive {
+			ring = append(ring, i)
 		}
-		peers = append(peers, g.peer(e, int(i)))
 	}
-	r, err := core.NewRoster(peers)
-	if err == nil && plain {
-		g.shared, g.sharedAt = r, g.version
+	peers := make([]core.Peer, len(ring))
+	for k, i := range ring {
+		m := &g.members[i]
+		peers[k] = core.Peer{ID: m.id, Rating: m.rating, NonVoter: m.nonVoter}
 	}
-	return r, err
+	var r *core.Roster
+	var err error
+	if g.shared != nil && slices.Equal(ring, g.baseRing) {
+		ratings, nonVoter := make([]int64, len(ring)), make([]bool, len(ring))
+		for k, p := range peers {
+			ratings[k], nonVoter[k] = p.Rating, p.NonVoter
+		}
+		r, err = g.shared.WithRatings(ratings, nonVoter)
+	} else {
+		r, err = core.NewRoster(peers)
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.shared, g.sharedAt, g.baseRing = r, g.version, ring
+	return r, nil
 }
 
 // peer is member i as e's node sees it: rated for e, a non-voter unless
@@ -388,6 +446,7 @@ func (g *Group) peer(e *entry, i int) core.Peer {
 func (g *Group) harvest(e *entry) {
 	rd := e.node.Ready()
 	g.queueMessages(e, rd.Messages)
+	e.node.Release()
 	g.harvested = append(g.harvested, Update{Name: e.name, Ready: rd})
 }
 

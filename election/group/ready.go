@@ -66,9 +66,9 @@ type Ready struct {
 
 // heartbeats is what the batching knows of a name's heartbeat rounds.
 type heartbeats struct {
-	known     bool      // a round has been seen
 	term      core.Term // the last round's term
 	seq       uint64    // its number
+	known     bool      // a round has been seen
 	confirmed bool      // its Confirmed
 	urgent    bool      // it goes at once (see queueMessages)
 	offPhase  bool      // it was sent between two round instants
@@ -92,26 +92,34 @@ type dest struct {
 	listed bool // in pending
 }
 
-// reclaim empties the destinations the last Ready handed over. A buffer
-// that a burst grew (an election of every name at once: a pair per name
-// for each destination) is given back once its batches' high-water mark,
-// which falls by an eighth with each batch, is below a quarter of it:
-// idle members keep about what a round needs, and rounds of different
-// sizes (the core's heartbeat rotation) do not reallocate it.
+// reclaim empties the destinations the last Ready handed over, each
+// buffer sized to the high-water mark of its batches (fit).
 func (o *outbox) reclaim() {
 	for _, d := range o.handed {
 		x := &o.dests[d]
-		x.peak = max(len(x.pairs), x.peak-x.peak/8)
-		if cap(x.pairs) > minPairs && x.peak < cap(x.pairs)/4 {
-			x.pairs = nil
-		} else {
-			x.pairs = x.pairs[:0]
-		}
+		x.pairs = fit(x.pairs, &x.peak)
 	}
 	o.handed = o.handed[:0]
 }
 
-// minPairs is the batch buffer that reclaim always keeps.
+// fit empties b, a buffer that held len(b) elements, for its next use,
+// and keeps peak, the high-water mark of its uses, which falls by an
+// eighth with each. A buffer that holds more than half again the mark
+// is replaced by one an eighth above it: a burst (an election of every
+// name at once: a pair per name for each destination, an Update per
+// name) is given back once it is over, idle members keep about what a
+// round needs, and rounds of different sizes (the core's heartbeat
+// rotation) do not reallocate it.
+func fit[T any](b []T, peak *int) []T {
+	*peak = max(len(b), *peak-*peak/8)
+	if c := cap(b); c > minPairs && 2*c > 3**peak {
+		return make([]T, 0, max(minPairs, *peak+*peak/8))
+	}
+	clear(b)
+	return b[:0]
+}
+
+// minPairs is the buffer that fit always keeps.
 const minPairs = 16
 
 // queue adds p for to.
@@ -329,7 +337,7 @@ func (g *Group) Ready() *Ready {
 	g.settlePlace()
 	g.out.reclaim()
 	rd := &g.rd
-	rd.Batches, rd.Updates = rd.Batches[:0], rd.Updates[:0]
+	rd.Batches, rd.Updates = rd.Batches[:0], fit(rd.Updates, &g.updatesPeak)
 	rd.Counters, g.counts = g.counts, Counters{}
 	if g.allTouched {
 		for _, e := range g.list {
@@ -363,6 +371,7 @@ func (g *Group) collect(e *entry) {
 	}
 	r := e.node.Ready()
 	g.queueMessages(e, r.Messages)
+	e.node.Release() // copied into the batches
 	g.rd.Updates = append(g.rd.Updates, Update{Name: e.name, Ready: r})
 }
 

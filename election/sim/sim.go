@@ -82,6 +82,7 @@ type Config struct {
 type Sim struct {
 	cfg    Config
 	roster *core.Roster
+	host   *core.Host // builds the nodes (without names; with names each group has its own)
 	rng    *rand.Rand
 	now    int64
 	seq    uint64
@@ -195,6 +196,9 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s := &Sim{cfg: cfg, roster: roster, queue: &eventQueue{}, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		group: map[string]int{}, lastAt: map[int64]int64{}, viewSeq: map[[2]int]uint64{}}
+	if s.host, err = core.NewHost(s.coreConfig("")); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
 	s.check = newChecker(s)
 	if len(cfg.Names) > 0 {
 		if err := s.checkNames(cfg.Names); err != nil {
@@ -249,7 +253,7 @@ func New(cfg Config) (*Sim, error) {
 	// The simNodes and the state machines are built in a slice each,
 	// which the kernel backs with huge pages where it can: at n =
 	// 1,000,000 they are 0.3 and 1.2 GB, whose first touch in 4-KB pages
-	// cost more than building the nodes (core.InitNode).
+	// cost more than building the nodes (core.Host.InitNode).
 	slab := make([]simNode, len(cfg.Members))
 	adviseHuge(unsafe.Pointer(unsafe.SliceData(slab)), uintptr(len(slab))*unsafe.Sizeof(slab[0]))
 	cores := make([]core.Node, len(cfg.Members))
@@ -311,9 +315,9 @@ func (s *Sim) boot(sn *simNode) error {
 	return s.bootIn(sn, new(core.Node))
 }
 
-// bootIn is boot building the state machine in n (core.InitNode).
+// bootIn is boot building the state machine in n (core.Host.InitNode).
 func (s *Sim) bootIn(sn *simNode, n *core.Node) error {
-	if err := core.InitNode(n, s.coreConfig(sn.id)); err != nil {
+	if err := s.host.InitNode(n, sn.id, s.roster); err != nil {
 		return fmt.Errorf("sim: node %s: %w", sn.id, err)
 	}
 	sn.node, sn.up = n, true
