@@ -315,3 +315,22 @@ func (c *Config) checkGuard(e *configErrors) {
 		e.bad("QuorumLeaseMax", c.QuorumLeaseMax, fmt.Sprintf("must be at most %d ticks", maxLeaseTicks))
 	}
 }
+
+// validateShared is validate without the node's own ID and Roster.
+func (c *Config) validateShared() error {
+	var errs configErrors
+	c.checkShared(&errs)
+	return errors.Join(errs...)
+}
+
+// checkMember: id names a member of roster.
+func checkMember(e *configErrors, id string, roster *Roster) {
+	if id == "" {
+		e.bad("ID", `""`, "must be set")
+	}
+	if roster == nil {
+		e.bad("Roster", "nil", "must be set (NewRoster)")
+	} else if id != "" && roster.Index(id) < 0 {
+		e.bad("ID", fmt.Sprintf("%q", id), "must be a member of Roster")
+	}
+}

@@ -57,13 +57,6 @@ type guard struct {
 	books *leaderBooks
 }
 
-// leaderBooks are what a coordinator keeps of its heartbeat rounds.
-type leaderBooks struct {
-	rounds  []sentRound         // recent rounds, of this term and those it led before
-	acks    map[string]voterAck // what each voter acknowledged
-	scratch []int
-}
-
 // keep returns the books, made at the first call.
 func (g *guard) keep() *leaderBooks {
 	if g.books == nil {
@@ -200,26 +193,8 @@ func (g *guard) settleLead(now int, t Term) bool {
 	return true
 }
 
-// The coordinator's side: its rounds, the acks and the lease.
-
-// sentRound is one heartbeat round: its term and number, the tick it was
-// sent at and the lease it asked for.
-type sentRound struct {
-	term  Term
-	seq   uint64
-	at    int
-	lease int
-}
-
-// voterAck is what a coordinator keeps of one voter's acknowledgements:
-// the newest round it acknowledged, and the tick until which its promises
-// are known to hold on the coordinator's clock (the acknowledged round's
-// send tick plus the lease promised: the voter received the round after
-// it was sent).
-type voterAck struct {
-	seq uint64
-	end int
-}
+// The coordinator's side: its rounds, the acks and the lease (its books:
+// leasebooks.go).
 
 // newLeadership starts a leadership in term t at now: no acks yet, no
 // lease. One declared again while no majority has confirmed it (again:
@@ -261,19 +236,6 @@ func (g *guard) newRound(now int, t Term, seq uint64) {
 	}
 	b := g.keep()
 	b.rounds = append(trimRounds(b.rounds, now-g.cfg.QuorumLeaseMax), sentRound{term: t, seq: seq, at: now, lease: g.leaseAsk()})
-}
-
-// trimRounds drops the rounds sent before tick from (their acks could no
-// longer give a lease), reusing rs.
-func trimRounds(rs []sentRound, from int) []sentRound {
-	i := 0
-	for i < len(rs) && rs[i].at < from {
-		i++
-	}
-	if i == 0 {
-		return rs
-	}
-	return append(rs[:0], rs[i:]...)
 }
 
 // lastRound returns the newest round of term t, if any (rounds of the

@@ -1,9 +1,6 @@
 package core
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // The host: what the nodes of one driver share. A driver of many nodes
 // (a member's named elections, group.Group; a simulated cluster) builds
@@ -58,23 +55,4 @@ func (h *Host) InitNode(n *Node, id string, roster *Roster) error {
 	}
 	n.init(&h.shared, id, roster)
 	return nil
-}
-
-// validateShared is validate without the node's own ID and Roster.
-func (c *Config) validateShared() error {
-	var errs configErrors
-	c.checkShared(&errs)
-	return errors.Join(errs...)
-}
-
-// checkMember: id names a member of roster.
-func checkMember(e *configErrors, id string, roster *Roster) {
-	if id == "" {
-		e.bad("ID", `""`, "must be set")
-	}
-	if roster == nil {
-		e.bad("Roster", "nil", "must be set (NewRoster)")
-	} else if id != "" && roster.Index(id) < 0 {
-		e.bad("ID", fmt.Sprintf("%q", id), "must be a member of Roster")
-	}
 }
