@@ -213,7 +213,7 @@ var buildCommit string
 // gitCommit is the commit of the source this binary was built from:
 // buildCommit, else the build's VCS stamp, else 'git' in the working
 // directory (go run and -buildvcs=false do not stamp); "-dirty" when the
-// tree had changes to tracked files.
+// tree had changes to tracked files other than bench/results.
 func gitCommit() string {
 	if buildCommit != "" {
 		return buildCommit
@@ -240,7 +240,8 @@ func gitCommit() string {
 		return ""
 	}
 	rev := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+	// The results a run of the benches writes are not the code measured.
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude,top)bench/results").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
 		rev += "-dirty"
 	}
 	return rev
