@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
 
 	"github.com/coordelect/coordelect/election/core"
 )
@@ -104,14 +107,53 @@ func TestCodecFlags(t *testing.T) {
 	}
 }
 
-// BestEffort is a hint to the sender's transport: it does not travel.
+// BestEffort and Unordered are hints to the sender's transport: they do
+// not travel.
 func TestCodecBestEffortStaysHome(t *testing.T) {
-	m := core.Message{Type: core.MsgCoordinator, Coordinator: "1", BestEffort: true}
+	m := core.Message{Type: core.MsgCoordinator, Coordinator: "1", BestEffort: true, Unordered: true}
 	b, err := encode(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := decode(b); err != nil || got.BestEffort {
-		t.Fatalf("decoded %+v, %v; want BestEffort false", got, err)
+	if got, err := decode(b); err != nil || got.BestEffort || got.Unordered {
+		t.Fatalf("decoded %+v, %v; want BestEffort and Unordered false", got, err)
+	}
+}
+
+// A message marked Unordered goes at once as one unnumbered datagram, as
+// a heartbeat does, taking no place in the link's queue nor a sequence
+// number; one marked BestEffort only is queued, numbered.
+func TestSendUnorderedIsDatagram(t *testing.T) {
+	d := newTestDispatcher(100)
+	d.handle([]inboxItem{{kind: itemJoin, node: nodeInfo{Name: "b", Meta: meta{Rating: 1, Boot: 5}.encode()}}}, time.Unix(0, 0))
+	s := d.out
+	s.queueSize = 100
+	l, err := s.link("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.running = true // no goroutine sends: the test reads the queue
+	var sent []frameHeader
+	s.udp = func(_ *memberlist.Node, frame []byte) error {
+		h, _, err := decodeFrame(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, h)
+		return nil
+	}
+	hop := core.Message{Type: core.MsgElection, From: "self", To: "b", Term: 9, Coordinator: "b", Unordered: true}
+	ack := core.Message{Type: core.MsgAck, From: "self", To: "b", Term: 9, Unordered: true}
+	announce := core.Message{Type: core.MsgCoordinator, From: "self", To: "b", Term: 9, Coordinator: "self", BestEffort: true}
+	for _, m := range []core.Message{hop, ack, announce} {
+		if err := s.send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(sent) != 2 || sent[0].Seq != 0 || sent[1].Seq != 0 {
+		t.Fatalf("datagrams sent at once: %+v; want the hop and the Ack, unnumbered", sent)
+	}
+	if len(l.queue) != 1 || !l.queue[0].ordered || !l.queue[0].bestEffort {
+		t.Fatalf("queue %+v; want the announcement alone, numbered, by UDP", l.queue)
 	}
 }

@@ -168,7 +168,8 @@ func (s *sender) send(m core.Message) error {
 		return err
 	}
 	fits := len(body)+maxHeaderSize <= maxDatagram
-	it := outItem{body: body, bestEffort: (bestEffort(m.Type) || m.BestEffort) && fits, ordered: !bestEffort(m.Type) || !fits}
+	unordered := bestEffort(m.Type) || m.Unordered
+	it := outItem{body: body, bestEffort: (unordered || m.BestEffort) && fits, ordered: !unordered || !fits}
 	l, err := s.link(m.To)
 	if err != nil {
 		return err
@@ -207,7 +208,7 @@ func (s *sender) sendBatch(b group.Batch) error {
 	var quick, rest []group.Pair
 	allBestEffort := true
 	for _, p := range b.Pairs {
-		if bestEffort(p.Msg.Type) {
+		if bestEffort(p.Msg.Type) || p.Msg.Unordered {
 			quick = append(quick, p)
 			continue
 		}
@@ -265,7 +266,9 @@ func (s *sender) sendCandidacy(c election.Candidacy) error {
 	return s.enqueue(l, outItem{body: body, kind: frameCandidacy, ordered: true})
 }
 
-// bestEffort: heartbeats go by UDP, unnumbered; election traffic by TCP,
+// bestEffort: heartbeats go by UDP, unnumbered, as do the messages the
+// elector marks core.Message.Unordered (a ring hop that its sender sends
+// again until acknowledged, and the Ack); election traffic by TCP,
 // numbered, except the messages the elector marks core.Message.BestEffort
 // (a coordinator's announcement to the members that hear it in rotation),
 // which go by UDP, numbered: the link's order holds, and a lost one is a

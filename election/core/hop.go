@@ -25,7 +25,8 @@ type hop struct {
 	at    int // position of the sender, then of m.To: ring index or List index
 	timer int // ticks left for m.To to acknowledge
 	sent  int // the tick m was first sent to m.To
-	// resent counts the times m was sent to m.To again (link.resend).
+	// resent counts the times m was sent to m.To again (link.resend); 0
+	// when the hop moves on to another receiver.
 	resent uint8
 }
 

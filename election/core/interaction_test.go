@@ -705,7 +705,7 @@ func countsLine(rd *core.Ready) string {
 // core.Message it names; any other field follows in declaration order.
 var describeOrder = []string{"Coordinator", "Initiator", "List", "Value",
 	"Lap", "Index", "Phase", "Phases", "Lag", "PromiseLeft", "Preempt",
-	"Confirmed", "Granted", "Transfer", "Abdicated", "Released", "BestEffort",
+	"Confirmed", "Granted", "Transfer", "Abdicated", "Released", "BestEffort", "Unordered",
 	"Every", "Lease", "Seq"}
 
 // describe formats a message: sender, receiver, type and term, then every

@@ -88,12 +88,17 @@ type Message struct {
 	// its link's order). A coordinator in a fanned-out view sets it on its
 	// announcement to the members that hear its heartbeats only in
 	// rotation (fanout.go): their next heartbeat makes up for a lost one.
-	// In View mode a ring's ELECTION hop that asks for an Ack has it, and
-	// so has the Ack: the link sends the hop again when its Ack does not
-	// come (ringlink.go, resend).
 	BestEffort bool
-	From       string
-	To         string
+	// Unordered is a hint to the transport, never sent on the wire: the
+	// message needs no order with its link's others and no delivery
+	// either, so it may go as one datagram outside the link's numbering
+	// (membership sends it by UDP, unnumbered, as a heartbeat): in View
+	// mode a ring's ELECTION hop that asks for an Ack (its link holds the
+	// messages behind it until the Ack, and sends it again if the Ack does
+	// not come: ringlink.go, resend) and that Ack.
+	Unordered bool
+	From      string
+	To        string
 	// Term: for Coordinator and Heartbeat the coordinator's term; for the
 	// others the highest term the sender has seen.
 	Term Term

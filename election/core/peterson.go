@@ -108,7 +108,10 @@ func (p *peterson) finish() {
 	m := Message{Type: MsgCoordinator, Term: t, Coordinator: leader, Value: p.d,
 		Phases: p.phase, Initiator: n.self.ID}
 	at := n.view.r.Index(n.self.ID)
-	hops := lapHops(at, at, n.view.r.Index(leader), n.view.r.Len())
+	hops := 0 // View mode tells the leader directly (tell): no lap to wait for
+	if n.cfg.Mode != View {
+		hops = lapHops(at, at, n.view.r.Index(leader), n.view.r.Len())
+	}
 	if !n.view.alive(leader) {
 		p.doubt(m, at, hops)
 		return
@@ -162,7 +165,7 @@ func (p *peterson) onCoordinator(m Message) {
 	}
 	r := n.view.r
 	at := r.Index(n.self.ID)
-	hops := 0 // told directly (View mode): the coordinator hears it as soon
+	hops := 0 // View mode tells the coordinator directly (tell): no lap to wait for
 	if n.cfg.Mode != View {
 		hops = lapHops(r.Index(m.Initiator), at, r.Index(m.Coordinator), r.Len())
 	}

@@ -206,7 +206,7 @@ func (p *peterson) onElection(m Message) {
 			// term would stall here for ever. A follower
 			// that hears its coordinator says nothing: the sender is a
 			// straggler of an election that coordinator won, and the
-			// COORDINATOR lap will reach it.
+			// announcement of it will reach the sender.
 			n.send(Message{Type: MsgAck, To: m.From})
 		}
 	case !n.electing || p.term != m.Term:

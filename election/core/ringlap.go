@@ -144,16 +144,17 @@ func (l *lap) seniorWait() int {
 // (link.vouched).
 func (l *lap) vouch() { l.link.vouched = true }
 
-// record accepts c as coordinator in term t as a COORDINATOR lap tells
-// it, the lap reaching c hops after this node.
+// record accepts c as coordinator in term t as an announcement tells it,
+// c hearing it hops after this node: the rest of a COORDINATOR lap, or 0
+// when every member is told directly (the active/relay ring in View mode).
 //
-// The lap is how the winner learns that it has won, so a follower that the
-// lap reaches before the winner cannot hear a heartbeat until the lap has
-// gone those hops: its failure detector starts counting only then (plus
-// the heartbeat's own trip). Counting from the moment the lap passed made
+// The announcement is how the winner learns that it has won, so a follower
+// that a lap reaches before the winner cannot hear a heartbeat until the
+// lap has gone those hops: its failure detector starts counting only then
+// (plus the heartbeat's own trip); counted from the moment the lap passed,
 // every follower more than about K·H of lap time upstream of the winner
-// (some 45 hops at the defaults) time out and start a new election, over
-// and over (docs/reliability.md, "Ring liveness at scale").
+// (some 45 hops at the defaults) would time out and start a new election,
+// over and over (docs/reliability.md, "Ring liveness at scale").
 func (l *lap) record(c string, t Term, hops int) {
 	l.handingOff = false
 	l.accept(c, t, hops)

@@ -122,12 +122,12 @@ func (l *link) transmit(h *hop) string {
 		h.m.Index = uint32(h.at) // the receiver's place in the list
 	case h.m.Type == MsgElection:
 		// An ELECTION names its receiver when it wants an Ack (View mode),
-		// else nobody; one that wants an Ack may go as a datagram, since
-		// the link sends it again if its Ack does not come (resend).
-		h.m.Coordinator = ""
-		if l.n.cfg.Mode == View && l.needsAck(h) {
+		// else nobody; one that wants an Ack needs no link order (the link
+		// holds what follows it until the Ack) and may be lost (resend).
+		asks := l.n.cfg.Mode == View && l.needsAck(h)
+		h.m.Coordinator, h.m.Unordered = "", asks
+		if asks {
 			h.m.Coordinator = h.m.To
-			h.m.BestEffort = true
 		}
 	}
 	h.timer, h.sent = l.n.hopTimeout(), l.n.now
@@ -183,9 +183,9 @@ func (l *link) ack(m Message) {
 		return
 	}
 	// In View mode a lost Ack costs a resend of the hop, which is
-	// acknowledged again: it may go as a datagram.
+	// acknowledged again: it needs neither order nor delivery.
 	l.n.send(Message{Type: MsgAck, To: m.From, Initiator: m.Initiator, Lap: m.Lap, Index: m.Index,
-		Phase: m.Phase, Phases: m.Phases, Value: m.Value, Coordinator: m.Coordinator, BestEffort: l.n.cfg.Mode == View})
+		Phase: m.Phase, Phases: m.Phases, Value: m.Value, Coordinator: m.Coordinator, Unordered: l.n.cfg.Mode == View})
 }
 
 // refuses reports whether this node turns down an ELECTION hop that asks
@@ -218,7 +218,9 @@ func (l *link) acked(a Message) bool {
 		l.late(a)
 		return false
 	}
-	l.measured(h.sent)
+	if h.resent == 0 {
+		l.measured(h.sent) // an Ack of a hop sent twice answers either copy
+	}
 	l.pop()
 	l.pump()
 	return true
@@ -358,6 +360,7 @@ func (l *link) tick() {
 	}
 	l.busy = false
 	h.m = h.m.Clone() // the list must not share memory with a copy that arrived
+	h.resent = 0      // the next receiver has not been sent it
 	l.pump()
 }
 
