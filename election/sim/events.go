@@ -347,7 +347,7 @@ func (s *Sim) flush(sn *simNode) {
 	for _, m := range msgs {
 		if s.cfg.SendGapUs > 0 {
 			s.sendGap = queued * s.cfg.SendGapUs / 1000 // after the queued ones ahead of it
-			if s.cfg.HeartbeatsAtOnce && (m.Type == core.MsgHeartbeat || m.Type == core.MsgHeartbeatAck || m.BestEffort) {
+			if s.cfg.HeartbeatsAtOnce && (m.Type == core.MsgHeartbeat || m.Type == core.MsgHeartbeatAck || m.BestEffort || m.Unordered) {
 				s.sendGap = 0
 			} else {
 				queued++

@@ -58,7 +58,7 @@ type Config struct {
 	// at once.
 	SendGapUs int64
 	// HeartbeatsAtOnce: with SendGapUs, heartbeats, their acks and the
-	// messages marked core.Message.BestEffort leave at once, outside the
+	// messages marked core.Message.BestEffort or Unordered leave at once, outside the
 	// queue; only the other messages (the i-th of them i × SendGapUs
 	// later) wait their turn, as the runtime sends the former by UDP and
 	// the latter by TCP, a connection each.
