@@ -31,16 +31,26 @@ func (s *Sim) CrashOn(t Trigger) error {
 // fire checks the armed triggers against a node's outgoing batch and
 // crashes it if one matches. It reports whether the node crashed.
 func (s *Sim) fire(sn *simNode, msgs []core.Message) bool {
+	return s.fireCounting(sn, func(t core.MsgType) int {
+		k := 0
+		for _, m := range msgs {
+			if m.Type == t {
+				k++
+			}
+		}
+		return k
+	})
+}
+
+// fireCounting is fire for what count says a node is about to send: how
+// many messages of each type.
+func (s *Sim) fireCounting(sn *simNode, count func(core.MsgType) int) bool {
 	for i := range s.triggers {
 		t := &s.triggers[i]
 		if t.Node != sn.id || t.seen >= t.Nth {
 			continue
 		}
-		for _, m := range msgs {
-			if m.Type == t.Type {
-				t.seen++
-			}
-		}
+		t.seen += count(t.Type)
 		if t.seen >= t.Nth {
 			s.tracef("%s: trigger (about to send %s #%d): crash", sn.id, t.Type, t.Nth)
 			s.crash(sn)

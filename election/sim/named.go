@@ -375,25 +375,17 @@ func (s *Sim) flushGroup(sn *simNode) {
 // fireBatches is fire for a group's batches: a trigger counts the
 // messages of its type over every pair.
 func (s *Sim) fireBatches(sn *simNode, batches []group.Batch) bool {
-	for i := range s.triggers {
-		t := &s.triggers[i]
-		if t.Node != sn.id || t.seen >= t.Nth {
-			continue
-		}
+	return s.fireCounting(sn, func(t core.MsgType) int {
+		k := 0
 		for _, b := range batches {
 			for _, p := range b.Pairs {
-				if p.Msg.Type == t.Type {
-					t.seen++
+				if p.Msg.Type == t {
+					k++
 				}
 			}
 		}
-		if t.seen >= t.Nth {
-			s.tracef("%s: trigger (about to send %s #%d): crash", sn.id, t.Type, t.Nth)
-			s.crash(sn)
-			return true
-		}
-	}
-	return false
+		return k
+	})
 }
 
 // tracePairs traces a batch's election traffic, one line per pair, each
