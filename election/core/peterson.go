@@ -9,7 +9,7 @@ package core
 // nearest active counter-clockwise neighbour, and:
 //   - if e == d it is the only active left and d is the leader's rank: it
 //     announces the leader (the member whose rank d is, not necessarily
-//     itself) to every member (petersonoutcome.go);
+//     itself) to every member (tell);
 //   - else it sends e on (the phase's second message) and receives f, the
 //     d of its second-nearest active neighbour; if e > max(d, f) it takes
 //     d := e into the next phase, else it becomes a relay.

@@ -60,7 +60,7 @@ func (p *peterson) preVoted() {
 // before it skip it (a cut, a lost hop), so the member after it has two
 // predecessors, this one and the one that skipped it, and if this one
 // stood its value would be taken for the skipper's and the maximum lost:
-// every active ends a relay and nobody wins, election after election
+// every active ends a relay and nobody wins, election after election.
 // As a relay it forwards whatever still reaches it.
 func (p *peterson) begin(t Term) {
 	if !p.n.mayRaiseTo(t) {
