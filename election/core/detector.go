@@ -14,8 +14,6 @@ const maxEvery = 1 << 31
 type fanOut struct {
 	watch []string // this round's watchers
 	prev  []string // last round's watchers
-	// cursor is the ring position the rotation resumes at.
-	cursor int
 	// period is the rotation's period in rounds (every rotating member is
 	// visited at least once per period); promised is the period promised
 	// to the members visited (at least period); since is the round the
@@ -35,7 +33,7 @@ type fanOut struct {
 // reset starts a new term's fan-out.
 func (f *fanOut) reset() {
 	f.watch, f.prev, f.owed = f.watch[:0], f.prev[:0], f.owed[:0]
-	f.cursor, f.period, f.promised, f.since = 0, 0, 0, 0
+	f.period, f.promised, f.since = 0, 0, 0
 }
 
 // retarget moves the rotation's period towards target, the period the

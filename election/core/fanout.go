@@ -105,7 +105,7 @@ func (n *Node) heartbeatFanOut() {
 			n.sendHeartbeat(id, every)
 		}
 	}
-	n.heartbeatRotation(rest, every)
+	n.heartbeatRotation(every)
 }
 
 // heartbeatFast sends the round to the members that hear every round: the
@@ -124,26 +124,31 @@ func (n *Node) heartbeatFast(ws []string) {
 	}
 }
 
-// heartbeatRotation sends the round, promising every, to enough of the
-// rest members from the cursor on that a lap takes at most period rounds.
-func (n *Node) heartbeatRotation(rest int, every uint32) {
+// heartbeatRotation sends the round, promising every, to the rest members
+// in the round's slot: those whose position in the roster's ring order
+// is the round's number modulo the period (the others hear every round).
+// Every position is in one slot, so each rest member hears a round once
+// a period. The round's number counts the intervals of the host's clock
+// (Node.round), not the term's rounds: the names a member leads share
+// their roster's ring order, so in each interval their rounds visit the
+// same members, which the group sends one packet each.
+func (n *Node) heartbeatRotation(every uint32) {
 	f := n.det.fan
 	r := n.view.r
-	want, start := (rest+f.period-1)/f.period, f.cursor
-	for i, sent := 0, 0; i < r.Len() && sent < want; i++ {
-		pos := (start + i) % r.Len()
+	for pos := n.round() % f.period; pos < r.Len(); pos += f.period {
 		p := r.At(pos)
 		if p.ID == n.self.ID || !n.view.alive(p.ID) || n.fast(p, f.watch) || n.fast(p, f.prev) {
 			continue
 		}
 		n.sendHeartbeat(p.ID, every)
-		sent++
-		f.cursor = pos + 1
-	}
-	if f.cursor >= r.Len() {
-		f.cursor = 0
 	}
 }
+
+// round is the number of the host's heartbeat interval this node is in,
+// on the driver's clock (born + now ticks): interval k runs from tick
+// k·H + 1 to tick (k+1)·H, the round instant at which a driver that holds
+// routine heartbeats for the instants (group.Group) sends them.
+func (n *Node) round() int { return max(n.born+n.now-1, 0) / n.cfg.HeartbeatInterval }
 
 // heartbeatEvery is the Every to send id outside a round (it has just come
 // up): 0 when it hears every round.

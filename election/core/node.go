@@ -43,7 +43,8 @@ type Node struct {
 	term        Term   // highest term seen
 	coordinator string // the node followed; "" when none
 
-	now int // ticks since NewNode
+	now  int // ticks since NewNode
+	born int // the driver's ticks when it built the node (Host.NewNodeAt)
 	// deadline caches NextDeadline until the next input (0: not known);
 	// every exported method that may change a timer clears it (input).
 	deadline int
