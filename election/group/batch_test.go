@@ -88,6 +88,16 @@ func TestOnePacketPerDestinationPerInterval(t *testing.T) {
 			if many.worst.heartbeats != 1 || many.worst.acks > 1 {
 				t.Errorf("a link carried %+v in one interval, want one packet of heartbeats and at most one of acks", many.worst)
 			}
+			// Without the guard a member heartbeats its successors and its
+			// rotation's share of the others (doc.go, "Placement"): at
+			// most 3W + B + 1 members an interval, not all n - 1.
+			cfg := c.groups[c.ids[0]].Config()
+			if bound := float64(spreadSuccessors*cfg.HeartbeatWatchers + cfg.HeartbeatBatch + 1); tc.quorum == 0 && many.busiest > bound {
+				t.Errorf("the busiest member sends %.1f packets an interval, want at most %.0f", many.busiest, bound)
+			}
+			if tc.quorum == 0 && many.busiest > 2*single.busiest {
+				t.Errorf("the busiest member sends %.1f packets an interval, more than twice a one-name cluster's %.1f", many.busiest, single.busiest)
+			}
 		})
 	}
 }
@@ -193,6 +203,76 @@ func TestGuardedRoundsRealign(t *testing.T) {
 			if k.heartbeats > 1 {
 				t.Errorf("%v: %d heartbeat packets in interval %d", l, k.heartbeats, interval)
 			}
+		}
+	}
+}
+
+// A member that falls silent is detected once for all its names: each
+// watcher's detectors give up on every name it watches of that member in
+// one tick, since the member's heartbeats of all its names reached it in
+// the same packets, and each name's watchers are the member's successors.
+func TestSilentMemberDetectedTogether(t *testing.T) {
+	n, e := 20, 400
+	if testing.Short() {
+		e = 100
+	}
+	c := newCluster(t, n, nil)
+	ns := names(e)
+	c.addStaggered(Options{Placement: PlaceSpread}, 7, ns...)
+	c.settle(ns, 300)
+	c.run(4 * c.h)
+	leaders := c.leaders(ns)
+	loads := c.loads(leaders)
+	victim := c.ids[0]
+	for _, id := range c.ids {
+		if loads[id] > loads[victim] {
+			victim = id
+		}
+	}
+	led := map[string]bool{}
+	for name, l := range leaders {
+		if l == victim {
+			led[name] = true
+		}
+	}
+	// gaveUp: for each member, the ticks at which a name the victim led
+	// gave up on it (the detector's K missed heartbeats).
+	k := uint64(c.groups[victim].Config().HeartbeatMisses)
+	gaveUp := map[string]map[int]int{}
+	c.onUpdate = func(member string, u Update) {
+		if led[u.Name] && u.Ready.HeartbeatMisses >= k && u.Ready.ElectionsStarted > 0 && u.Ready.Cause == core.CauseSilence {
+			if gaveUp[member] == nil {
+				gaveUp[member] = map[int]int{}
+			}
+			gaveUp[member][c.now]++
+		}
+	}
+	c.down[victim] = true // silent: no PeerDown, the detectors must find it
+	took := c.settle(ns, 400)
+	c.onUpdate = nil
+	succ := map[string]bool{}
+	for _, i := range c.groups[c.ids[0]].succ[c.groups[c.ids[0]].memberIdx[victim]] {
+		succ[c.groups[c.ids[0]].members[i].id] = true
+	}
+	names := 0
+	for member, ticks := range gaveUp {
+		if len(ticks) != 1 {
+			t.Errorf("%s gave up on %s's names at %d different ticks: %v", member, victim, len(ticks), ticks)
+		}
+		if !succ[member] {
+			t.Errorf("%s, not a successor of %s, gave up on its names first", member, victim)
+		}
+		for _, k := range ticks {
+			names += k
+		}
+	}
+	if len(gaveUp) == 0 {
+		t.Fatalf("no detector gave up on %s: the test tests nothing", victim)
+	}
+	t.Logf("%s led %d names; %d successors' detectors gave up on %d name copies, each in one tick; all re-elected in %d ticks", victim, len(led), len(gaveUp), names, took)
+	for name := range led {
+		if l, _ := c.leader(name); !succ[l] {
+			t.Errorf("%s went to %s, not a successor of %s", name, l, victim)
 		}
 	}
 }

@@ -84,15 +84,37 @@
 //   - PlaceSpread: weighted rendezvous hashing (SpreadRating): each member
 //     is rated per name by a stable hash of the name and its ID, weighted
 //     by its rating (Weight), so that each member ranks first for its
-//     weight's share of the names, and a failed member's names go to the
-//     members that rank second for them, spread over the survivors. Pure
-//     rendezvous hashing leaves binomial imbalance (at n = 20 and 1,000
-//     names the busiest member leads about 1.26 times the mean), so the
-//     first place is load-bounded: names, in the order of their hash, are
-//     assigned to their highest-rated candidate that leads fewer than
-//     ceil(1.15 * its weight's share of the spread names), and that member
-//     rates 2^44 above its rendezvous rating (consistent hashing with
-//     bounded loads). The second and later places are plain rendezvous.
+//     weight's share of the names. Pure rendezvous hashing leaves
+//     binomial imbalance (at n = 20 and 1,000 names the busiest member
+//     leads about 1.26 times the mean), so the first place is
+//     load-bounded: names, in the order of their hash, are assigned to
+//     their highest-rated candidate that leads fewer than ceil(1.15 * its
+//     weight's share of the spread names), and that member rates
+//     2*2^44 above its rendezvous rating (consistent hashing with bounded
+//     loads). The next places are the assigned member's successors, in
+//     the name's own rendezvous order, each rating 2^44 above it: the
+//     3*HeartbeatWatchers members that rank highest for that member by
+//     rendezvous hashing of the two IDs (12 with the defaults). The other
+//     members follow in plain rendezvous order.
+//
+// Successors make the failure detector a member's, not a name's. A
+// name's watchers (the members its coordinator heartbeats every round,
+// whose detectors act on its silence: core, "Heartbeat fan-out") are
+// the HeartbeatWatchers live candidates ranked highest after the
+// coordinator, so the watchers of all the names a member leads are
+// among its successors, and its heartbeat rotation, which follows the
+// ring order shared by every name and numbers the intervals on the
+// group's clock (core.Host.NewNodeAt), visits the same members in the
+// same interval for all its names. However many names a member leads, it
+// sends one packet per interval to each of its successors and to about
+// HeartbeatBatch (B) others: at most 3W + B members a round (17 with the
+// defaults) against a one-name coordinator's W + B (9). With plain
+// rendezvous order the watchers of its names would be spread over every
+// member, each heartbeated every round. Its silence reaches all the names
+// it led through the same packets, so a watcher's detectors give up on
+// all the names it watches in the same tick; its names go to its
+// successors, each to the one it ranks first, in proportion to their
+// weights.
 //
 // Ratings are int64, computed in integer arithmetic, and depend only on
 // the name, the member IDs and ratings, the spread names and the
@@ -145,10 +167,10 @@
 // Advance passes a late loop's jump on, and NextDeadline is the earliest
 // of the names' deadlines and, while heartbeats wait, the next instant.
 //
-// # Not yet
+// # Drivers
 //
-// The runtime (election.Elector), the root package, metrics, the demo
-// and the docs do not use the group yet (the simulator does: package
-// sim's Config.Names); Batch has a wire form in package membership (its
-// batch frame) but no transport sends it.
+// The simulator (package sim's Config.Names) and the runtime
+// (election.Elector, and through it the root package's named elections)
+// drive a Group each member; package membership carries its batches
+// (one frame per destination).
 package group

@@ -78,6 +78,12 @@ type Group struct {
 	placeDirty   bool // the spread assignment must be worked out again (place)
 	scratchNames []*entry
 	scratchLoad  []int
+	scratchStand []bool
+	scratchBest  []int32
+	// succ holds each member's successors under Spread (place): the
+	// members that rank second and on, in each name's own order, for the
+	// names assigned to it.
+	succ [][]int32
 
 	// touched lists the names called into since the last Ready;
 	// allTouched says every name was (a tick).
@@ -355,7 +361,7 @@ func (g *Group) newNode(e *entry) (*core.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.NewNode(g.cfg.ID, r)
+	return h.NewNodeAt(g.cfg.ID, r, g.now)
 }
 
 // host returns the host of the nodes that run with quorum size q (0: the

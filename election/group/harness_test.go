@@ -30,6 +30,8 @@ type cluster struct {
 	unknown map[string]uint64
 	// elections counts the elections started while counting.
 	elections uint64
+	// onUpdate, if set, sees every name's Ready that a member hands over.
+	onUpdate func(member string, u Update)
 }
 
 // tally counts a link's packets in one interval: all of them, those
@@ -175,6 +177,11 @@ func (c *cluster) take(g *Group) {
 		c.t.Fatalf("%s dropped %+v", g.ID(), rd.Counters)
 	}
 	c.unknown[g.ID()] += rd.UnknownName
+	if c.onUpdate != nil {
+		for _, u := range rd.Updates {
+			c.onUpdate(g.ID(), u)
+		}
+	}
 	if c.counting {
 		for _, u := range rd.Updates {
 			c.elections += u.Ready.ElectionsStarted

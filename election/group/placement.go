@@ -23,9 +23,9 @@ const (
 	// PlaceSpread: members are ranked per name by weighted rendezvous
 	// hashing of the name and the member's ID, weighted by the member's
 	// rating, so that leaders spread over the members in proportion to
-	// their weights and a failed member's names spread over the
-	// survivors (SpreadRating). The first place is load-bounded: see
-	// the package documentation, "Spread".
+	// their weights (SpreadRating). The first place is load-bounded, and
+	// the next ones are the first's successors, over which a failed
+	// member's names spread: see the package documentation, "Placement".
 	PlaceSpread
 	numPlacements
 )
@@ -94,10 +94,11 @@ func Weight(rating int64) int64 { return min(max(rating, 1), MaxWeight) }
 // w whose hash gives -log2(u) = 1 rates w << 16.
 const spreadScale = 48
 
-// spreadBand splits the spread ratings in two: SpreadRating is below it,
-// and the member a name is assigned to (the load-bounded first place)
-// rates spreadBand more. Ratings stay below 2^45, seven bytes as a
-// zig-zag varint on the wire.
+// spreadBand splits the spread ratings in three bands: SpreadRating is
+// below it; the successors of the member a name is assigned to rate
+// spreadBand more, and that member (the load-bounded first place)
+// 2*spreadBand more. Ratings stay below 2^46, seven bytes as a zig-zag
+// varint on the wire.
 const spreadBand = 1 << 44
 
 // SpreadRating is a member's rendezvous rating for a name under Spread:
@@ -160,24 +161,26 @@ func (g *Group) place() {
 	clear(load)
 	g.scratchLoad = load
 	// The bound shares the names among the members that stand for some
-	// spread name (load marks them, for now): a member that stands for
-	// none (a member of an older build, one that abstains from them all)
-	// takes no share.
+	// spread name (stand): a member that stands for none (a member of an
+	// older build, one that abstains from them all) takes no share, and
+	// is nobody's successor.
+	stand := slices.Grow(g.scratchStand[:0], len(g.members))[:len(g.members)]
+	clear(stand)
+	g.scratchStand = stand
 	for _, e := range names {
 		abstain := g.abstain[e.name]
 		for i := range g.members {
-			if load[i] == 0 && g.stands(e, i, abstain) {
-				load[i] = 1
+			if !stand[i] && g.stands(e, i, abstain) {
+				stand[i] = true
 			}
 		}
 	}
 	var total uint64
 	for i := range g.members {
-		if load[i] != 0 {
+		if stand[i] {
 			total += uint64(Weight(g.members[i].rating))
 		}
 	}
-	clear(load)
 	if total == 0 {
 		total = 1 // none stands: every name's first place is nobody's
 	}
@@ -185,8 +188,11 @@ func (g *Group) place() {
 		w := uint64(Weight(g.members[i].rating))
 		return int((spreadLoadNum*uint64(len(names))*w + spreadLoadDen*total - 1) / (spreadLoadDen * total))
 	}
-	for _, e := range names {
-		best, bestFull := -1, -1
+	best := slices.Grow(g.scratchBest[:0], len(names))[:len(names)]
+	g.scratchBest = best
+	for k, e := range names {
+		best[k] = -1
+		bestFull := -1
 		var bestR, bestFullR int64
 		abstain := g.abstain[e.name]
 		for i := range g.members {
@@ -198,21 +204,63 @@ func (g *Group) place() {
 			better := func(j int, rj int64) bool {
 				return j < 0 || core.Rank{Rating: r, ID: m.id}.Compare(core.Rank{Rating: rj, ID: g.members[j].id}) > 0
 			}
-			if load[i] < bound(i) && better(best, bestR) {
-				best, bestR = i, r
+			if load[i] < bound(i) && better(int(best[k]), bestR) {
+				best[k], bestR = int32(i), r
 			}
 			if better(bestFull, bestFullR) {
 				bestFull, bestFullR = i, r
 			}
 		}
-		if best < 0 {
-			best = bestFull // every candidate is at its bound, or none stands
+		if best[k] < 0 {
+			best[k] = int32(bestFull) // every candidate is at its bound, or none stands
 		}
-		if best >= 0 {
-			load[best]++
+		if best[k] >= 0 {
+			load[best[k]]++
 		}
-		g.reassign(e, int32(best))
 	}
+	old := g.succ
+	g.succ = g.successors(load, stand)
+	for k, e := range names {
+		g.reassign(e, best[k], old)
+	}
+}
+
+// successors returns the successors of every member with a load (load[i]
+// names assigned): the members that take the places after the first of
+// its names, the spreadSuccessors*HeartbeatWatchers that rank highest for
+// it by weighted rendezvous hashing of the pair of IDs, among the members
+// that stand for some spread name (stand), dead ones too (a crash moves
+// no rating). They depend only on the members, their ratings and
+// candidacies.
+func (g *Group) successors(load []int, stand []bool) [][]int32 {
+	succ := make([][]int32, len(g.members))
+	width := spreadSuccessors * g.cfg.HeartbeatWatchers
+	type ranked struct {
+		i int32
+		r core.Rank
+	}
+	var top []ranked
+	for a := range g.members {
+		if load[a] == 0 {
+			continue
+		}
+		key := "\x00" + g.members[a].id // no name starts with a control character
+		top = top[:0]
+		for i := range g.members {
+			m := &g.members[i]
+			if i == a || !stand[i] {
+				continue
+			}
+			top = append(top, ranked{int32(i), core.Rank{Rating: SpreadRating(key, m.id, m.rating), ID: m.id}})
+		}
+		slices.SortFunc(top, func(x, y ranked) int { return y.r.Compare(x.r) })
+		list := make([]int32, 0, min(width, len(top)))
+		for _, t := range top[:min(width, len(top))] {
+			list = append(list, t.i)
+		}
+		succ[a] = list
+	}
+	return succ
 }
 
 // stands reports whether member i stands for e's name: it stands for
@@ -236,25 +284,43 @@ func (g *Group) rating(e *entry, i int) int64 {
 		return m.rating
 	}
 	r := SpreadRating(e.name, m.id, m.rating)
-	if e.assigned == int32(i) {
+	switch {
+	case e.assigned == int32(i):
+		r += 2 * spreadBand
+	case e.assigned >= 0 && slices.Contains(g.succ[e.assigned], int32(i)):
 		r += spreadBand
 	}
 	return r
 }
 
-// reassign gives e's first place to member i (-1: nobody) and tells e's
-// node the new ratings of the member that had it and of i.
-func (g *Group) reassign(e *entry, i int32) {
-	old := e.assigned
-	if old == i {
+// reassign gives e's first place to member i (-1: nobody), given the
+// successors before this assignment (old), and tells e's node the new
+// ratings of the members whose band changed: the first places and the
+// successors, before and after.
+func (g *Group) reassign(e *entry, i int32, old [][]int32) {
+	was := e.assigned
+	var before []int32
+	if was >= 0 && int(was) < len(old) {
+		before = old[was]
+	}
+	after := []int32(nil)
+	if i >= 0 {
+		after = g.succ[i]
+	}
+	if was == i && slices.Equal(before, after) {
 		return
 	}
 	e.assigned = i
 	if e.node == nil {
 		return // built with the ratings of the assignment
 	}
-	for _, j := range [2]int32{old, i} {
+	for _, j := range [2]int32{was, i} {
 		if j >= 0 {
+			g.pushRating(e, int(j))
+		}
+	}
+	for _, list := range [2][]int32{before, after} {
+		for _, j := range list {
 			g.pushRating(e, int(j))
 		}
 	}
@@ -275,3 +341,11 @@ func (g *Group) pushRating(e *entry, i int) {
 		g.touch(e)
 	}
 }
+
+// spreadSuccessors sets how many successors a member has under Spread,
+// in multiples of HeartbeatWatchers (W): 3W, over which a failed member's
+// names spread. A member heartbeats every round the watchers of the names
+// it leads, which are among its successors (the package documentation,
+// "Placement"), so this bounds how many members it heartbeats every
+// round, whatever the number of names.
+const spreadSuccessors = 3
