@@ -235,30 +235,33 @@ func (g *Group) place() {
 func (g *Group) successors(load []int, stand []bool) [][]int32 {
 	succ := make([][]int32, len(g.members))
 	width := spreadSuccessors * g.cfg.HeartbeatWatchers
-	type ranked struct {
-		i int32
-		r core.Rank
-	}
-	var top []ranked
+	top := make([]core.Rank, 0, width+1) // the best so far, best first
+	idx := make([]int32, 0, width+1)
 	for a := range g.members {
 		if load[a] == 0 {
 			continue
 		}
 		key := "\x00" + g.members[a].id // no name starts with a control character
-		top = top[:0]
+		top, idx = top[:0], idx[:0]
 		for i := range g.members {
 			m := &g.members[i]
 			if i == a || !stand[i] {
 				continue
 			}
-			top = append(top, ranked{int32(i), core.Rank{Rating: SpreadRating(key, m.id, m.rating), ID: m.id}})
+			r := core.Rank{Rating: SpreadRating(key, m.id, m.rating), ID: m.id}
+			k := len(top)
+			for k > 0 && r.Compare(top[k-1]) > 0 {
+				k--
+			}
+			if k == width {
+				continue
+			}
+			top, idx = slices.Insert(top, k, r), slices.Insert(idx, k, int32(i))
+			if len(top) > width {
+				top, idx = top[:width], idx[:width]
+			}
 		}
-		slices.SortFunc(top, func(x, y ranked) int { return y.r.Compare(x.r) })
-		list := make([]int32, 0, min(width, len(top)))
-		for _, t := range top[:min(width, len(top))] {
-			list = append(list, t.i)
-		}
-		succ[a] = list
+		succ[a] = slices.Clone(idx)
 	}
 	return succ
 }
