@@ -30,8 +30,11 @@ const (
 	PlaceRating = group.PlaceRating
 	// PlaceSpread: members are ranked per name by weighted rendezvous
 	// hashing of the name and the member, weighted by the member's
-	// rating, so that leaders spread evenly over the members and a
-	// failed member's names spread over the survivors (group.SpreadRating).
+	// rating, so that leaders spread evenly over the members
+	// (group.SpreadRating); the places after the first are the first's
+	// 3·HeartbeatWatchers successors, over which a failed member's names
+	// spread, and to which its heartbeats of all its names go every round
+	// (docs/design.md, "Placement").
 	PlaceSpread = group.PlaceSpread
 )
 

@@ -112,7 +112,8 @@ const spreadBand = 1 << 44
 // point with 32 fractional bits (ln and log2 differ by a constant factor,
 // which does not change the order), capped below 2^44; w is
 // Weight(rating). It depends on the name, the ID and the rating alone,
-// so every member computes the same value.
+// so every member computes the same value. Spread ranks by it within
+// each band (spreadBand): the first place, its successors, the others.
 func SpreadRating(name, id string, rating int64) int64 {
 	w := uint64(Weight(rating))
 	h := spreadHash(name, id) | 1           // u = h / 2^64, in (0, 1)
