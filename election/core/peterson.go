@@ -121,29 +121,6 @@ func (p *peterson) finish() {
 	p.tell(m, at)
 }
 
-// tell announces the election's outcome m from ring position at. In View
-// mode it goes straight to every other live member of the view, highest
-// rated first (the coordinator and its watchers, whose detectors act,
-// hear it first): the same n − 1 messages as a COORDINATOR lap, one hop
-// of latency instead of a lap. Textbook mode, which has no view of who
-// works, sends the lap.
-func (p *peterson) tell(m Message, at int) {
-	n := p.n
-	if n.cfg.Mode != View {
-		p.announce(m, at)
-		return
-	}
-	p.coord = m
-	n.reserve(n.liveCount() - 1)
-	r := n.view.r
-	for k := r.Len() - 1; k >= 0; k-- {
-		if id := r.ByRank(k).ID; id != n.self.ID && n.view.alive(id) {
-			m.To = id
-			n.send(m)
-		}
-	}
-}
-
 // record accepts c as coordinator in term t after an election of the given
 // number of phases; the COORDINATOR lap reaches c hops after this node.
 func (p *peterson) record(c string, t Term, phases uint32, hops int) {
@@ -180,16 +157,6 @@ func (p *peterson) onCoordinator(m Message) {
 	p.record(m.Coordinator, m.Term, m.Phases, hops)
 	p.passOn(m, at)
 	n.maybePreempt()
-}
-
-// passOn takes an announcement this node has been told: a lap (Textbook
-// mode) goes on; one told directly (View mode) ends here.
-func (p *peterson) passOn(m Message, at int) {
-	if p.n.cfg.Mode == View {
-		p.coord = m
-		return
-	}
-	p.announce(m, at)
 }
 
 // doubt passes on a COORDINATOR naming a member the view holds dead
