@@ -286,8 +286,23 @@ func (p *peterson) onE(e Rank) {
 }
 
 // onF: the phase's second message, the d of the second-nearest active.
+//
+// In View mode an f equal to this active's own d ends the election a
+// phase early: the d of each active is a value no other active holds, so
+// this one is its own second-nearest active, and it and the sender of e
+// are the last two. The text would keep the greater of e and d active for
+// one more phase, only to send it round the ring and find e == d; the
+// active that would keep it (e > d: this one) takes it as the leader's
+// value now, and the other becomes a relay, as the text has it.
 func (p *peterson) onF(f Rank) {
 	dec := PhaseDecision{Phase: p.phase, D: p.d, E: p.e, F: f, Outcome: "relay"}
+	if p.n.cfg.Mode == View && f == p.d && p.e.Compare(p.d) > 0 {
+		dec.Outcome = "leader"
+		p.n.decide(dec)
+		p.d = p.e
+		p.finish()
+		return
+	}
 	if p.e.Compare(p.d) > 0 && p.e.Compare(f) > 0 {
 		dec.Outcome = "active"
 		p.n.decide(dec)
