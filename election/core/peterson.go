@@ -68,6 +68,9 @@ type peterson struct {
 	// last election timed out with none reaching it (its predecessors
 	// skip it), so the next one it starts it starts as a relay.
 	heard, unheard bool
+	// restarted: the election this node starts next restarts one that
+	// failed; it calls nobody in directly (wakeAll).
+	restarted bool
 	// phases is the number of phases of the last election this node saw
 	// end, as announced (Node.Phases).
 	phases int
@@ -124,7 +127,7 @@ func (p *peterson) finish() {
 // record accepts c as coordinator in term t after an election of the given
 // number of phases; the COORDINATOR lap reaches c hops after this node.
 func (p *peterson) record(c string, t Term, phases uint32, hops int) {
-	p.phases = int(phases)
+	p.phases, p.restarted = int(phases), false
 	p.lap.record(c, t, hops)
 }
 
@@ -183,5 +186,6 @@ func (p *peterson) tick() {
 	}
 	p.n.count().ElectionsRestarted++
 	p.unheard = !p.heard
+	p.restarted = true
 	p.restart()
 }
