@@ -68,6 +68,7 @@ type peterson struct {
 	// last election timed out with none reaching it (its predecessors
 	// skip it), so the next one it starts it starts as a relay.
 	heard, unheard bool
+	ring           petersonRing // the three-active ending (View mode)
 	// restarted: the election this node starts next restarts one that
 	// failed; it calls nobody in directly (wakeAll).
 	restarted bool
@@ -90,7 +91,7 @@ func (n *Node) Phases() int {
 
 func (p *peterson) reset() {
 	p.relay, p.d, p.e, p.phase, p.second, p.last, p.woken = false, Rank{}, Rank{}, 0, false, 0, false
-	p.heard = false
+	p.heard, p.ring = false, petersonRing{}
 	p.timer, p.sentTo, p.waiting, p.held = 0, "", false, 0
 }
 
