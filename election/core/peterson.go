@@ -17,7 +17,10 @@ package core
 // Relays forward every election message unchanged. Of two neighbouring
 // actives at least one becomes a relay, so at most ⌊a/2⌋ of a actives
 // survive a phase: at most ⌊log₂ n⌋ + 1 phases, 2n election messages in
-// each phase with two actives or more and n in the last.
+// each phase with two actives or more and n in the last. View mode ends
+// the election a phase early when the last two or three actives meet
+// (onF, petersonRing), and starts it with every live member called in at
+// once (wakeAll).
 //
 // On the wire an election message carries the election's term, the phase
 // and which of its two messages it is (packed in Phase, see packPhase), the

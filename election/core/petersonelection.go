@@ -386,7 +386,7 @@ func (p *peterson) onF(f Rank) {
 		}
 		dec.Outcome = "active"
 		p.n.decide(dec)
-		p.ring.survived, p.ring.last1, p.ring.last2 = p.phase, p.ring.ccw1, p.ring.ccw2
+		p.ring.survived, p.ring.last1, p.ring.last2 = dec, p.ring.ccw1, p.ring.ccw2
 		p.d, p.phase, p.second = p.e, p.phase+1, false
 		p.emit(p.d, false)
 		return
@@ -431,18 +431,19 @@ func (p *peterson) resign() {
 // petersonRing is what an active knows of the actives before and after it.
 type petersonRing struct {
 	ccw1, ccw2 string // the senders of this phase's e and of f's value
-	// survived is the last phase this node ended active, with last1 and
-	// last2 its ccw1 and ccw2 then: a report of that phase arriving after
-	// its f still ends the election.
-	survived     uint32
+	// survived is the decision of the last phase this node ended active,
+	// with last1 and last2 its ccw1 and ccw2 then: a report of that phase
+	// arriving after its f still ends the election.
+	survived     PhaseDecision
 	last1, last2 string
 	// rep is the last report received: its phase, sender and ccw2.
 	repPhase         uint32
 	repFrom, repCcw2 string
 }
 
-// ringReport is the packed phase of a three-active report (ringReport);
-// the report's Lap holds the phase and its List the sender's ccw2.
+// ringReport is the packed phase of a three-active report
+// (petersonRing.report): its Lap holds the phase and its List the
+// sender's ccw2.
 const ringReport = ^uint32(0) - 1
 
 // report sends the report of this phase to ccw1.
@@ -469,12 +470,14 @@ func (p *peterson) onReport(m Message) {
 		return
 	}
 	r.repPhase, r.repFrom, r.repCcw2 = m.Lap, m.Initiator, m.List[0].ID
-	if r.survived == 0 || r.survived != m.Lap || r.survived+1 != p.phase {
+	dec := r.survived
+	if dec.Phase == 0 || dec.Phase != m.Lap || dec.Phase+1 != p.phase {
 		return
 	}
 	if r.repFrom == r.last2 && r.repCcw2 == r.last1 {
-		p.phase = r.survived
-		n.decide(PhaseDecision{Phase: p.phase, D: p.d, E: p.d, Outcome: "leader"})
+		dec.Outcome = "leader" // it decided active, on e; the report shows e is the greatest
+		n.decide(dec)
+		p.phase = dec.Phase
 		p.finish()
 	}
 }
