@@ -71,10 +71,12 @@ type peterson struct {
 	// last election timed out with none reaching it (its predecessors
 	// skip it), so the next one it starts it starts as a relay.
 	heard, unheard bool
-	ring           petersonRing // the three-active ending (View mode)
 	// restarted: the election this node starts next restarts one that
 	// failed; it calls nobody in directly (wakeAll).
 	restarted bool
+	// ring is what this active knows of the actives round it, for the
+	// three-active ending (View mode, during an election: rings).
+	ring *petersonRing
 	// phases is the number of phases of the last election this node saw
 	// end, as announced (Node.Phases).
 	phases int
@@ -94,7 +96,7 @@ func (n *Node) Phases() int {
 
 func (p *peterson) reset() {
 	p.relay, p.d, p.e, p.phase, p.second, p.last, p.woken = false, Rank{}, Rank{}, 0, false, 0, false
-	p.heard, p.ring = false, petersonRing{}
+	p.heard, p.ring = false, nil
 	p.timer, p.sentTo, p.waiting, p.held = 0, "", false, 0
 }
 
@@ -131,7 +133,7 @@ func (p *peterson) finish() {
 // record accepts c as coordinator in term t after an election of the given
 // number of phases; the COORDINATOR lap reaches c hops after this node.
 func (p *peterson) record(c string, t Term, phases uint32, hops int) {
-	p.phases, p.restarted = int(phases), false
+	p.phases, p.restarted, p.ring = int(phases), false, nil
 	p.lap.record(c, t, hops)
 }
 

@@ -157,7 +157,7 @@ func (p *peterson) join(t Term, stand bool) {
 // three-active ending (onF).
 func (p *peterson) emit(v Rank, second bool) {
 	m := Message{Type: MsgElection, Term: p.term, Phase: packPhase(p.phase, second), Value: v, Initiator: p.n.self.ID}
-	if second && p.n.cfg.Mode == View && p.ring.ccw1 != "" {
+	if second && p.ring != nil && p.ring.ccw1 != "" {
 		m.List = []Peer{{ID: p.ring.ccw1}}
 	}
 	p.pass(m)
@@ -314,14 +314,15 @@ func (p *peterson) handle(m Message) {
 		p.restart()
 		return
 	}
-	if p.second {
-		if len(m.List) > 0 {
-			p.ring.ccw2 = m.List[0].ID // the active whose d this is (emit)
+	if r := p.rings(); p.second {
+		if r != nil && len(m.List) > 0 {
+			r.ccw2 = m.List[0].ID // the active whose d this is (emit)
 		}
 		p.onF(m.Value)
 		return
+	} else if r != nil {
+		r.ccw1 = m.Initiator
 	}
-	p.ring.ccw1 = m.Initiator
 	p.onE(m.Value)
 }
 
@@ -374,10 +375,10 @@ func (p *peterson) onF(f Rank) {
 		return
 	}
 	if view && f.Compare(p.d) > 0 && f.Compare(p.e) > 0 {
-		p.ring.report(p)
+		p.rings().report(p)
 	}
 	if p.e.Compare(p.d) > 0 && p.e.Compare(f) > 0 {
-		if view && p.ring.closed(p.phase) {
+		if view && p.rings().closed(p.phase) {
 			dec.Outcome = "leader"
 			p.n.decide(dec)
 			p.d = p.e
@@ -386,7 +387,9 @@ func (p *peterson) onF(f Rank) {
 		}
 		dec.Outcome = "active"
 		p.n.decide(dec)
-		p.ring.survived, p.ring.last1, p.ring.last2 = dec, p.ring.ccw1, p.ring.ccw2
+		if r := p.rings(); r != nil {
+			r.survived, r.last1, r.last2 = dec, r.ccw1, r.ccw2
+		}
 		p.d, p.phase, p.second = p.e, p.phase+1, false
 		p.emit(p.d, false)
 		return
@@ -441,6 +444,16 @@ type petersonRing struct {
 	repFrom, repCcw2 string
 }
 
+// rings returns what this active knows of the actives round it in this
+// election (View mode; nil in Textbook mode), made at its first use: an
+// idle member of many named elections holds no more than the pointer.
+func (p *peterson) rings() *petersonRing {
+	if p.ring == nil && p.n.cfg.Mode == View {
+		p.ring = &petersonRing{}
+	}
+	return p.ring
+}
+
 // ringReport is the packed phase of a three-active report
 // (petersonRing.report): its Lap holds the phase and its List the
 // sender's ccw2.
@@ -448,7 +461,7 @@ const ringReport = ^uint32(0) - 1
 
 // report sends the report of this phase to ccw1.
 func (r *petersonRing) report(p *peterson) {
-	if r.ccw1 == "" || r.ccw2 == "" || r.ccw1 == p.n.self.ID {
+	if r == nil || r.ccw1 == "" || r.ccw2 == "" || r.ccw1 == p.n.self.ID {
 		return
 	}
 	p.n.send(Message{Type: MsgElection, To: r.ccw1, Term: p.term, Phase: ringReport, Lap: p.phase,
@@ -457,15 +470,15 @@ func (r *petersonRing) report(p *peterson) {
 
 // closed reports whether the report of phase ph proves three actives.
 func (r *petersonRing) closed(ph uint32) bool {
-	return r.repPhase == ph && r.repFrom != "" && r.repFrom == r.ccw2 && r.repCcw2 == r.ccw1
+	return r != nil && r.repPhase == ph && r.repFrom != "" && r.repFrom == r.ccw2 && r.repCcw2 == r.ccw1
 }
 
 // onReport takes a three-active report; one of the phase this node
 // survived last, arriving after its f, ends the election.
 func (p *peterson) onReport(m Message) {
 	n := p.n
-	r := &p.ring
-	if !n.electing || m.Term != p.term || p.relay || len(m.List) == 0 {
+	r := p.rings()
+	if r == nil || !n.electing || m.Term != p.term || p.relay || len(m.List) == 0 {
 		n.drop(DropUnexpected)
 		return
 	}
