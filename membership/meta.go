@@ -49,8 +49,13 @@ type meta struct {
 // frames of version 3 (one meaning per message field) and batch frames;
 // version 5 the active/relay ring's outcome told to each member directly
 // in View mode (a member of version 4 would pass it on as a lap, and one
-// of version 5 would end a lap of version 4 where it reached it).
-const ProtocolVersion = 5
+// of version 5 would end a lap of version 4 where it reached it); version
+// 6 the ring's outcome told the same way, with no list (a member of
+// version 5 would take it for a lap that does not list it), and the
+// active/relay ring's View-mode call into the election and three-active
+// report, two packed phases that a member of version 5 would take for
+// phases far ahead of its own and restart the election on.
+const ProtocolVersion = 6
 
 // MaxPayloadLen bounds Config.Payload, in bytes: the payload travels in
 // memberlist's node metadata (memberlist.MetaMaxSize = 512 bytes, shared

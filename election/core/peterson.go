@@ -17,7 +17,10 @@ package core
 // Relays forward every election message unchanged. Of two neighbouring
 // actives at least one becomes a relay, so at most ⌊a/2⌋ of a actives
 // survive a phase: at most ⌊log₂ n⌋ + 1 phases, 2n election messages in
-// each phase with two actives or more and n in the last.
+// each phase with two actives or more and n in the last. View mode ends
+// the election a phase early when the last two or three actives meet
+// (onF, petersonRing), and starts it with every live member called in at
+// once (wakeAll).
 //
 // On the wire an election message carries the election's term, the phase
 // and which of its two messages it is (packed in Phase, see packPhase), the
@@ -68,6 +71,12 @@ type peterson struct {
 	// last election timed out with none reaching it (its predecessors
 	// skip it), so the next one it starts it starts as a relay.
 	heard, unheard bool
+	// restarted: the election this node starts next restarts one that
+	// failed; it calls nobody in directly (wakeAll).
+	restarted bool
+	// ring is what this active knows of the actives round it, for the
+	// three-active ending (View mode, during an election: rings).
+	ring *petersonRing
 	// phases is the number of phases of the last election this node saw
 	// end, as announced (Node.Phases).
 	phases int
@@ -87,7 +96,7 @@ func (n *Node) Phases() int {
 
 func (p *peterson) reset() {
 	p.relay, p.d, p.e, p.phase, p.second, p.last, p.woken = false, Rank{}, Rank{}, 0, false, 0, false
-	p.heard = false
+	p.heard, p.ring = false, nil
 	p.timer, p.sentTo, p.waiting, p.held = 0, "", false, 0
 }
 
@@ -121,33 +130,10 @@ func (p *peterson) finish() {
 	p.tell(m, at)
 }
 
-// tell announces the election's outcome m from ring position at. In View
-// mode it goes straight to every other live member of the view, highest
-// rated first (the coordinator and its watchers, whose detectors act,
-// hear it first): the same n − 1 messages as a COORDINATOR lap, one hop
-// of latency instead of a lap. Textbook mode, which has no view of who
-// works, sends the lap.
-func (p *peterson) tell(m Message, at int) {
-	n := p.n
-	if n.cfg.Mode != View {
-		p.announce(m, at)
-		return
-	}
-	p.coord = m
-	n.reserve(n.liveCount() - 1)
-	r := n.view.r
-	for k := r.Len() - 1; k >= 0; k-- {
-		if id := r.ByRank(k).ID; id != n.self.ID && n.view.alive(id) {
-			m.To = id
-			n.send(m)
-		}
-	}
-}
-
 // record accepts c as coordinator in term t after an election of the given
 // number of phases; the COORDINATOR lap reaches c hops after this node.
 func (p *peterson) record(c string, t Term, phases uint32, hops int) {
-	p.phases = int(phases)
+	p.phases, p.restarted, p.ring = int(phases), false, nil
 	p.lap.record(c, t, hops)
 }
 
@@ -182,16 +168,6 @@ func (p *peterson) onCoordinator(m Message) {
 	n.maybePreempt()
 }
 
-// passOn takes an announcement this node has been told: a lap (Textbook
-// mode) goes on; one told directly (View mode) ends here.
-func (p *peterson) passOn(m Message, at int) {
-	if p.n.cfg.Mode == View {
-		p.coord = m
-		return
-	}
-	p.announce(m, at)
-}
-
 // doubt passes on a COORDINATOR naming a member the view holds dead
 // without following it (see doubtTicks); the election goes on until the
 // named member's heartbeat arrives or the shortened timer restarts it.
@@ -216,5 +192,6 @@ func (p *peterson) tick() {
 	}
 	p.n.count().ElectionsRestarted++
 	p.unheard = !p.heard
+	p.restarted = true
 	p.restart()
 }

@@ -69,11 +69,59 @@ func (p *peterson) begin(t Term) {
 	}
 	if !p.n.guard.sitsOut(p.n.now) && !p.unheard {
 		p.join(t, true)
+		p.wakeAll()
 		return
 	}
 	p.join(t, false)
 	p.woken = true
 	p.pass(Message{Type: MsgElection, Term: p.term, Phase: wakeUp, Initiator: p.n.self.ID})
+}
+
+// wakeAll calls every other live member of the view into the election
+// this node has just started (View mode), so that all start phase 1 at
+// once, as the text has it, rather than as the first phase's messages
+// reach them one hop after another (a lap before the last member starts,
+// and the phases after it wait for that lap). The successor, which this
+// node's d wakes, is not called. Only the top live voter of the view (the
+// old coordinator aside) calls, so that members that start together do
+// not each call everyone: n - 2 messages an election. A restarted
+// election (restarted) calls nobody: a member called while its
+// predecessor skips it (their views differ) would feed the member after
+// it a second stream of values, which may restart the election, and each
+// restart would call it in again.
+func (p *peterson) wakeAll() {
+	n := p.n
+	if n.cfg.Mode != View || !n.electing || p.restarted || p.outranked() {
+		p.restarted = false
+		return
+	}
+	succ := p.sentTo
+	m := Message{Type: MsgElection, Term: p.term, Phase: wakeAll, Initiator: n.self.ID, Unordered: true}
+	n.reserve(n.liveCount() - 1)
+	r := n.view.r
+	for k := r.Len() - 1; k >= 0; k-- {
+		if id := r.ByRank(k).ID; id != n.self.ID && id != succ && n.view.alive(id) {
+			m.To = id
+			n.send(m)
+		}
+	}
+}
+
+// outranked reports whether a live voter of the view other than the
+// coordinator this election replaces (link.suspect) ranks above this node.
+func (p *peterson) outranked() bool {
+	n := p.n
+	r := n.view.r
+	for k := r.Len() - 1; k >= 0; k-- {
+		q := r.ByRank(k)
+		if q.ID == n.self.ID {
+			return false
+		}
+		if !q.NonVoter && q.ID != p.link.suspect && n.view.alive(q.ID) {
+			return true
+		}
+	}
+	return false
 }
 
 // electionTerm is the term of the election started by a node whose highest
@@ -104,10 +152,15 @@ func (p *peterson) join(t Term, stand bool) {
 	p.emit(p.d, false)
 }
 
-// emit sends this active's message of the current phase.
+// emit sends this active's message of the current phase. In View mode the
+// second names the active whose d it passes on (ring.ccw1), for the
+// three-active ending (onF).
 func (p *peterson) emit(v Rank, second bool) {
-	p.pass(Message{Type: MsgElection, Term: p.term, Phase: packPhase(p.phase, second),
-		Value: v, Initiator: p.n.self.ID})
+	m := Message{Type: MsgElection, Term: p.term, Phase: packPhase(p.phase, second), Value: v, Initiator: p.n.self.ID}
+	if second && p.ring != nil && p.ring.ccw1 != "" {
+		m.List = []Peer{{ID: p.ring.ccw1}}
+	}
+	p.pass(m)
 }
 
 // pass sends an election message clockwise; alone, it comes back to us.
@@ -183,6 +236,7 @@ func (p *peterson) step(m Message) {
 		// but that sender takes part in an election of its own,
 		// which will reach this node.)
 		n.count().ElectionsRestarted++
+		p.restarted = true
 		p.restart()
 	}
 }
@@ -209,6 +263,13 @@ func (p *peterson) onElection(m Message) {
 			// announcement of it will reach the sender.
 			n.send(Message{Type: MsgAck, To: m.From})
 		}
+	case m.Phase == ringReport:
+		p.onReport(m)
+	case m.Phase == wakeAll && (p.unheard || n.electing && p.term == m.Term):
+		// In the election already; or its last election timed out with no
+		// message of it arriving: its predecessor skips it, and it waits
+		// for an election message from the ring before it stands (begin).
+		n.drop(DropUnexpected)
 	case !n.electing || p.term != m.Term:
 		p.wake(m)
 	default:
@@ -219,7 +280,10 @@ func (p *peterson) onElection(m Message) {
 // wake: the first message of an election this node is not part of yet.
 func (p *peterson) wake(m Message) {
 	ph, second := unpackPhase(m.Phase)
-	p.join(m.Term, m.Phase == wakeUp || ph == 1 && !second)
+	p.join(m.Term, m.Phase == wakeUp || m.Phase == wakeAll || ph == 1 && !second)
+	if m.Phase == wakeAll {
+		return // called directly (wakeAll): passed on to nobody, and not heard from the ring
+	}
 	p.handle(m)
 }
 
@@ -246,12 +310,18 @@ func (p *peterson) handle(m Message) {
 		// electionTerm) rather than after idleTicks of silence.
 		p.n.drop(DropOrder)
 		p.n.count().ElectionsRestarted++
+		p.restarted = true
 		p.restart()
 		return
 	}
-	if p.second {
+	if r := p.rings(); p.second {
+		if r != nil && len(m.List) > 0 {
+			r.ccw2 = m.List[0].ID // the active whose d this is (emit)
+		}
 		p.onF(m.Value)
 		return
+	} else if r != nil {
+		r.ccw1 = m.Initiator
 	}
 	p.onE(m.Value)
 }
@@ -286,11 +356,40 @@ func (p *peterson) onE(e Rank) {
 }
 
 // onF: the phase's second message, the d of the second-nearest active.
+//
+// In View mode an f equal to this active's own d ends the election a
+// phase early: the d of each active is a value no other active holds, so
+// this one is its own second-nearest active, and it and the sender of e
+// are the last two. The text would keep the greater of e and d active for
+// one more phase, only to send it round the ring and find e == d; the
+// active that would keep it (e > d: this one) takes it as the leader's
+// value now, and the other becomes a relay, as the text has it.
 func (p *peterson) onF(f Rank) {
 	dec := PhaseDecision{Phase: p.phase, D: p.d, E: p.e, F: f, Outcome: "relay"}
+	view := p.n.cfg.Mode == View
+	if view && f == p.d && p.e.Compare(p.d) > 0 {
+		dec.Outcome = "leader"
+		p.n.decide(dec)
+		p.d = p.e
+		p.finish()
+		return
+	}
+	if view && f.Compare(p.d) > 0 && f.Compare(p.e) > 0 {
+		p.rings().report(p)
+	}
 	if p.e.Compare(p.d) > 0 && p.e.Compare(f) > 0 {
+		if view && p.rings().closed(p.phase) {
+			dec.Outcome = "leader"
+			p.n.decide(dec)
+			p.d = p.e
+			p.finish()
+			return
+		}
 		dec.Outcome = "active"
 		p.n.decide(dec)
+		if r := p.rings(); r != nil {
+			r.survived, r.last1, r.last2 = dec, r.ccw1, r.ccw2
+		}
 		p.d, p.phase, p.second = p.e, p.phase+1, false
 		p.emit(p.d, false)
 		return
@@ -315,4 +414,83 @@ func (p *peterson) resign() {
 	p.join(t, false)
 	p.woken = true
 	p.pass(Message{Type: MsgElection, Term: p.term, Phase: wakeUp, Initiator: p.n.self.ID})
+}
+
+// The three-active ending (View mode). Of three actives S, T, U (clockwise)
+// each knows the two before it (ring.ccw1, ccw2: the senders of its e and
+// f's value) and all three values, but not that they are three: the text
+// keeps the one whose e is the greatest (S, whose e is U's d) active for a
+// phase more and sends its d round the ring, a lap, to find e == d. If the
+// actives are three, T is the one after S, and T's f (U's d) is the
+// greatest of its d, e and f: T reports to S, the sender of its e,
+// directly, naming the sender of its f (ringReport). S has its proof once
+// it has both its f and the report of that phase: the report comes from
+// S's ccw2 (T) and names S's ccw1 (U), so the actives, each the nearest
+// before the next, close a cycle of three, S's e is the greatest value,
+// and S takes it as the leader's; S then makes no lap. Without the proof
+// (more actives, a report lost or late past the next phase) the election
+// goes on as the text has it.
+
+// petersonRing is what an active knows of the actives before and after it.
+type petersonRing struct {
+	ccw1, ccw2 string // the senders of this phase's e and of f's value
+	// survived is the decision of the last phase this node ended active,
+	// with last1 and last2 its ccw1 and ccw2 then: a report of that phase
+	// arriving after its f still ends the election.
+	survived     PhaseDecision
+	last1, last2 string
+	// rep is the last report received: its phase, sender and ccw2.
+	repPhase         uint32
+	repFrom, repCcw2 string
+}
+
+// rings returns what this active knows of the actives round it in this
+// election (View mode; nil in Textbook mode), made at its first use: an
+// idle member of many named elections holds no more than the pointer.
+func (p *peterson) rings() *petersonRing {
+	if p.ring == nil && p.n.cfg.Mode == View {
+		p.ring = &petersonRing{}
+	}
+	return p.ring
+}
+
+// ringReport is the packed phase of a three-active report
+// (petersonRing.report): its Lap holds the phase and its List the
+// sender's ccw2.
+const ringReport = ^uint32(0) - 1
+
+// report sends the report of this phase to ccw1.
+func (r *petersonRing) report(p *peterson) {
+	if r == nil || r.ccw1 == "" || r.ccw2 == "" || r.ccw1 == p.n.self.ID {
+		return
+	}
+	p.n.send(Message{Type: MsgElection, To: r.ccw1, Term: p.term, Phase: ringReport, Lap: p.phase,
+		Initiator: p.n.self.ID, List: []Peer{{ID: r.ccw2}}, Unordered: true})
+}
+
+// closed reports whether the report of phase ph proves three actives.
+func (r *petersonRing) closed(ph uint32) bool {
+	return r != nil && r.repPhase == ph && r.repFrom != "" && r.repFrom == r.ccw2 && r.repCcw2 == r.ccw1
+}
+
+// onReport takes a three-active report; one of the phase this node
+// survived last, arriving after its f, ends the election.
+func (p *peterson) onReport(m Message) {
+	n := p.n
+	r := p.rings()
+	if r == nil || !n.electing || m.Term != p.term || p.relay || len(m.List) == 0 {
+		n.drop(DropUnexpected)
+		return
+	}
+	r.repPhase, r.repFrom, r.repCcw2 = m.Lap, m.Initiator, m.List[0].ID
+	dec := r.survived
+	if dec.Phase == 0 || dec.Phase != m.Lap || dec.Phase+1 != p.phase {
+		return
+	}
+	if r.repFrom == r.last2 && r.repCcw2 == r.last1 {
+		dec.Outcome = "leader" // it decided active, on e; the report shows e is the greatest
+		n.decide(dec)
+		p.phase = dec.Phase
+		p.finish()
+	}
 }

@@ -9,7 +9,10 @@ package core
 // finds itself in the list (normally the initiator, or the one after it if
 // the initiator died mid-lap) turns it into COORDINATOR naming the
 // highest-ranked voter of the list, and sends it once more round the
-// working members of the list; it is removed when it comes back.
+// working members of the list; it is removed when it comes back. In View
+// mode that member tells every other live member of its view directly
+// instead (lap.tell): as many messages as the lap, one hop of latency
+// instead of a lap's.
 //
 // Terms. An initiator opens a lap in a term of its own, one epoch past the
 // highest it has seen (n.nextTerm), and the lap keeps that term. Every
@@ -29,10 +32,11 @@ package core
 //
 // On the wire, an ELECTION carries the lap's term, its initiator and epoch
 // (Initiator and Lap: the lap's identity) and the list; a COORDINATOR
-// carries the coordinator's term, name and rank (Coordinator, Value), the
-// list, the node that turned the lap (Initiator: where it ends) and, in
-// Index, the receiver's place in the list. Both are acknowledged as the
-// link says (ringlink.go).
+// carries the coordinator's term, name and rank (Coordinator, Value) and
+// the node that turned the lap (Initiator: where it ends); in Textbook
+// mode also the list and, in Index, the receiver's place in it, while in
+// View mode it has neither and its receiver passes it on to nobody. Both
+// are acknowledged as the link says (ringlink.go).
 type ring struct {
 	lap // its timer is the lap's timeout (lapTicks)
 	// own is the epoch of the lap this node opened (0: none), its ID on
@@ -219,10 +223,14 @@ func (r *ring) complete(m Message) {
 		return
 	}
 	at := listIndex(m.List, n.self.ID, 0)
-	r.record(c.ID, t, lapHops(at, at, listIndex(m.List, c.ID, 0), len(m.List)))
+	hops := 0 // View mode tells the coordinator directly (lap.tell): no lap to wait for
+	if n.cfg.Mode != View {
+		hops = lapHops(at, at, listIndex(m.List, c.ID, 0), len(m.List))
+	}
+	r.record(c.ID, t, hops)
 	cm := Message{Type: MsgCoordinator, Term: t, Initiator: n.self.ID, Coordinator: c.ID,
 		Value: c.Rank(), List: m.List}
-	r.announce(cm, at)
+	r.tell(cm, at)
 }
 
 // choose returns the highest-ranked voter of the list that the view does
@@ -255,7 +263,10 @@ func (r *ring) onCoordinator(m Message) {
 		return
 	}
 	at := listIndex(m.List, n.self.ID, int(m.Index))
-	hops := lapHops(listIndex(m.List, m.Initiator, 0), at, listIndex(m.List, m.Coordinator, 0), len(m.List))
+	hops := 0 // View mode tells the coordinator directly (lap.tell): no lap to wait for
+	if n.cfg.Mode != View {
+		hops = lapHops(listIndex(m.List, m.Initiator, 0), at, listIndex(m.List, m.Coordinator, 0), len(m.List))
+	}
 	if !n.view.alive(m.Coordinator) {
 		// The view holds the named coordinator dead: it died since the lap
 		// collected it, or the view is behind (a paused member resumed).
@@ -263,7 +274,7 @@ func (r *ring) onCoordinator(m Message) {
 			r.join()
 		}
 		r.timer = min(r.timer, doubtTicks(n, hops))
-		r.announce(m, at)
+		r.passOn(m, at)
 		return
 	}
 	if m.Value.ID == m.Coordinator {
@@ -272,9 +283,9 @@ func (r *ring) onCoordinator(m Message) {
 	}
 	r.record(m.Coordinator, m.Term, hops)
 	if at < 0 {
-		r.coord = m // a straggler outside the list, told by the member that gave up on it (lap.announce)
+		r.coord = m // told directly (View mode), or a straggler outside the list, told by the member that gave up on it (lap.announce)
 	} else {
-		r.announce(m, at)
+		r.passOn(m, at)
 	}
 	n.maybePreempt()
 }

@@ -38,15 +38,17 @@ func TestRingSingleInitiatorCounts(t *testing.T) {
 				if c != w.highestLive() || term.Tag() != Tag(c) {
 					t.Fatalf("coordinator %s term %s, want %s", c, term, w.highestLive())
 				}
-				wantElection, wantAck := m, 0
+				// Textbook mode's COORDINATOR lap takes m hops back to the
+				// member that turned it; View mode tells the m - 1 others.
+				wantElection, wantAck, wantCoord := m, 0, m-1
 				if mode == Textbook {
-					wantElection, wantAck = m+k, 2*m
+					wantElection, wantAck, wantCoord = m+k, 2*m, m
 				}
 				if got := w.sent[MsgElection]; got != wantElection {
 					t.Errorf("ELECTION messages = %d, want %d (m=%d, dead=%d)", got, wantElection, m, k)
 				}
-				if got := w.sent[MsgCoordinator]; got != m {
-					t.Errorf("COORDINATOR messages = %d, want %d", got, m)
+				if got := w.sent[MsgCoordinator]; got != wantCoord {
+					t.Errorf("COORDINATOR messages = %d, want %d", got, wantCoord)
 				}
 				if got := w.sent[MsgAck]; got != wantAck {
 					t.Errorf("ACK messages = %d, want %d", got, wantAck)
@@ -110,8 +112,9 @@ func TestRingConcurrentInitiatorsAgree(t *testing.T) {
 		if got := w.sent[MsgElection]; got != 2*n-1 {
 			t.Errorf("ELECTION messages = %d, want %d", got, 2*n-1)
 		}
-		if got := w.sent[MsgCoordinator]; got != n {
-			t.Errorf("COORDINATOR messages = %d, want %d", got, n)
+		// The member that turned the lap tells the n - 1 others (View mode).
+		if got := w.sent[MsgCoordinator]; got != n-1 {
+			t.Errorf("COORDINATOR messages = %d, want %d", got, n-1)
 		}
 	})
 	t.Run("all falling", func(t *testing.T) {
@@ -347,8 +350,8 @@ func TestViewSuspectedCoordinator(t *testing.T) {
 				w.sent = [NumMsgTypes]int{}
 				asked := 0 // ELECTION hops that ask for an Ack
 				w.observe = func(m Message) {
-					if m.Type != MsgElection {
-						return
+					if m.Type != MsgElection || alg == Peterson && (m.Phase == wakeAll || m.Phase == ringReport) {
+						return // not a hop: sent directly (peterson.wakeAll, petersonRing.report)
 					}
 					if m.Coordinator == m.To {
 						asked++

@@ -205,6 +205,42 @@ func (l *lap) announce(m Message, at int) {
 	}
 }
 
+// tell announces the election's outcome m from position at (in its list,
+// or on the ring). In View mode it goes straight to every other live
+// member of the view, highest rated first (the coordinator and its
+// watchers, whose detectors act, hear it first): the same n − 1 messages
+// as a COORDINATOR lap, one hop of latency instead of a lap, and a member
+// the election passed by (a straggler, one that joined late) is told as
+// well. Textbook mode, which has no view of who works, sends the lap.
+func (l *lap) tell(m Message, at int) {
+	n := l.n
+	if n.cfg.Mode != View {
+		l.announce(m, at)
+		return
+	}
+	m.List, m.Index = nil, 0 // nobody passes it on
+	l.coord, l.coordTo = m, ""
+	n.reserve(n.liveCount() - 1)
+	r := n.view.r
+	for k := r.Len() - 1; k >= 0; k-- {
+		if id := r.ByRank(k).ID; id != n.self.ID && n.view.alive(id) {
+			m.To = id
+			n.send(m)
+		}
+	}
+}
+
+// passOn takes an announcement this node has been told: a lap (Textbook
+// mode) goes on from position at; one told directly (View mode, tell)
+// ends here.
+func (l *lap) passOn(m Message, at int) {
+	if l.n.cfg.Mode == View {
+		l.coord = m
+		return
+	}
+	l.announce(m, at)
+}
+
 // restart abandons the election and starts the next one, in a new term,
 // which every other node joins when its first message reaches it (in the
 // active/relay ring, nodes that time out together start the same one); a
