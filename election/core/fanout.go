@@ -128,8 +128,8 @@ func (n *Node) heartbeatFast(ws []string) {
 // in the round's slot: those whose position in the roster's ring order
 // is the round's number modulo the period (the others hear every round).
 // Every position is in one slot, so each rest member hears a round once
-// a period. The round's number counts the intervals of the host's clock
-// (Node.round), not the term's rounds: the names a member leads share
+// a period. The round's number counts the intervals of the driver's
+// clock (Node.round), not the term's rounds: the names a member leads share
 // their roster's ring order, so in each interval their rounds visit the
 // same members, which the group sends one packet each.
 func (n *Node) heartbeatRotation(every uint32) {
@@ -144,11 +144,18 @@ func (n *Node) heartbeatRotation(every uint32) {
 	}
 }
 
-// round is the number of the host's heartbeat interval this node is in,
-// on the driver's clock (born + now ticks): interval k runs from tick
-// k·H + 1 to tick (k+1)·H, the round instant at which a driver that holds
-// routine heartbeats for the instants (group.Group) sends them.
-func (n *Node) round() int { return max(n.born+n.now-1, 0) / n.cfg.HeartbeatInterval }
+// round is the number of the heartbeat interval this node is in, on the
+// driver's clock when it sets one (Host.SetClock), else on the node's
+// own: interval k runs from tick k·H + 1 to tick (k+1)·H, the round
+// instant at which a driver that holds routine heartbeats for the
+// instants (group.Group) sends them.
+func (n *Node) round() int {
+	t := n.now
+	if n.cfg.clocked {
+		t = n.cfg.clock
+	}
+	return max(t-1, 0) / n.cfg.HeartbeatInterval
+}
 
 // heartbeatEvery is the Every to send id outside a round (it has just come
 // up): 0 when it hears every round.

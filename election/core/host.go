@@ -37,21 +37,21 @@ func (h *Host) Config() Config { return h.shared.Config }
 // NewNode returns a node of the host: member id of roster, in state
 // sleep, as NewNode returns it for the host's configuration with that ID
 // and Roster.
-func (h *Host) NewNode(id string, roster *Roster) (*Node, error) { return h.NewNodeAt(id, roster, 0) }
-
-// NewNodeAt is NewNode for a driver whose clock had counted tick ticks
-// when it built the node. The nodes a driver builds at different ticks
-// and then ticks together number their heartbeat intervals alike
-// (fanout.go: the rotation), so the rounds of the names a member leads
-// go to the same members in each interval.
-func (h *Host) NewNodeAt(id string, roster *Roster, tick int) (*Node, error) {
+func (h *Host) NewNode(id string, roster *Roster) (*Node, error) {
 	n := new(Node)
 	if err := h.InitNode(n, id, roster); err != nil {
 		return nil, err
 	}
-	n.born = max(tick, 0)
 	return n, nil
 }
+
+// SetClock tells the host's nodes the driver's clock, in ticks, for a
+// driver that ticks them together (group.Group): it sets it whenever the
+// clock moves, before it calls into them. Their heartbeat rotations then
+// number the intervals on that clock, not on each node's own, so the
+// rounds of the names a member leads go to the same members in each
+// interval (fanout.go). Without it a node numbers them on its own clock.
+func (h *Host) SetClock(tick int) { h.clock, h.clocked = tick, true }
 
 // InitNode is NewNode in memory the caller provides (see the package's
 // InitNode).

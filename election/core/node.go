@@ -43,8 +43,7 @@ type Node struct {
 	term        Term   // highest term seen
 	coordinator string // the node followed; "" when none
 
-	now  int // ticks since NewNode
-	born int // the driver's ticks when it built the node (Host.NewNodeAt)
+	now int // ticks since NewNode
 	// deadline caches NextDeadline until the next input (0: not known);
 	// every exported method that may change a timer clears it (input).
 	deadline int
@@ -71,6 +70,9 @@ type Node struct {
 type shared struct {
 	Config
 	pool *msgPool
+	// clock is the driver's clock, when it sets it (clocked: Host.SetClock).
+	clock   int
+	clocked bool
 }
 
 // msgPool keeps small message buffers (of at most maxIdleMessages) that

@@ -140,6 +140,7 @@ func New(cfg core.Config) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
+	host.SetClock(0)
 	g := &Group{cfg: host.Config(), hosts: map[int]*core.Host{0: host}, memberIdx: make(map[string]int32, cfg.Roster.Len()),
 		names: make(map[string]*entry), abstain: make(map[string]map[string]bool)}
 	g.cfg.ID = cfg.ID
@@ -361,7 +362,7 @@ func (g *Group) newNode(e *entry) (*core.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.NewNodeAt(g.cfg.ID, r, g.now)
+	return h.NewNode(g.cfg.ID, r)
 }
 
 // host returns the host of the nodes that run with quorum size q (0: the
@@ -376,8 +377,18 @@ func (g *Group) host(q int) (*core.Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.SetClock(g.now)
 	g.hosts[q] = h
 	return h, nil
+}
+
+// setClock tells the hosts the group's clock (core.Host.SetClock), whenever
+// it moves and before the nodes hear of it: the names' heartbeat
+// rotations number the intervals on it.
+func (g *Group) setClock() {
+	for _, h := range g.hosts {
+		h.SetClock(g.now)
+	}
 }
 
 // roster builds e's roster: the base roster (base) when e's ratings and

@@ -215,6 +215,7 @@ func (g *Group) Skip(k int) {
 		}
 		g.skipNodes(d - 1)
 		g.now++
+		g.setClock()
 		g.realign()
 		for _, e := range g.list {
 			e.node.Skip(1)
@@ -229,6 +230,7 @@ func (g *Group) skipNodes(k int) {
 		return
 	}
 	g.now += k
+	g.setClock()
 	for _, e := range g.list {
 		e.node.Skip(k)
 	}
@@ -248,6 +250,7 @@ func (g *Group) Advance(k int) {
 		g.out.flush = true
 	}
 	g.now += k
+	g.setClock()
 	for _, e := range g.list {
 		e.node.Advance(k)
 	}
