@@ -104,7 +104,7 @@
 // coordinator, so the watchers of all the names a member leads are
 // among its successors, and its heartbeat rotation, which follows the
 // ring order shared by every name and numbers the intervals on the
-// group's clock (core.Host.NewNodeAt), visits the same members in the
+// group's clock (core.Host.SetClock), visits the same members in the
 // same interval for all its names. However many names a member leads, it
 // sends one packet per interval to each of its successors and to about
 // HeartbeatBatch (B) others: at most 3W + B members a round (17 with the
