@@ -258,11 +258,13 @@ func (e *Elector) flush() {
 	// group took any), hands it over.
 	for _, el := range e.touched {
 		if !el.readied {
-			rd := el.node().Ready()
+			n := el.node()
+			rd := n.Ready()
 			el.account(rd)
 			if el == e.def {
 				e.viewChanged = e.viewChanged || rd.ViewChanged
 			}
+			n.Done() // the node gives its Ready back to the group's host
 		}
 		el.readied = false
 	}

@@ -89,6 +89,9 @@ type Group struct {
 	counts      Counters // since the last Ready
 	rd          Ready
 	updatesPeak int // the high-water mark of rd.Updates (fit)
+	// readies are the copies of the nodes' Readies that rd.Updates
+	// point to, but for the harvested ones (collect).
+	readies []core.Ready
 }
 
 // member is what the group knows of a member.
