@@ -81,6 +81,12 @@ type Elector struct {
 	holdEvery    int  // ticks between two reads of an unchanged node's hold
 	// origin is when Run started: the group's tick 0 on the monotonic clock.
 	origin time.Time
+	// made is when the Elector was made, on the monotonic clock: the
+	// names' instants are kept as durations since (Election.unsettledAt).
+	made time.Time
+	// lastHold is the last holdView made, which the next name whose
+	// holds are the same shares (holdView).
+	lastHold *holdView
 	// due is the tick the loop is due to wake at (wake.go): the group's
 	// next deadline, or the next sample of its lateness if that is
 	// sooner; armed is the tick its timer is set for (-1: not set).
@@ -140,6 +146,7 @@ func New(cfg Config) (*Elector, error) {
 		return nil, err
 	}
 	e := &Elector{
+		made:         time.Now(),
 		cfg:          cfg,
 		id:           cc.ID,
 		self:         self,

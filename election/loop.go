@@ -66,7 +66,7 @@ func (e *Elector) loopStart() *time.Timer {
 	timer := time.NewTimer(time.Hour)
 	e.armed = -1
 	e.origin = time.Now()
-	e.log.Info("elector running", "algorithm", e.self.Algorithm, "rating", e.def.status.Rating,
+	e.log.Info("elector running", "algorithm", e.self.Algorithm, "rating", e.def.status.rating,
 		"non_voter", e.self.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters,
 		"elections", e.g.Len())
 	e.view.Lock()
@@ -280,7 +280,7 @@ func (e *Elector) flush() {
 		n := el.node()
 		el.observe(n.Status(), n.Electing(), viewChanged)
 		el.record()
-		if n.HandoffPending() && el.workSpan == 0 {
+		if n.HandoffPending() && el.workSpan() == 0 {
 			// The leader work has stopped (or there is none): pass the
 			// role on; the next flush sends what that queued.
 			_ = e.g.With(el.name, func(n *core.Node) error { n.CompleteHandoff(); return nil })
@@ -321,12 +321,12 @@ func (e *Elector) dropped(c group.Counters) {
 func (e *Elector) endWork() {
 	keep := e.working[:0]
 	for _, el := range e.working {
-		if el.workSpan != 0 && el.workDone.Load() >= el.workSpan {
-			el.workSpan = 0
+		if w := el.workSpan(); w != 0 && el.workDone.Load() >= w {
+			el.lead.workSpan = 0
 			e.touch(el)
 			continue
 		}
-		if el.workSpan != 0 && !el.removed {
+		if el.workSpan() != 0 && !el.removed {
 			keep = append(keep, el)
 		}
 	}
@@ -533,7 +533,9 @@ func (e *Elector) handoff(events <-chan Event) {
 			for _, el := range waiting {
 				if el.node().HandoffPending() {
 					el.logger().Warn("leader work still running after StopTimeout; handing off anyway", "timeout", e.cfg.StopTimeout)
-					el.workSpan = 0
+					if el.lead != nil {
+						el.lead.workSpan = 0
+					}
 					e.touch(el)
 				}
 			}

@@ -88,18 +88,19 @@ type spanRun struct {
 // startSpan starts the span of l (this node leads): a new context, and
 // Number one past the previous span's if that was in the same term.
 func (el *Election) startSpan(l Leadership) *spanRun {
+	ld := el.leader()
 	n := 1
-	if el.lastSpan.Term == l.Term {
-		n = el.lastSpan.Number + 1
+	if ld.lastSpan.Term == l.Term {
+		n = ld.lastSpan.Number + 1
 	}
-	el.lastSpan = Span{Term: l.Term, Number: n, el: el}
-	el.spans++
+	ld.lastSpan = Span{Term: l.Term, Number: n, el: el}
+	ld.spans++
 	parent := el.e.runCtx
 	if parent == nil {
 		parent = context.Background() // a span before Run: its context ends with the span
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(parent, spanKey{}, el.lastSpan))
-	run := &spanRun{span: el.lastSpan, ctx: ctx, cancel: cancel, work: el.spans}
+	ctx, cancel := context.WithCancel(context.WithValue(parent, spanKey{}, ld.lastSpan))
+	run := &spanRun{span: ld.lastSpan, ctx: ctx, cancel: cancel, work: ld.spans}
 	el.leading.Store(run)
 	return run
 }
