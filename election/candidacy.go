@@ -331,9 +331,18 @@ func (c *candidacies) flush() {
 		p.sent = c.version
 		p.set(flagSendFull, false)
 	}
-	clear(c.changes)
-	c.changes, c.base = c.changes[:0], c.version
+	if cap(c.changes) > maxKeptChanges {
+		c.changes = nil // a burst (names added by the thousand): not kept
+	} else {
+		clear(c.changes)
+		c.changes = c.changes[:0]
+	}
+	c.base = c.version
 }
+
+// maxKeptChanges is the room for changes a statement keeps once they are
+// sent.
+const maxKeptChanges = 64
 
 // digest sends every live member that runs named elections, and has been
 // sent nothing for digestEvery ticks, this member's statement's version

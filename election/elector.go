@@ -103,6 +103,7 @@ type Elector struct {
 	// may still run (Election.workSpan set).
 	workWake chan struct{}
 	working  []*Election
+	spans    uint64 // the spans this member has started, of every name (spanRun.work)
 
 	// view is held (written) by the loop while it hands the group
 	// anything (a turn of the loop: the event or request and the flush

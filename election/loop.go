@@ -321,7 +321,7 @@ func (e *Elector) dropped(c group.Counters) {
 func (e *Elector) endWork() {
 	keep := e.working[:0]
 	for _, el := range e.working {
-		if w := el.workSpan(); w != 0 && el.workDone.Load() >= w {
+		if w := el.workSpan(); w != 0 && el.notify.workDone.Load() >= w {
 			el.lead.workSpan = 0
 			e.touch(el)
 			continue

@@ -106,10 +106,12 @@ type Election struct {
 	// term OnNewLeader got.
 	announcedCoordinator string
 	announcedTerm        uint64
-	workDone             atomic.Uint64 // the work of the last span whose leader work returned (markWorkDone)
-	lease                atomic.Pointer[leaseState]
-	holds                *holdView // the start-up hold, while it may change, and the node's hold, as last observed
-	holdRead             int       // the name's node tick the hold was last read at
+	// lastSpanTerm and lastSpanNumber are the Term and Number of the
+	// last span this member started (0: none).
+	lastSpanTerm uint64
+	lease        atomic.Pointer[leaseState]
+	holds        *holdView // the start-up hold, while it may change, and the node's hold, as last observed
+	holdRead     int       // the name's node tick the hold was last read at
 	// peers are the other members' candidacies for the name, as their
 	// statements say (candidacy.go).
 	peers candidateBits
@@ -118,15 +120,16 @@ type Election struct {
 	obs    atomic.Pointer[observers] // nil until the first Observe or Subscribe
 	notify *notifier
 
-	state         core.State // the node's State at the last look (status)
-	electing      bool       // the node's Electing at the last look
-	isolated      bool       // core.Node.Isolated at the last look (observeIsolated)
-	electionBegan bool       // the node started an election during this flush
-	startupOpen   bool       // the start-up hold is not over yet
-	holdWarned    bool       // the hold in force has been logged at Warn
-	touched       bool       // in Elector.touched: reported on at this flush
-	readied       bool       // the group handed an Update of it at this flush
-	removed       bool       // Close has ended it
+	lastSpanNumber int32
+	state          core.State // the node's State at the last look (status)
+	electing       bool       // the node's Electing at the last look
+	isolated       bool       // core.Node.Isolated at the last look (observeIsolated)
+	electionBegan  bool       // the node started an election during this flush
+	startupOpen    bool       // the start-up hold is not over yet
+	holdWarned     bool       // the hold in force has been logged at Warn
+	touched        bool       // in Elector.touched: reported on at this flush
+	readied        bool       // the group handed an Update of it at this flush
+	removed        bool       // Close has ended it
 }
 
 // nodeStatus is what Election keeps of its node's core.Status besides
@@ -137,18 +140,14 @@ type nodeStatus struct {
 	rating      int64
 }
 
-// leaderState is what a member keeps of a name once it has led it, or
-// been asked to verify that it leads it: its spans, its leader work and
-// lease, the VerifyLeader calls waiting. Made when first needed (lead),
-// it stays: span numbers go on from the last.
+// leaderState is what a member keeps of a name while it leads it, its
+// leader work runs, its lease is asked for or VerifyLeader calls wait:
+// made when first needed (leader), dropped when none of these holds
+// (dropLeader).
 type leaderState struct {
-	// lastSpan is the last span this member started, and spans how many
-	// it has started.
-	lastSpan Span
-	spans    uint64
 	// workSpan is the spanRun.work of the span whose leader work (Claim,
 	// OnStartedLeading) may still run, 0 when none does; a hand-off
-	// waits for it (Election.workDone, Elector.workWake).
+	// waits for it (notifier.workDone, Elector.workWake).
 	workSpan  uint64
 	leaseAsk  time.Duration // Update.Lease: the lease this member last asked for
 	verifiers []verifier    // VerifyLeader calls waiting for their round
@@ -162,6 +161,14 @@ func (el *Election) leader() *leaderState {
 	return el.lead
 }
 
+// dropLeader lets the name's leaderState go once this member neither
+// leads the name nor waits for anything of its lead.
+func (el *Election) dropLeader() {
+	if l := el.lead; l != nil && el.leading.Load() == nil && l.workSpan == 0 && l.leaseAsk == 0 && len(l.verifiers) == 0 {
+		el.lead = nil
+	}
+}
+
 // workSpan is leaderState.workSpan: 0 for a member that never led.
 func (el *Election) workSpan() uint64 {
 	if el.lead == nil {
@@ -170,7 +177,7 @@ func (el *Election) workSpan() uint64 {
 	return el.lead.workSpan
 }
 
-// leaseAsk is leaderState.leaseAsk: 0 for a member that never led.
+// leaseAsk is leaderState.leaseAsk: 0 while this member does not lead.
 func (el *Election) leaseAsk() time.Duration {
 	if el.lead == nil {
 		return 0

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coordelect/coordelect/election/core"
@@ -203,11 +204,14 @@ type notifier struct {
 	// OnStoppedLeading. Owned by the running goroutine; the next one
 	// starts under mu after it returned under mu.
 	started uint64
-	mu      sync.Mutex
-	queue   []notification
-	held    bool           // no delivery before begin (Run has not started)
-	running bool           // a goroutine delivers the queue
-	wg      sync.WaitGroup // that goroutine
+	// workDone is the work of the last span whose leader work returned
+	// (Election.markWorkDone), which the loop reads.
+	workDone atomic.Uint64
+	mu       sync.Mutex
+	queue    []notification
+	held     bool           // no delivery before begin (Run has not started)
+	running  bool           // a goroutine delivers the queue
+	wg       sync.WaitGroup // that goroutine
 }
 
 // newNotifier returns the notifier of cb, or nil when cb sets no

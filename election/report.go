@@ -51,6 +51,7 @@ func (el *Election) observe(st core.Status, electing, viewChanged bool) {
 		el.changeLeader(el.leadership())
 	}
 	el.observeQuiet()
+	el.dropLeader()
 	if el.observeIsolated() {
 		changed = true
 	}
@@ -277,7 +278,7 @@ func (el *Election) instant(tick int) time.Time {
 // OnStartedLeading) of the name's span numbered work (spanRun.work) has
 // returned, and that of every span before it. It never blocks.
 func (el *Election) markWorkDone(work uint64) {
-	el.workDone.Store(work)
+	el.notify.workDone.Store(work)
 	select {
 	case el.e.workWake <- struct{}{}:
 	default:

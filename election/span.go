@@ -79,28 +79,28 @@ type spanRun struct {
 	// OnStartedLeading; cancel ends it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// work numbers the span's leader work among every span this node has
-	// started (from 1): the notifier reports it done (markWorkDone) in
-	// that order.
+	// work numbers the span's leader work among every span this member
+	// has started, of any name (Elector.spans, from 1): the name's
+	// notifier reports it done (markWorkDone) in that order.
 	work uint64
 }
 
 // startSpan starts the span of l (this node leads): a new context, and
 // Number one past the previous span's if that was in the same term.
 func (el *Election) startSpan(l Leadership) *spanRun {
-	ld := el.leader()
 	n := 1
-	if ld.lastSpan.Term == l.Term {
-		n = ld.lastSpan.Number + 1
+	if el.lastSpanTerm == l.Term {
+		n = int(el.lastSpanNumber) + 1
 	}
-	ld.lastSpan = Span{Term: l.Term, Number: n, el: el}
-	ld.spans++
+	el.lastSpanTerm, el.lastSpanNumber = l.Term, int32(n)
+	span := Span{Term: l.Term, Number: n, el: el}
+	el.e.spans++
 	parent := el.e.runCtx
 	if parent == nil {
 		parent = context.Background() // a span before Run: its context ends with the span
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(parent, spanKey{}, ld.lastSpan))
-	run := &spanRun{span: ld.lastSpan, ctx: ctx, cancel: cancel, work: ld.spans}
+	ctx, cancel := context.WithCancel(context.WithValue(parent, spanKey{}, span))
+	run := &spanRun{span: span, ctx: ctx, cancel: cancel, work: el.e.spans}
 	el.leading.Store(run)
 	return run
 }

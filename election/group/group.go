@@ -60,6 +60,9 @@ type Group struct {
 	names   map[string]*entry
 	list    []*entry                   // the names in the order they were added
 	abstain map[string]map[string]bool // name -> peers that do not stand for it (PeerCandidate)
+	// abstainPeak is the most names abstain has held since it was made
+	// (shrinkAbstain).
+	abstainPeak int
 
 	// shared is the base roster (base), built for the membership
 	// version sharedAt from the members baseRing: the roster of the
