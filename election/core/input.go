@@ -322,7 +322,7 @@ func (n *Node) Advance(k int) {
 		// newer term without its coordinator): try again after K intervals
 		// (a released follower: once the hand-off's lap or announcement is
 		// due).
-		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.hand.releaseDue {
+		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.hand.releaseDue() {
 			n.idle = 0
 			n.startElection(CauseLeaderless)
 		}

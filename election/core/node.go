@@ -1,6 +1,9 @@
 package core
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // The kernel: the Node, the state of the parts that keep no logic of their
 // own (hand-off, start-up holds), the Ready it fills (the outbox) and the
@@ -28,7 +31,7 @@ type Node struct {
 	// a node that leads or runs a pre-vote needs is made when first
 	// needed, and the Ready only while something is queued, counted or
 	// handed over (outbox). A host of many names keeps a Node per name:
-	// it is 632 bytes, the 640-byte allocation class with the allocator's
+	// it is 568 bytes, the 576-byte allocation class with the allocator's
 	// header.
 	alg  algorithm
 	self Peer
@@ -145,11 +148,11 @@ type outbox struct {
 	handed      bool // rd has been handed over
 	counted     bool // rd's Counters hold something
 	statusDirty bool
-	state       State // the last Ready's Status: State, Coordinator, Term, Rating
+	state       State  // the last Ready's Status: State, Coordinator, Term, Rating
+	heartbeats  uint32 // heartbeats received, not yet in rd's Counters (countReceived)
 	coordinator string
 	term        Term
 	rating      int64
-	heartbeats  uint64 // heartbeats received, not yet in rd's Counters
 	rd          *Ready // nil: none held (a node of a Host)
 }
 
@@ -191,7 +194,7 @@ func (n *Node) Ready() *Ready {
 	rd := n.pending() // nothing queued or counted since the previous Ready: an empty one
 	o.handed = true
 	if o.heartbeats > 0 {
-		rd.Received[MsgHeartbeat] += o.heartbeats
+		rd.Received[MsgHeartbeat] += uint64(o.heartbeats)
 		o.heartbeats, o.counted = 0, true
 	}
 	if o.statusDirty {
@@ -300,9 +303,14 @@ func (n *Node) count() *Counters {
 
 // countReceived counts a message of type t that the node accepted: a
 // heartbeat in the outbox itself (a follower's only count between two
-// Readies: it holds no Ready for it), the others in the Ready.
+// Readies: it holds no Ready for it; the Ready being filled takes them
+// before the count would wrap), the others in the Ready.
 func (n *Node) countReceived(t MsgType) {
 	if t == MsgHeartbeat {
+		if n.out.heartbeats == math.MaxUint32 {
+			n.count().Received[MsgHeartbeat] += uint64(n.out.heartbeats)
+			n.out.heartbeats = 0
+		}
 		n.out.heartbeats++
 		return
 	}
@@ -436,10 +444,10 @@ type startupHolds struct {
 
 // expectation is the hold's state.
 type expectation struct {
-	voters  int  // live voters in the view at the previous check
-	seen    bool // the view has held ExpectVoters live voters at a check
-	settled bool // the hold is over; it never starts again
-	short   bool // the window ended it with fewer than ExpectVoters visible
+	voters  int32 // live voters in the view at the previous check
+	seen    bool  // the view has held ExpectVoters live voters at a check
+	settled bool  // the hold is over; it never starts again
+	short   bool  // the window ended it with fewer than ExpectVoters visible
 }
 
 // Startup is the start-up hold as a node reports it.
@@ -459,14 +467,25 @@ type Startup struct {
 // the node does not lead (Check fails) and its followers are not released
 // until CompleteHandoff or handoffEnd; a node that yielded does not
 // displace its successor.
+//
+// What a node that never gave the role up, was released by a hand-off or
+// asked for a preemption keeps of it is four flags: the rest (handoffTimes)
+// is made at its first write of something other than zero (more), and
+// let go when it is all zero again; its readers (handoff.go) read zero
+// without it.
 type handoff struct {
-	handingOff    bool   // stopped leading; waits for CompleteHandoff
-	yielded       bool   // resigned: do not displace the successor
-	handoffDirect bool   // handoffTo declares at once (TransferTo, preemption)
-	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
-	handoffTo     string // the member the role goes to ("": the next by rating)
-	handoffEnd    int    // tick at which the hand-off proceeds without the driver
-	yieldTo       string // the first coordinator it followed since: a later one may be displaced
+	handingOff    bool          // stopped leading; waits for CompleteHandoff
+	yielded       bool          // resigned: do not displace the successor
+	handoffDirect bool          // handoffTo declares at once (TransferTo, preemption)
+	handoffPass   bool          // the role is passed on (false: abdication, the followers elect)
+	rest          *handoffTimes // nil: all zero
+}
+
+// handoffTimes is the part of handoff that few nodes ever set.
+type handoffTimes struct {
+	handoffTo  string // the member the role goes to ("": the next by rating)
+	handoffEnd int    // tick at which the hand-off proceeds without the driver
+	yieldTo    string // the first coordinator it followed since: a later one may be displaced
 	// releaseDue: a follower released by a hand-off waits until this tick
 	// for the successor's lap (rings) or announcement (bully) to reach it
 	// before it elects (awaitSuccessor).

@@ -280,7 +280,7 @@ func (w *testNet) total(id string) Counters {
 	if !n.out.handed && n.out.rd != nil {
 		c.Add(&n.out.rd.Counters)
 	}
-	c.Received[MsgHeartbeat] += n.out.heartbeats
+	c.Received[MsgHeartbeat] += uint64(n.out.heartbeats)
 	return c
 }
 
