@@ -143,6 +143,7 @@ func (n *Node) skip(k int) {
 		return
 	}
 	n.now += k
+	n.hand.forget(n.now) // as tickHandoff
 	if n.det.health > 0 {
 		n.det.healthyFor += k
 	}

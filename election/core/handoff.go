@@ -123,10 +123,33 @@ func (n *Node) CompleteHandoff() {
 	}
 }
 
-// tickHandoff completes a hand-off the driver did not complete in time.
+// tickHandoff completes a hand-off the driver did not complete in time,
+// and forgets the ticks that have passed (the release, the preemption
+// wait: every reader reads a past tick as it reads 0; the hand-off's end
+// once it is over), so that the rest of a node's handoff goes once none
+// is ahead.
 func (n *Node) tickHandoff() {
 	if n.hand.handingOff && n.now >= n.hand.handoffEnd() {
 		n.CompleteHandoff()
+	}
+	n.hand.forget(n.now)
+}
+
+// forget drops the ticks of h's rest that have passed at now (skip does
+// it too, so that Skip(k) leaves what k Ticks leave).
+func (h *handoff) forget(now int) {
+	r := h.rest
+	if r == nil {
+		return
+	}
+	if r.releaseDue != 0 && now >= r.releaseDue {
+		h.setReleaseDue(0)
+	}
+	if r.preemptAfter != 0 && now >= r.preemptAfter {
+		h.setPreemptAfter(0)
+	}
+	if r.handoffEnd != 0 && !h.handingOff {
+		h.setHandoffEnd(0)
 	}
 }
 
