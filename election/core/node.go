@@ -419,6 +419,12 @@ func (n *Node) setCoordinator(c string) {
 	if c != n.coordinator {
 		n.algQuiet = false
 	}
+	if c != n.self.ID {
+		// Only a coordinator reads its fan-out, which becomeCoordinator
+		// makes anew (or resets) for each lead: one that stopped leading
+		// lets it go, as a node that never led has none.
+		n.det.fan = nil
+	}
 	n.coordinator, n.out.statusDirty = c, true
 }
 
