@@ -300,7 +300,7 @@ func (c *candidacies) added(el *Election) {
 // changed: this member's candidacy for el's name changed (or it runs the
 // name from now on).
 func (c *candidacies) changed(el *Election) {
-	c.record(CandidacyEntry{Name: el.name, Stand: !el.opts.Abstain && !c.e.self.NonVoter})
+	c.record(CandidacyEntry{Name: el.name, Stand: !el.abstain && !c.e.self.NonVoter})
 }
 
 // removed: this member no longer runs el's name; what it knows of the
@@ -402,7 +402,7 @@ func (c *candidacies) sendWhole(p *peerCandidacy, to string) {
 		c.buf = c.buf[:0]
 	}
 	for _, el := range c.e.list {
-		c.buf = append(c.buf, CandidacyEntry{Name: el.name, Stand: stand && !el.opts.Abstain})
+		c.buf = append(c.buf, CandidacyEntry{Name: el.name, Stand: stand && !el.abstain})
 		if len(c.buf) == maxCandidacyEntries {
 			out()
 		}

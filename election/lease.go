@@ -127,7 +127,7 @@ func (el *Election) VerifyLeader(ctx context.Context) error { return el.verify(c
 // node leads in now).
 func (el *Election) verify(ctx context.Context, term uint64, span int) error {
 	e := el.e
-	if e.cfg.QuorumSize == 0 && el.opts.QuorumSize == 0 {
+	if e.cfg.QuorumSize == 0 && el.quorumSize == 0 {
 		return ErrNoQuorumGuard
 	}
 	done := make(chan error, 1)
@@ -169,7 +169,7 @@ type verifier struct {
 // span number span of term.
 func (el *Election) inSpan(term uint64, span int) bool {
 	run := el.leading.Load()
-	return el.last.IsSelf && run != nil && run.span.Term == term && run.span.Number == span
+	return el.lastLeader().IsSelf && run != nil && run.span.Term == term && run.span.Number == span
 }
 
 // checkVerifiers answers the VerifyLeader calls whose round a majority has
@@ -179,7 +179,7 @@ func (el *Election) checkVerifiers() {
 	keep := l.verifiers[:0]
 	for _, v := range l.verifiers {
 		switch {
-		case !el.last.IsSelf || el.last.Term != v.term, v.span != 0 && !el.inSpan(v.term, v.span):
+		case !el.lastLeader().IsSelf || el.lastLeader().Term != v.term, v.span != 0 && !el.inSpan(v.term, v.span):
 			v.done <- ErrNotLeader
 		case el.node().Verified(v.seq):
 			v.done <- nil
@@ -197,7 +197,7 @@ func (el *Election) checkVerifiers() {
 // the send time of the round that gave the lease plus QuorumLease).
 func (el *Election) publishLease() {
 	run := el.leading.Load()
-	if !el.last.IsSelf || run == nil {
+	if !el.lastLeader().IsSelf || run == nil {
 		if el.lease.Load() != nil {
 			el.lease.Store(nil)
 		}
@@ -262,4 +262,4 @@ func (el *Election) observeLease() {
 }
 
 // guarded reports whether the name runs with the quorum guard.
-func (el *Election) guarded() bool { return el.e.cfg.QuorumSize > 0 || el.opts.QuorumSize > 0 }
+func (el *Election) guarded() bool { return el.e.cfg.QuorumSize > 0 || el.quorumSize > 0 }

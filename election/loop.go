@@ -560,7 +560,7 @@ func (el *Election) resignOnShutdown() bool {
 // succeeded reports whether every name of els knows a coordinator.
 func succeeded(els []*Election) bool {
 	for _, el := range els {
-		if !el.last.Known() {
+		if !el.lastLeader().Known() {
 			return false
 		}
 	}

@@ -89,12 +89,15 @@ type Election struct {
 	// is in lead, made when first needed, the holds are shared with the
 	// snapshot and with other names (holdView), and the observers are
 	// made by the first Observe or Subscribe.
-	opts group.Options // the name's ElectionOptions but its Callbacks (the notifier's)
-	upd  *Update       // what the next Update hands the Recorder; nil: nothing yet (u)
+	upd *Update // what the next Update hands the Recorder; nil: nothing yet (u)
 	// status is the node's Status at the last look (state is its State;
 	// its ID is the member's).
 	status nodeStatus
-	last   Leadership
+	// lastCoordinator and lastTerm are the Leadership last taken in
+	// (changeLeader; lastLeader).
+	lastCoordinator string
+	lastTerm        uint64
+	quorumSize      int // ElectionOptions.QuorumSize (options)
 	// leading is the span this member leads in, nil while it leads in
 	// none (span.go). Only the loop writes it.
 	leading atomic.Pointer[spanRun]
@@ -121,15 +124,33 @@ type Election struct {
 	notify *notifier
 
 	lastSpanNumber int32
-	state          core.State // the node's State at the last look (status)
-	electing       bool       // the node's Electing at the last look
-	isolated       bool       // core.Node.Isolated at the last look (observeIsolated)
-	electionBegan  bool       // the node started an election during this flush
-	startupOpen    bool       // the start-up hold is not over yet
-	holdWarned     bool       // the hold in force has been logged at Warn
-	touched        bool       // in Elector.touched: reported on at this flush
-	readied        bool       // the group handed an Update of it at this flush
-	removed        bool       // Close has ended it
+	// placement and abstain, with quorumSize, are the name's
+	// ElectionOptions but its Callbacks, which are the notifier's (options).
+	placement     Placement
+	abstain       bool
+	state         core.State // the node's State at the last look (status)
+	electing      bool       // the node's Electing at the last look
+	isolated      bool       // core.Node.Isolated at the last look (observeIsolated)
+	electionBegan bool       // the node started an election during this flush
+	startupOpen   bool       // the start-up hold is not over yet
+	holdWarned    bool       // the hold in force has been logged at Warn
+	touched       bool       // in Elector.touched: reported on at this flush
+	readied       bool       // the group handed an Update of it at this flush
+	removed       bool       // Close has ended it
+}
+
+// options returns the name's group.Options.
+func (el *Election) options() group.Options {
+	return group.Options{Placement: el.placement, Abstain: el.abstain, QuorumSize: el.quorumSize}
+}
+
+// lastLeader returns the Leadership last taken in: none, or a coordinator,
+// its term and whether it is this member (leadership).
+func (el *Election) lastLeader() Leadership {
+	if el.lastCoordinator == "" {
+		return Leadership{}
+	}
+	return Leadership{Coordinator: el.lastCoordinator, Term: el.lastTerm, IsSelf: el.lastCoordinator == el.e.id}
 }
 
 // nodeStatus is what Election keeps of its node's core.Status besides
@@ -271,7 +292,7 @@ func (e *Elector) Election(name string, opts ElectionOptions) (*Election, error)
 // (or under mu).
 func (e *Elector) addName(name string, opts ElectionOptions) (*Election, error) {
 	el := newElection(e, name, opts)
-	if err := e.g.Add(name, el.opts); err != nil {
+	if err := e.g.Add(name, el.options()); err != nil {
 		return nil, fmt.Errorf("election: Election(%q): %w", name, err)
 	}
 	e.namesMu.Lock()
@@ -288,7 +309,7 @@ func (e *Elector) addName(name string, opts ElectionOptions) (*Election, error) 
 
 // newElection makes the per-name state of name.
 func newElection(e *Elector, name string, opts ElectionOptions) *Election {
-	el := &Election{e: e, name: name, opts: group.Options{Placement: opts.Placement, Abstain: opts.Abstain, QuorumSize: opts.QuorumSize}}
+	el := &Election{e: e, name: name, placement: opts.Placement, abstain: opts.Abstain, quorumSize: opts.QuorumSize}
 	el.notify = newNotifier(opts.Callbacks, e.cfg.HeartbeatInterval, el.markWorkDone)
 	return el
 }
@@ -407,13 +428,13 @@ func (el *Election) SetCandidate(stand bool) error {
 			if el.removed {
 				return ErrNameClosed
 			}
-			if el.opts.Abstain == !stand {
+			if el.abstain == !stand {
 				return nil
 			}
 			if err := e.g.SetCandidate(el.name, stand); err != nil {
 				return err
 			}
-			el.opts.Abstain = !stand
+			el.abstain = !stand
 			e.cand.changed(el)
 			e.touch(el)
 			el.updateSnapshot()
@@ -429,7 +450,7 @@ func (el *Election) Candidate() bool {
 	}
 	var stand bool
 	_ = el.e.do(context.Background(), func() error {
-		stand = !el.opts.Abstain
+		stand = !el.abstain
 		return nil
 	})
 	return stand

@@ -46,7 +46,7 @@ func (el *Election) observe(st core.Status, electing, viewChanged bool) {
 	el.setStatus(st)
 	el.electing = electing
 	el.trackElection()
-	newLeader := el.leadership() != el.last
+	newLeader := el.leadership() != el.lastLeader()
 	if newLeader {
 		el.changeLeader(el.leadership())
 	}
@@ -62,7 +62,7 @@ func (el *Election) observe(st core.Status, electing, viewChanged bool) {
 		// Last: a subscriber that wakes on the new Leadership finds
 		// Status, the handler and Check (publishLease) saying the same.
 		if o := el.obs.Load(); o != nil {
-			o.publish(el.last)
+			o.publish(el.lastLeader())
 		}
 	}
 }
@@ -85,7 +85,7 @@ func (el *Election) record() {
 	if u == nil {
 		return // nothing changed
 	}
-	u.State, u.Term, u.Leader, u.Lease = el.state, uint64(el.status.term), el.last, el.leaseAsk()
+	u.State, u.Term, u.Leader, u.Lease = el.state, uint64(el.status.term), el.lastLeader(), el.leaseAsk()
 	if !u.empty() {
 		u.Election = el.name
 		el.e.rec.Record(*u)
@@ -223,8 +223,8 @@ func (el *Election) trackElection() {
 // led in before. OnNewLeader hears each (coordinator, term) once, however
 // often the coordinator is lost and found again in between.
 func (el *Election) changeLeader(l Leadership) {
-	prev := el.last
-	el.last = l
+	prev := el.lastLeader()
+	el.lastCoordinator, el.lastTerm = l.Coordinator, l.Term
 	if prev.IsSelf && el.leading.Load() != nil {
 		el.lease.Store(nil)
 		el.stopLeading()
@@ -290,7 +290,7 @@ func (el *Election) markWorkDone(work uint64) {
 // closed, its snapshot says stopped.
 func (el *Election) end() {
 	el.lease.Store(nil)
-	if el.last.IsSelf && el.leading.Load() != nil {
+	if el.lastLeader().IsSelf && el.leading.Load() != nil {
 		el.stopLeading()
 	}
 	if el.lead != nil {
@@ -299,7 +299,7 @@ func (el *Election) end() {
 		}
 		el.lead.verifiers = nil
 	}
-	el.last = Leadership{}
+	el.lastCoordinator, el.lastTerm = "", 0
 	el.state = core.StateSleep // a stopped node takes no steps: not "coordinator" any more
 	el.u().StateChanged, el.u().LeaderChanged, el.u().Ended = true, true, true
 	el.record()
@@ -307,6 +307,6 @@ func (el *Election) end() {
 	s.coordinator, s.stopped = "", true
 	el.snap.Store(&s) // before the observers close (observers)
 	if o := el.obs.Load(); o != nil {
-		o.close(el.last)
+		o.close(Leadership{})
 	}
 }

@@ -167,7 +167,7 @@ func (el *Election) updateSnapshot() {
 		holds:       el.holds,
 		state:       el.state,
 		electing:    el.electing,
-		nonVoter:    el.e.self.NonVoter || el.opts.Abstain,
+		nonVoter:    el.e.self.NonVoter || el.abstain,
 		sittingOut:  el.isolated,
 	})
 }
