@@ -104,6 +104,9 @@ type Elector struct {
 	workWake chan struct{}
 	working  []*Election
 	spans    uint64 // the spans this member has started, of every name (spanRun.work)
+	// beatsSent are the heartbeats sent of the names that have no
+	// Update yet (Election.countSent).
+	beatsSent sentCounts
 
 	// view is held (written) by the loop while it hands the group
 	// anything (a turn of the loop: the event or request and the flush

@@ -460,13 +460,60 @@ func (e *Elector) countSent(pairs []group.Pair, ok bool) {
 	}
 }
 
-// countSent counts one message of the name as sent, or as refused.
+// countSent counts one message of the name as sent, or as refused. A
+// heartbeat of a name that has no Update yet is counted in the Elector's
+// beatsSent, which the name's next Update takes (u): a leader sends one a
+// round and is seldom reported on in between, and would hold an Update
+// for it all along.
 func (el *Election) countSent(t core.MsgType, ok bool) {
 	if !ok {
 		el.u().SendFailed++
 		return
 	}
+	if t == core.MsgHeartbeat && el.upd == nil {
+		el.e.beatsSent.add(el)
+		return
+	}
 	el.u().Sent[t]++
+}
+
+// sentCounts counts the heartbeats sent of names that have no Update
+// (Election.countSent). Its map is made anew once it holds less than an
+// eighth of the names it held at most (a map keeps the room it grew to).
+type sentCounts struct {
+	m    map[*Election]uint64
+	peak int
+}
+
+func (s *sentCounts) add(el *Election) {
+	if s.m == nil {
+		s.m = make(map[*Election]uint64)
+	}
+	s.m[el]++
+	s.peak = max(s.peak, len(s.m))
+}
+
+// take returns el's count and forgets it.
+func (s *sentCounts) take(el *Election) uint64 {
+	k, ok := s.m[el]
+	if !ok {
+		return 0
+	}
+	delete(s.m, el)
+	if s.peak >= 64 && 8*len(s.m) <= s.peak {
+		m := make(map[*Election]uint64, len(s.m))
+		for x, v := range s.m {
+			m[x] = v
+		}
+		s.m, s.peak = m, len(m)
+	}
+	return k
+}
+
+// has reports whether el has a count.
+func (s *sentCounts) has(el *Election) bool {
+	_, ok := s.m[el]
+	return ok
 }
 
 // rosterClipAfter is how long the view goes unchanged before the names'

@@ -81,10 +81,10 @@ func (el *Election) observeQuiet() {
 // record hands the Recorder what changed since the previous Update, if
 // anything did.
 func (el *Election) record() {
-	u := el.upd
-	if u == nil {
+	if el.upd == nil && !el.e.beatsSent.has(el) {
 		return // nothing changed
 	}
+	u := el.u()
 	u.State, u.Term, u.Leader, u.Lease = el.state, uint64(el.status.term), el.lastLeader(), el.leaseAsk()
 	if !u.empty() {
 		u.Election = el.name
@@ -112,6 +112,7 @@ func (el *Election) u() *Update {
 		} else {
 			el.upd = new(Update)
 		}
+		el.upd.Sent[core.MsgHeartbeat] += e.beatsSent.take(el)
 	}
 	return el.upd
 }
