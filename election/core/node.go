@@ -58,7 +58,7 @@ type Node struct {
 	view view         // the members and which are dead (view.go)
 	pv   preVoteRound // the pre-vote (prevoteround.go; prevote.go, quorumround.go)
 
-	cfg *shared // its Host's configuration and message buffers (host.go)
+	cfg *shared // its Host's configuration and Readies (host.go)
 
 	out outbox // the Ready being filled (node.go)
 
