@@ -95,45 +95,71 @@ func (p *peerCandidacy) set(f peerFlags, on bool) {
 }
 
 // candidateBits are the members' candidacies for one name: for member i
-// (peerCandidacy.i), bit i%64 of word 2*(i/64) says that it runs the
-// name, of word 2*(i/64)+1 that it stands for it (one slice, which a
-// member of thousands of names keeps for each).
+// (peerCandidacy.i), bit i%64 of the first word of its 64's pair says
+// that it runs the name, of the second that it stands for it. A member
+// of thousands of names keeps them for each: the first 64 members' pair
+// is in place, the others' (more) made when one of them runs it.
 type candidateBits struct {
-	words []uint64
+	low  [2]uint64 // members 0 to 63: runs, stands
+	more *[]uint64 // the members from 64, two words per 64 as low; nil: none runs
+}
+
+// words returns the runs and stands words of member i's 64, made if grow
+// is set; nil, nil if they are not and are not made.
+func (b *candidateBits) words(i int, grow bool) (runs, stands *uint64) {
+	w := i / 64
+	if w == 0 {
+		return &b.low[0], &b.low[1]
+	}
+	k := 2 * (w - 1)
+	if b.more == nil || k >= len(*b.more) {
+		if !grow {
+			return nil, nil
+		}
+		if b.more == nil {
+			b.more = new([]uint64)
+		}
+		for len(*b.more) <= k {
+			*b.more = append(*b.more, 0, 0)
+		}
+	}
+	return &(*b.more)[k], &(*b.more)[k+1]
 }
 
 func (b *candidateBits) set(i int, runs, stands bool) {
-	w := 2 * (i / 64)
-	if w >= len(b.words) && !runs {
+	r, s := b.words(i, runs)
+	if r == nil {
 		return // clear already
 	}
-	for len(b.words) <= w {
-		b.words = append(b.words, 0, 0)
-	}
 	m := uint64(1) << (i % 64)
-	b.words[w] &^= m
-	b.words[w+1] &^= m
+	*r &^= m
+	*s &^= m
 	if runs {
-		b.words[w] |= m
+		*r |= m
 	}
 	if runs && stands {
-		b.words[w+1] |= m
+		*s |= m
 	}
 }
 
 func (b *candidateBits) get(i int) (runs, stands bool) {
-	w := 2 * (i / 64)
-	if w >= len(b.words) {
+	r, s := b.words(i, false)
+	if r == nil {
 		return false, false
 	}
 	m := uint64(1) << (i % 64)
-	return b.words[w]&m != 0, b.words[w+1]&m != 0
+	return *r&m != 0, *s&m != 0
 }
 
 func (b *candidateBits) empty() bool {
-	for w := 0; w < len(b.words); w += 2 {
-		if b.words[w] != 0 {
-			return false
+	if b.low[0] != 0 {
+		return false
+	}
+	if b.more != nil {
+		for w := 0; w < len(*b.more); w += 2 {
+			if (*b.more)[w] != 0 {
+				return false
+			}
 		}
 	}
 	return true
@@ -274,7 +300,7 @@ func (c *candidacies) added(el *Election) {
 // changed: this member's candidacy for el's name changed (or it runs the
 // name from now on).
 func (c *candidacies) changed(el *Election) {
-	c.record(CandidacyEntry{Name: el.name, Stand: !el.opts.Abstain && !c.e.self.NonVoter})
+	c.record(CandidacyEntry{Name: el.name, Stand: !el.abstain && !c.e.self.NonVoter})
 }
 
 // removed: this member no longer runs el's name; what it knows of the
@@ -331,9 +357,18 @@ func (c *candidacies) flush() {
 		p.sent = c.version
 		p.set(flagSendFull, false)
 	}
-	clear(c.changes)
-	c.changes, c.base = c.changes[:0], c.version
+	if cap(c.changes) > maxKeptChanges {
+		c.changes = nil // a burst (names added by the thousand): not kept
+	} else {
+		clear(c.changes)
+		c.changes = c.changes[:0]
+	}
+	c.base = c.version
 }
+
+// maxKeptChanges is the room for changes a statement keeps once they are
+// sent.
+const maxKeptChanges = 64
 
 // digest sends every live member that runs named elections, and has been
 // sent nothing for digestEvery ticks, this member's statement's version
@@ -367,7 +402,7 @@ func (c *candidacies) sendWhole(p *peerCandidacy, to string) {
 		c.buf = c.buf[:0]
 	}
 	for _, el := range c.e.list {
-		c.buf = append(c.buf, CandidacyEntry{Name: el.name, Stand: stand && !el.opts.Abstain})
+		c.buf = append(c.buf, CandidacyEntry{Name: el.name, Stand: stand && !el.abstain})
 		if len(c.buf) == maxCandidacyEntries {
 			out()
 		}

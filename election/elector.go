@@ -81,6 +81,12 @@ type Elector struct {
 	holdEvery    int  // ticks between two reads of an unchanged node's hold
 	// origin is when Run started: the group's tick 0 on the monotonic clock.
 	origin time.Time
+	// made is when the Elector was made, on the monotonic clock: the
+	// names' instants are kept as durations since (Election.unsettledAt).
+	made time.Time
+	// lastHold is the last holdView made, which the next name whose
+	// holds are the same shares (holdView).
+	lastHold *holdView
 	// due is the tick the loop is due to wake at (wake.go): the group's
 	// next deadline, or the next sample of its lateness if that is
 	// sooner; armed is the tick its timer is set for (-1: not set).
@@ -97,6 +103,10 @@ type Elector struct {
 	// may still run (Election.workSpan set).
 	workWake chan struct{}
 	working  []*Election
+	spans    uint64 // the spans this member has started, of every name (spanRun.work)
+	// beatsSent are the heartbeats sent of the names that have no
+	// Update yet (Election.countSent).
+	beatsSent sentCounts
 
 	// view is held (written) by the loop while it hands the group
 	// anything (a turn of the loop: the event or request and the flush
@@ -140,6 +150,7 @@ func New(cfg Config) (*Elector, error) {
 		return nil, err
 	}
 	e := &Elector{
+		made:         time.Now(),
 		cfg:          cfg,
 		id:           cc.ID,
 		self:         self,

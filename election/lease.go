@@ -127,7 +127,7 @@ func (el *Election) VerifyLeader(ctx context.Context) error { return el.verify(c
 // node leads in now).
 func (el *Election) verify(ctx context.Context, term uint64, span int) error {
 	e := el.e
-	if e.cfg.QuorumSize == 0 && el.opts.QuorumSize == 0 {
+	if e.cfg.QuorumSize == 0 && el.quorumSize == 0 {
 		return ErrNoQuorumGuard
 	}
 	done := make(chan error, 1)
@@ -141,7 +141,8 @@ func (el *Election) verify(ctx context.Context, term uint64, span int) error {
 			if seq == 0 {
 				return ErrNotLeader
 			}
-			el.verifiers = append(el.verifiers, verifier{seq: seq, term: uint64(el.node().Status().Term), span: span, done: done})
+			l := el.leader()
+			l.verifiers = append(l.verifiers, verifier{seq: seq, term: uint64(el.node().Status().Term), span: span, done: done})
 			return nil
 		})
 	})
@@ -168,16 +169,17 @@ type verifier struct {
 // span number span of term.
 func (el *Election) inSpan(term uint64, span int) bool {
 	run := el.leading.Load()
-	return el.last.IsSelf && run != nil && run.span.Term == term && run.span.Number == span
+	return el.lastLeader().IsSelf && run != nil && run.span.Term == term && run.span.Number == span
 }
 
 // checkVerifiers answers the VerifyLeader calls whose round a majority has
 // acknowledged, or whose leadership has ended.
 func (el *Election) checkVerifiers() {
-	keep := el.verifiers[:0]
-	for _, v := range el.verifiers {
+	l := el.lead
+	keep := l.verifiers[:0]
+	for _, v := range l.verifiers {
 		switch {
-		case !el.last.IsSelf || el.last.Term != v.term, v.span != 0 && !el.inSpan(v.term, v.span):
+		case !el.lastLeader().IsSelf || el.lastLeader().Term != v.term, v.span != 0 && !el.inSpan(v.term, v.span):
 			v.done <- ErrNotLeader
 		case el.node().Verified(v.seq):
 			v.done <- nil
@@ -185,8 +187,8 @@ func (el *Election) checkVerifiers() {
 			keep = append(keep, v)
 		}
 	}
-	clear(el.verifiers[len(keep):])
-	el.verifiers = keep
+	clear(l.verifiers[len(keep):])
+	l.verifiers = keep
 }
 
 // publishLease stores what Check reads: the term and span this node leads
@@ -195,7 +197,7 @@ func (el *Election) checkVerifiers() {
 // the send time of the round that gave the lease plus QuorumLease).
 func (el *Election) publishLease() {
 	run := el.leading.Load()
-	if !el.last.IsSelf || run == nil {
+	if !el.lastLeader().IsSelf || run == nil {
 		if el.lease.Load() != nil {
 			el.lease.Store(nil)
 		}
@@ -245,18 +247,19 @@ func (el *Election) observeIsolated() bool {
 // longer as the lease has stretched.
 func (el *Election) observeLease() {
 	ask := time.Duration(el.node().LeaseAsk()) * el.e.cfg.Tick
-	if ask == el.leaseAsk {
+	was := el.leaseAsk()
+	if ask == was {
 		return
 	}
 	switch base := el.e.cfg.QuorumLease; {
-	case ask > base && el.leaseAsk <= base:
+	case ask > base && was <= base:
 		el.logger().Info("quorum lease stretched: heartbeat round trips are slow", "lease", ask, "quorum_lease", base)
-	case ask == base && el.leaseAsk > base:
+	case ask == base && was > base:
 		el.logger().Info("quorum lease back to QuorumLease", "lease", ask)
 	}
-	el.leaseAsk = ask
+	el.leader().leaseAsk = ask
 	el.u().LeaseChanged = true
 }
 
 // guarded reports whether the name runs with the quorum guard.
-func (el *Election) guarded() bool { return el.e.cfg.QuorumSize > 0 || el.opts.QuorumSize > 0 }
+func (el *Election) guarded() bool { return el.e.cfg.QuorumSize > 0 || el.quorumSize > 0 }

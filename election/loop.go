@@ -66,7 +66,7 @@ func (e *Elector) loopStart() *time.Timer {
 	timer := time.NewTimer(time.Hour)
 	e.armed = -1
 	e.origin = time.Now()
-	e.log.Info("elector running", "algorithm", e.self.Algorithm, "rating", e.def.status.Rating,
+	e.log.Info("elector running", "algorithm", e.self.Algorithm, "rating", e.def.status.rating,
 		"non_voter", e.self.NonVoter, "quorum", e.cfg.QuorumSize, "expect", e.cfg.ExpectVoters,
 		"elections", e.g.Len())
 	e.view.Lock()
@@ -258,11 +258,13 @@ func (e *Elector) flush() {
 	// group took any), hands it over.
 	for _, el := range e.touched {
 		if !el.readied {
-			rd := el.node().Ready()
+			n := el.node()
+			rd := n.Ready()
 			el.account(rd)
 			if el == e.def {
 				e.viewChanged = e.viewChanged || rd.ViewChanged
 			}
+			n.Done() // the node gives its Ready back to the group's host
 		}
 		el.readied = false
 	}
@@ -278,7 +280,7 @@ func (e *Elector) flush() {
 		n := el.node()
 		el.observe(n.Status(), n.Electing(), viewChanged)
 		el.record()
-		if n.HandoffPending() && el.workSpan == 0 {
+		if n.HandoffPending() && el.workSpan() == 0 {
 			// The leader work has stopped (or there is none): pass the
 			// role on; the next flush sends what that queued.
 			_ = e.g.With(el.name, func(n *core.Node) error { n.CompleteHandoff(); return nil })
@@ -319,12 +321,12 @@ func (e *Elector) dropped(c group.Counters) {
 func (e *Elector) endWork() {
 	keep := e.working[:0]
 	for _, el := range e.working {
-		if el.workSpan != 0 && el.workDone.Load() >= el.workSpan {
-			el.workSpan = 0
+		if w := el.workSpan(); w != 0 && el.notify.workDone.Load() >= w {
+			el.lead.workSpan = 0
 			e.touch(el)
 			continue
 		}
-		if el.workSpan != 0 && !el.removed {
+		if el.workSpan() != 0 && !el.removed {
 			keep = append(keep, el)
 		}
 	}
@@ -458,13 +460,60 @@ func (e *Elector) countSent(pairs []group.Pair, ok bool) {
 	}
 }
 
-// countSent counts one message of the name as sent, or as refused.
+// countSent counts one message of the name as sent, or as refused. A
+// heartbeat of a name that has no Update yet is counted in the Elector's
+// beatsSent, which the name's next Update takes (u): a leader sends one a
+// round and is seldom reported on in between, and would hold an Update
+// for it all along.
 func (el *Election) countSent(t core.MsgType, ok bool) {
 	if !ok {
 		el.u().SendFailed++
 		return
 	}
+	if t == core.MsgHeartbeat && el.upd == nil {
+		el.e.beatsSent.add(el)
+		return
+	}
 	el.u().Sent[t]++
+}
+
+// sentCounts counts the heartbeats sent of names that have no Update
+// (Election.countSent). Its map is made anew once it holds less than an
+// eighth of the names it held at most (a map keeps the room it grew to).
+type sentCounts struct {
+	m    map[*Election]uint64
+	peak int
+}
+
+func (s *sentCounts) add(el *Election) {
+	if s.m == nil {
+		s.m = make(map[*Election]uint64)
+	}
+	s.m[el]++
+	s.peak = max(s.peak, len(s.m))
+}
+
+// take returns el's count and forgets it.
+func (s *sentCounts) take(el *Election) uint64 {
+	k, ok := s.m[el]
+	if !ok {
+		return 0
+	}
+	delete(s.m, el)
+	if s.peak >= 64 && 8*len(s.m) <= s.peak {
+		m := make(map[*Election]uint64, len(s.m))
+		for x, v := range s.m {
+			m[x] = v
+		}
+		s.m, s.peak = m, len(m)
+	}
+	return k
+}
+
+// has reports whether el has a count.
+func (s *sentCounts) has(el *Election) bool {
+	_, ok := s.m[el]
+	return ok
 }
 
 // rosterClipAfter is how long the view goes unchanged before the names'
@@ -531,7 +580,9 @@ func (e *Elector) handoff(events <-chan Event) {
 			for _, el := range waiting {
 				if el.node().HandoffPending() {
 					el.logger().Warn("leader work still running after StopTimeout; handing off anyway", "timeout", e.cfg.StopTimeout)
-					el.workSpan = 0
+					if el.lead != nil {
+						el.lead.workSpan = 0
+					}
 					e.touch(el)
 				}
 			}
@@ -556,7 +607,7 @@ func (el *Election) resignOnShutdown() bool {
 // succeeded reports whether every name of els knows a coordinator.
 func succeeded(els []*Election) bool {
 	for _, el := range els {
-		if !el.last.Known() {
+		if !el.lastLeader().Known() {
 			return false
 		}
 	}

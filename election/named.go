@@ -87,48 +87,167 @@ type Election struct {
 	name string
 
 	// The fields below are owned by the loop goroutine (or, before Run,
-	// by whoever holds e.mu).
-	opts     group.Options // the name's ElectionOptions but its Callbacks (the notifier's)
-	upd      *Update       // what the next Update hands the Recorder; nil: nothing yet (u)
-	status   core.Status
-	last     Leadership
-	leaseAsk time.Duration // Update.Lease: the lease this member last asked for
+	// by whoever holds e.mu). A member of thousands of names keeps an
+	// Election for each: what only a member that has led the name needs
+	// is in lead, made when first needed, the holds are shared with the
+	// snapshot and with other names (holdView), and the observers are
+	// made by the first Observe or Subscribe.
+	upd *Update // what the next Update hands the Recorder; nil: nothing yet (u)
+	// status is the node's Status at the last look (state is its State;
+	// its ID is the member's).
+	status nodeStatus
+	// lastCoordinator and lastTerm are the Leadership last taken in
+	// (changeLeader; lastLeader).
+	lastCoordinator string
+	lastTerm        uint64
+	quorumSize      int // ElectionOptions.QuorumSize (options)
 	// leading is the span this member leads in, nil while it leads in
 	// none (span.go). Only the loop writes it.
 	leading atomic.Pointer[spanRun]
-	// lastSpan is the last span this member started, and spans how many
-	// it has started.
-	lastSpan Span
-	spans    uint64
-	// unsettledSince is when this member lost the name's agreed coordinator.
-	unsettledSince time.Time
-	verifiers      []verifier // VerifyLeader calls waiting for their round
-	announced      Leadership // the last coordinator and term OnNewLeader got
-	// workSpan is the spanRun.work of the span whose leader work (Claim,
-	// OnStartedLeading) may still run, 0 when none does; a hand-off
-	// waits for it (workDone, Elector.workWake).
-	workSpan uint64
-	workDone atomic.Uint64
-	lease    atomic.Pointer[leaseState]
-	startup  core.Startup // the start-up hold, while it may change
-	hold     Hold         // the node's hold, as last observed (observeHold)
-	holdRead int          // the name's node tick the hold was last read at
+	lead    *leaderState // nil until this member first leads the name or verifies its lead
+	// unsettledAt is when this member lost the name's agreed coordinator,
+	// as the time since its Elector was made, plus one; 0: not lost.
+	unsettledAt time.Duration
+	// announcedCoordinator and announcedTerm are the last coordinator and
+	// term OnNewLeader got.
+	announcedCoordinator string
+	announcedTerm        uint64
+	// lastSpanTerm and lastSpanNumber are the Term and Number of the
+	// last span this member started (0: none).
+	lastSpanTerm uint64
+	lease        atomic.Pointer[leaseState]
+	holds        *holdView // the start-up hold, while it may change, and the node's hold, as last observed
+	holdRead     int       // the name's node tick the hold was last read at
 	// peers are the other members' candidacies for the name, as their
 	// statements say (candidacy.go).
 	peers candidateBits
 
-	electing      bool // the node's Electing at the last look
-	isolated      bool // core.Node.Isolated at the last look (observeIsolated)
-	electionBegan bool // the node started an election during this flush
-	startupOpen   bool // the start-up hold is not over yet
-	holdWarned    bool // the hold in force has been logged at Warn
-	touched       bool // in Elector.touched: reported on at this flush
-	readied       bool // the group handed an Update of it at this flush
-	removed       bool // Close has ended it
-
 	snap   atomic.Pointer[snapshot]
-	obs    observers
+	obs    atomic.Pointer[observers] // nil until the first Observe or Subscribe
 	notify *notifier
+
+	lastSpanNumber int32
+	// placement and abstain, with quorumSize, are the name's
+	// ElectionOptions but its Callbacks, which are the notifier's (options).
+	placement     Placement
+	abstain       bool
+	state         core.State // the node's State at the last look (status)
+	electing      bool       // the node's Electing at the last look
+	isolated      bool       // core.Node.Isolated at the last look (observeIsolated)
+	electionBegan bool       // the node started an election during this flush
+	startupOpen   bool       // the start-up hold is not over yet
+	holdWarned    bool       // the hold in force has been logged at Warn
+	touched       bool       // in Elector.touched: reported on at this flush
+	readied       bool       // the group handed an Update of it at this flush
+	removed       bool       // Close has ended it
+}
+
+// options returns the name's group.Options.
+func (el *Election) options() group.Options {
+	return group.Options{Placement: el.placement, Abstain: el.abstain, QuorumSize: el.quorumSize}
+}
+
+// lastLeader returns the Leadership last taken in: none, or a coordinator,
+// its term and whether it is this member (leadership).
+func (el *Election) lastLeader() Leadership {
+	if el.lastCoordinator == "" {
+		return Leadership{}
+	}
+	return Leadership{Coordinator: el.lastCoordinator, Term: el.lastTerm, IsSelf: el.lastCoordinator == el.e.id}
+}
+
+// nodeStatus is what Election keeps of its node's core.Status besides
+// the State (Election.state); the ID is the member's.
+type nodeStatus struct {
+	coordinator string
+	term        core.Term
+	rating      int64
+}
+
+// leaderState is what a member keeps of a name while it leads it, its
+// leader work runs, its lease is asked for or VerifyLeader calls wait:
+// made when first needed (leader), dropped when none of these holds
+// (dropLeader).
+type leaderState struct {
+	// workSpan is the spanRun.work of the span whose leader work (Claim,
+	// OnStartedLeading) may still run, 0 when none does; a hand-off
+	// waits for it (notifier.workDone, Elector.workWake).
+	workSpan  uint64
+	leaseAsk  time.Duration // Update.Lease: the lease this member last asked for
+	verifiers []verifier    // VerifyLeader calls waiting for their round
+}
+
+// leader returns the name's leaderState, making it if need be.
+func (el *Election) leader() *leaderState {
+	if el.lead == nil {
+		el.lead = new(leaderState)
+	}
+	return el.lead
+}
+
+// dropLeader lets the name's leaderState go once this member neither
+// leads the name nor waits for anything of its lead.
+func (el *Election) dropLeader() {
+	if l := el.lead; l != nil && el.leading.Load() == nil && l.workSpan == 0 && l.leaseAsk == 0 && len(l.verifiers) == 0 {
+		el.lead = nil
+	}
+}
+
+// workSpan is leaderState.workSpan: 0 for a member that never led.
+func (el *Election) workSpan() uint64 {
+	if el.lead == nil {
+		return 0
+	}
+	return el.lead.workSpan
+}
+
+// leaseAsk is leaderState.leaseAsk: 0 while this member does not lead.
+func (el *Election) leaseAsk() time.Duration {
+	if el.lead == nil {
+		return 0
+	}
+	return el.lead.leaseAsk
+}
+
+// verifying reports whether VerifyLeader calls wait.
+func (el *Election) verifying() bool { return el.lead != nil && len(el.lead.verifiers) > 0 }
+
+// sameStatus reports whether st is the status at the last look.
+func (el *Election) sameStatus(st core.Status) bool {
+	return st.State == el.state && st.Coordinator == el.status.coordinator && st.Term == el.status.term && st.Rating == el.status.rating
+}
+
+// setStatus takes st as the status at the last look.
+func (el *Election) setStatus(st core.Status) {
+	el.state, el.status = st.State, nodeStatus{coordinator: st.Coordinator, term: st.Term, rating: st.Rating}
+}
+
+// holdView is a name's start-up hold and hold as the loop last observed
+// them. It never changes once made: the name's Election and its
+// snapshot share it, and so do the names whose holds are the same
+// (Elector.holdView), which once settled are most.
+type holdView struct {
+	startup core.Startup
+	hold    Hold
+}
+
+// setHolds takes su and h as the name's start-up hold and hold.
+func (el *Election) setHolds(su core.Startup, h Hold) {
+	if v := el.holds; v != nil && v.startup == su && v.hold == h {
+		return
+	}
+	el.holds = el.e.holdView(su, h)
+}
+
+// holdView returns a holdView of su and h: the last one made, if it is
+// the same. On the loop (or under mu).
+func (e *Elector) holdView(su core.Startup, h Hold) *holdView {
+	if v := e.lastHold; v != nil && v.startup == su && v.hold == h {
+		return v
+	}
+	v := &holdView{startup: su, hold: h}
+	e.lastHold = v
+	return v
 }
 
 // Election starts the election named name on this member, or fails: a
@@ -176,7 +295,7 @@ func (e *Elector) Election(name string, opts ElectionOptions) (*Election, error)
 // (or under mu).
 func (e *Elector) addName(name string, opts ElectionOptions) (*Election, error) {
 	el := newElection(e, name, opts)
-	if err := e.g.Add(name, el.opts); err != nil {
+	if err := e.g.Add(name, el.options()); err != nil {
 		return nil, fmt.Errorf("election: Election(%q): %w", name, err)
 	}
 	e.namesMu.Lock()
@@ -193,7 +312,7 @@ func (e *Elector) addName(name string, opts ElectionOptions) (*Election, error) 
 
 // newElection makes the per-name state of name.
 func newElection(e *Elector, name string, opts ElectionOptions) *Election {
-	el := &Election{e: e, name: name, opts: group.Options{Placement: opts.Placement, Abstain: opts.Abstain, QuorumSize: opts.QuorumSize}}
+	el := &Election{e: e, name: name, placement: opts.Placement, abstain: opts.Abstain, quorumSize: opts.QuorumSize}
 	el.notify = newNotifier(opts.Callbacks, e.cfg.HeartbeatInterval, el.markWorkDone)
 	return el
 }
@@ -213,9 +332,10 @@ func (el *Election) logger() hclog.Logger {
 // hold, the snapshot and the first Update.
 func (el *Election) initial() {
 	n := el.node()
-	el.status = n.Status()
-	el.startup = n.Startup()
-	el.startupOpen = el.startup.Holding
+	el.setStatus(n.Status())
+	su := n.Startup()
+	el.setHolds(su, Hold{})
+	el.startupOpen = su.Holding
 	el.u().StateChanged = true
 	el.updateSnapshot()
 }
@@ -253,32 +373,33 @@ func (el *Election) node() *core.Node { return el.e.g.Node(el.name) }
 // Leader returns the coordinator this member reports for the name and its
 // term; ok is false while it knows none.
 func (el *Election) Leader() (id string, term uint64, ok bool) {
-	l := el.obs.current()
+	l := el.current()
 	return l.Coordinator, l.Term, l.Known()
 }
 
 // IsLeader reports whether this member is the name's coordinator and,
 // with the quorum guard, holds a valid lease (see Check).
 func (el *Election) IsLeader() bool {
-	l := el.obs.current()
+	l := el.current()
 	return l.IsSelf && el.Check(l.Term) == nil
 }
 
 // Observe returns a channel that always holds the newest Leadership of
 // the name (Elector.Observe). It is closed, after a final Leadership{},
 // when the name ends (Close) or Run returns.
-func (el *Election) Observe() <-chan Leadership { return el.obs.subscribe() }
+func (el *Election) Observe() <-chan Leadership { return el.observers().subscribe() }
 
 // Subscribe is Observe with an end (Elector.Subscribe).
 func (el *Election) Subscribe() *Subscription {
-	ch := el.obs.subscribeChan()
-	return &Subscription{C: ch, ch: ch, o: &el.obs}
+	o := el.observers()
+	ch := o.subscribeChan()
+	return &Subscription{C: ch, ch: ch, o: o}
 }
 
 // LeaderPayload returns the name's coordinator as this member reports
 // it, and what it publishes (Elector.LeaderPayload).
 func (el *Election) LeaderPayload() (l Leadership, payload string) {
-	l = el.obs.current()
+	l = el.current()
 	payload, _ = el.e.Payload(l.Coordinator)
 	return l, payload
 }
@@ -310,13 +431,13 @@ func (el *Election) SetCandidate(stand bool) error {
 			if el.removed {
 				return ErrNameClosed
 			}
-			if el.opts.Abstain == !stand {
+			if el.abstain == !stand {
 				return nil
 			}
 			if err := e.g.SetCandidate(el.name, stand); err != nil {
 				return err
 			}
-			el.opts.Abstain = !stand
+			el.abstain = !stand
 			e.cand.changed(el)
 			e.touch(el)
 			el.updateSnapshot()
@@ -332,7 +453,7 @@ func (el *Election) Candidate() bool {
 	}
 	var stand bool
 	_ = el.e.do(context.Background(), func() error {
-		stand = !el.opts.Abstain
+		stand = !el.abstain
 		return nil
 	})
 	return stand

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coordelect/coordelect/election/core"
@@ -36,14 +37,41 @@ func (l Leadership) String() string {
 	return l.Coordinator + "@" + core.Term(l.Term).String()
 }
 
-// observers hands the newest Leadership to every Observe channel without
-// ever blocking the loop: each channel holds one value, and a new value
-// replaces an unread one (hashicorp/raft's overrideNotifyBool).
+// observers hands the newest Leadership of a name to every Observe
+// channel without ever blocking the loop: each channel holds one value,
+// and a new value replaces an unread one (hashicorp/raft's
+// overrideNotifyBool). The current value is the name's snapshot's
+// (Election.current), which the loop stores before it publishes to the
+// observers, and before it closes them it stores one that says stopped:
+// a channel subscribed under mu holds the current value at once and
+// misses no later one, even if the name's observers are made (by the
+// first Subscribe) while the loop publishes.
 type observers struct {
+	el     *Election
 	mu     sync.Mutex
-	last   Leadership
 	chans  []chan Leadership
 	closed bool
+}
+
+// observers returns the name's observers, making them if need be (on
+// any goroutine).
+func (el *Election) observers() *observers {
+	if o := el.obs.Load(); o != nil {
+		return o
+	}
+	el.obs.CompareAndSwap(nil, &observers{el: el})
+	return el.obs.Load()
+}
+
+// current returns the Leadership the loop last published for the name
+// (its snapshot: the coordinator it reports, its term, whether it is
+// this member; none once the name has ended).
+func (el *Election) current() Leadership {
+	s := el.snap.Load()
+	if s.coordinator == "" {
+		return Leadership{}
+	}
+	return Leadership{Coordinator: s.coordinator, Term: s.term, IsSelf: s.coordinator == el.e.id}
 }
 
 // subscribe returns a channel that holds the current value at once.
@@ -53,8 +81,8 @@ func (o *observers) subscribeChan() chan Leadership {
 	ch := make(chan Leadership, 1)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	ch <- o.last
-	if o.closed {
+	ch <- o.el.current()
+	if o.closed || o.el.snap.Load().stopped {
 		close(ch)
 	} else {
 		o.chans = append(o.chans, ch)
@@ -102,16 +130,9 @@ func (s *Subscription) Close() { s.o.unsubscribe(s.ch) }
 // Close stops it without waiting for Run to return.
 func (e *Elector) Subscribe() *Subscription { return e.def.Subscribe() }
 
-func (o *observers) current() Leadership {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.last
-}
-
 func (o *observers) publish(l Leadership) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.last = l
 	for _, ch := range o.chans {
 		override(ch, l)
 	}
@@ -183,11 +204,14 @@ type notifier struct {
 	// OnStoppedLeading. Owned by the running goroutine; the next one
 	// starts under mu after it returned under mu.
 	started uint64
-	mu      sync.Mutex
-	queue   []notification
-	held    bool           // no delivery before begin (Run has not started)
-	running bool           // a goroutine delivers the queue
-	wg      sync.WaitGroup // that goroutine
+	// workDone is the work of the last span whose leader work returned
+	// (Election.markWorkDone), which the loop reads.
+	workDone atomic.Uint64
+	mu       sync.Mutex
+	queue    []notification
+	held     bool           // no delivery before begin (Run has not started)
+	running  bool           // a goroutine delivers the queue
+	wg       sync.WaitGroup // that goroutine
 }
 
 // newNotifier returns the notifier of cb, or nil when cb sets no

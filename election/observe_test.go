@@ -10,14 +10,19 @@ import (
 )
 
 // TestObserversOverride: every subscriber sees the newest value, one slot
-// deep, and publish never blocks on a reader that is not reading.
+// deep, and publish never blocks on a reader that is not reading. The
+// value a subscriber starts with is the name's snapshot's, which the loop
+// stores before it publishes.
 func TestObserversOverride(t *testing.T) {
-	var o observers
+	el := &Election{e: &Elector{id: "self"}}
+	el.snap.Store(&snapshot{})
+	o := el.observers()
 	first := o.subscribe()
 	if got := <-first; got != (Leadership{}) {
 		t.Fatalf("initial value %v", got)
 	}
 	for i := uint64(1); i <= 5; i++ {
+		el.snap.Store(&snapshot{coordinator: "x", term: i})
 		o.publish(Leadership{Coordinator: "x", Term: i})
 	}
 	second := o.subscribe()
@@ -29,8 +34,10 @@ func TestObserversOverride(t *testing.T) {
 			t.Errorf("read term %d, want the newest, 5", got.Term)
 		}
 	}
+	el.snap.Store(&snapshot{stopped: true})
 	o.close(Leadership{})
-	for _, ch := range []<-chan Leadership{first, second} {
+	third := el.observers().subscribe()
+	for _, ch := range []<-chan Leadership{first, second, third} {
 		if got, ok := <-ch; !ok || got.Known() {
 			t.Errorf("final read %v (open %v), want an empty value", got, ok)
 		}

@@ -32,24 +32,26 @@ func (el *Election) account(rd *core.Ready) {
 // whether its view changed since the last observe.
 func (el *Election) observe(st core.Status, electing, viewChanged bool) {
 	startup := el.observeStartup()
-	changed := st != el.status || electing != el.electing || startup
+	changed := !el.sameStatus(st) || electing != el.electing || startup
 	if now := el.node().Now(); changed || viewChanged || now-el.holdRead >= el.e.holdEvery {
 		el.holdRead = now
 		changed = el.observeHold() || changed
 	}
-	if st.State != el.status.State {
+	if st.State != el.state {
 		el.u().StateChanged = true
 	}
-	if st.Term != el.status.Term {
+	if st.Term != el.status.term {
 		el.u().TermChanged = true
 	}
-	el.status, el.electing = st, electing
+	el.setStatus(st)
+	el.electing = electing
 	el.trackElection()
-	newLeader := el.leadership() != el.last
+	newLeader := el.leadership() != el.lastLeader()
 	if newLeader {
 		el.changeLeader(el.leadership())
 	}
 	el.observeQuiet()
+	el.dropLeader()
 	if el.observeIsolated() {
 		changed = true
 	}
@@ -59,7 +61,9 @@ func (el *Election) observe(st core.Status, electing, viewChanged bool) {
 	if newLeader {
 		// Last: a subscriber that wakes on the new Leadership finds
 		// Status, the handler and Check (publishLease) saying the same.
-		el.obs.publish(el.last)
+		if o := el.obs.Load(); o != nil {
+			o.publish(el.lastLeader())
+		}
 	}
 }
 
@@ -69,7 +73,7 @@ func (el *Election) observe(st core.Status, electing, viewChanged bool) {
 func (el *Election) observeQuiet() {
 	el.publishLease()
 	el.observeLease()
-	if len(el.verifiers) > 0 {
+	if el.verifying() {
 		el.checkVerifiers()
 	}
 }
@@ -77,11 +81,11 @@ func (el *Election) observeQuiet() {
 // record hands the Recorder what changed since the previous Update, if
 // anything did.
 func (el *Election) record() {
-	u := el.upd
-	if u == nil {
+	if el.upd == nil && !el.e.beatsSent.has(el) {
 		return // nothing changed
 	}
-	u.State, u.Term, u.Leader, u.Lease = el.status.State, uint64(el.status.Term), el.last, el.leaseAsk
+	u := el.u()
+	u.State, u.Term, u.Leader, u.Lease = el.state, uint64(el.status.term), el.lastLeader(), el.leaseAsk()
 	if !u.empty() {
 		u.Election = el.name
 		el.e.rec.Record(*u)
@@ -108,6 +112,7 @@ func (el *Election) u() *Update {
 		} else {
 			el.upd = new(Update)
 		}
+		el.upd.Sent[core.MsgHeartbeat] += e.beatsSent.take(el)
 	}
 	return el.upd
 }
@@ -124,7 +129,7 @@ func (el *Election) observeStartup() bool {
 		return false
 	}
 	su := el.node().Startup()
-	if su == el.startup {
+	if su == el.holds.startup {
 		return false
 	}
 	if !su.Holding {
@@ -138,7 +143,7 @@ func (el *Election) observeStartup() bool {
 				"voters", su.Voters, "expect", su.Expect, "window", el.e.cfg.ExpectWindow)
 		}
 	}
-	el.startup = su
+	el.setHolds(su, el.holds.hold)
 	return true
 }
 
@@ -158,8 +163,8 @@ func (el *Election) observeHold() bool {
 	if h.Until > 0 {
 		next.Until = el.instant(h.Until)
 	}
-	prev := el.hold
-	el.hold = next
+	prev := el.holds.hold
+	el.setHolds(el.holds.startup, next)
 	early := next.Reason == core.HoldExpect && el.node().Now() < el.node().Config().ExpectWindow
 	switch {
 	case next.Held() && !early && (next.Reason != prev.Reason || !el.holdWarned):
@@ -181,14 +186,14 @@ func (el *Election) observeHold() bool {
 // itself only in state coordinator.
 func (el *Election) leadership() Leadership {
 	st := el.status
-	if st.Coordinator == "" {
+	if st.coordinator == "" {
 		return Leadership{}
 	}
-	self := st.Coordinator == el.e.id
-	if self && st.State != core.StateCoordinator {
+	self := st.coordinator == el.e.id
+	if self && el.state != core.StateCoordinator {
 		return Leadership{}
 	}
-	return Leadership{Coordinator: st.Coordinator, Term: uint64(st.Term), IsSelf: self}
+	return Leadership{Coordinator: st.coordinator, Term: uint64(st.term), IsSelf: self}
 }
 
 // trackElection measures how long this node goes without an agreed
@@ -197,19 +202,19 @@ func (el *Election) leadership() Leadership {
 // running. An election that ends within the event that began it counts 0.
 func (el *Election) trackElection() {
 	st := el.status
-	unsettled := st.Coordinator == "" || el.electing
-	began := el.electionBegan || unsettled && st.State != core.StateSleep
+	unsettled := st.coordinator == "" || el.electing
+	began := el.electionBegan || unsettled && el.state != core.StateSleep
 	el.electionBegan = false
-	if began && el.unsettledSince.IsZero() {
-		el.unsettledSince = time.Now()
+	if began && el.unsettledAt == 0 {
+		el.unsettledAt = time.Since(el.e.made) + 1
 	}
-	if unsettled || el.unsettledSince.IsZero() {
+	if unsettled || el.unsettledAt == 0 {
 		return
 	}
-	d := time.Since(el.unsettledSince)
-	el.unsettledSince = time.Time{}
+	d := time.Since(el.e.made) - (el.unsettledAt - 1)
+	el.unsettledAt = 0
 	el.u().ElectionEnded, el.u().ElectionDuration = true, d
-	el.logger().Info("coordinator agreed", "coordinator", st.Coordinator, "term", core.Term(st.Term), "after", d)
+	el.logger().Info("coordinator agreed", "coordinator", st.coordinator, "term", st.term, "after", d)
 }
 
 // changeLeader takes in a new Leadership, which observe publishes once
@@ -219,16 +224,16 @@ func (el *Election) trackElection() {
 // led in before. OnNewLeader hears each (coordinator, term) once, however
 // often the coordinator is lost and found again in between.
 func (el *Election) changeLeader(l Leadership) {
-	prev := el.last
-	el.last = l
+	prev := el.lastLeader()
+	el.lastCoordinator, el.lastTerm = l.Coordinator, l.Term
 	if prev.IsSelf && el.leading.Load() != nil {
 		el.lease.Store(nil)
 		el.stopLeading()
 	}
 	el.u().LeaderChanged = true
 	if l.Known() {
-		if l.Coordinator != el.announced.Coordinator || l.Term != el.announced.Term {
-			el.announced = l
+		if l.Coordinator != el.announcedCoordinator || l.Term != el.announcedTerm {
+			el.announcedCoordinator, el.announcedTerm = l.Coordinator, l.Term
 			el.logger().Info("new coordinator", "coordinator", l.Coordinator, "term", core.Term(l.Term))
 			el.notify.push(notification{kind: notifyNewLeader, l: l})
 		}
@@ -247,7 +252,7 @@ func (el *Election) startLeading(l Leadership) {
 	run := el.startSpan(l)
 	el.logger().Info("started leading", "term", core.Term(l.Term), "span", run.span.Number)
 	if el.notify.push(notification{kind: notifyStarted, l: l, ctx: run.ctx, work: run.work}) {
-		el.workSpan = run.work
+		el.leader().workSpan = run.work
 		el.e.working = append(el.e.working, el)
 	}
 }
@@ -274,7 +279,7 @@ func (el *Election) instant(tick int) time.Time {
 // OnStartedLeading) of the name's span numbered work (spanRun.work) has
 // returned, and that of every span before it. It never blocks.
 func (el *Election) markWorkDone(work uint64) {
-	el.workDone.Store(work)
+	el.notify.workDone.Store(work)
 	select {
 	case el.e.workWake <- struct{}{}:
 	default:
@@ -286,19 +291,23 @@ func (el *Election) markWorkDone(work uint64) {
 // closed, its snapshot says stopped.
 func (el *Election) end() {
 	el.lease.Store(nil)
-	if el.last.IsSelf && el.leading.Load() != nil {
+	if el.lastLeader().IsSelf && el.leading.Load() != nil {
 		el.stopLeading()
 	}
-	for _, v := range el.verifiers {
-		v.done <- ErrNotLeader
+	if el.lead != nil {
+		for _, v := range el.lead.verifiers {
+			v.done <- ErrNotLeader
+		}
+		el.lead.verifiers = nil
 	}
-	el.verifiers = nil
-	el.last = Leadership{}
-	el.status.State = core.StateSleep // a stopped node takes no steps: not "coordinator" any more
+	el.lastCoordinator, el.lastTerm = "", 0
+	el.state = core.StateSleep // a stopped node takes no steps: not "coordinator" any more
 	el.u().StateChanged, el.u().LeaderChanged, el.u().Ended = true, true, true
 	el.record()
-	el.obs.close(el.last)
 	s := *el.snap.Load()
 	s.coordinator, s.stopped = "", true
-	el.snap.Store(&s)
+	el.snap.Store(&s) // before the observers close (observers)
+	if o := el.obs.Load(); o != nil {
+		o.close(Leadership{})
+	}
 }

@@ -79,9 +79,9 @@ type spanRun struct {
 	// OnStartedLeading; cancel ends it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// work numbers the span's leader work among every span this node has
-	// started (from 1): the notifier reports it done (markWorkDone) in
-	// that order.
+	// work numbers the span's leader work among every span this member
+	// has started, of any name (Elector.spans, from 1): the name's
+	// notifier reports it done (markWorkDone) in that order.
 	work uint64
 }
 
@@ -89,17 +89,18 @@ type spanRun struct {
 // Number one past the previous span's if that was in the same term.
 func (el *Election) startSpan(l Leadership) *spanRun {
 	n := 1
-	if el.lastSpan.Term == l.Term {
-		n = el.lastSpan.Number + 1
+	if el.lastSpanTerm == l.Term {
+		n = int(el.lastSpanNumber) + 1
 	}
-	el.lastSpan = Span{Term: l.Term, Number: n, el: el}
-	el.spans++
+	el.lastSpanTerm, el.lastSpanNumber = l.Term, int32(n)
+	span := Span{Term: l.Term, Number: n, el: el}
+	el.e.spans++
 	parent := el.e.runCtx
 	if parent == nil {
 		parent = context.Background() // a span before Run: its context ends with the span
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(parent, spanKey{}, el.lastSpan))
-	run := &spanRun{span: el.lastSpan, ctx: ctx, cancel: cancel, work: el.spans}
+	ctx, cancel := context.WithCancel(context.WithValue(parent, spanKey{}, span))
+	run := &spanRun{span: span, ctx: ctx, cancel: cancel, work: el.e.spans}
 	el.leading.Store(run)
 	return run
 }

@@ -162,13 +162,12 @@ func (el *Election) updateSnapshot() {
 	st := el.status
 	el.snap.Store(&snapshot{
 		coordinator: el.leadership().Coordinator,
-		term:        uint64(st.Term),
-		rating:      st.Rating,
-		startup:     el.startup,
-		hold:        el.hold,
-		state:       st.State,
+		term:        uint64(st.term),
+		rating:      st.rating,
+		holds:       el.holds,
+		state:       el.state,
 		electing:    el.electing,
-		nonVoter:    el.e.self.NonVoter || el.opts.Abstain,
+		nonVoter:    el.e.self.NonVoter || el.abstain,
 		sittingOut:  el.isolated,
 	})
 }
@@ -181,8 +180,7 @@ type snapshot struct {
 	coordinator string
 	term        uint64
 	rating      int64
-	startup     core.Startup
-	hold        Hold
+	holds       *holdView // the Election's, which never changes
 	state       core.State
 	electing    bool
 	nonVoter    bool
@@ -196,7 +194,7 @@ func (el *Election) published() Status {
 	s := el.snap.Load()
 	return Status{ID: el.e.id, Name: el.name, State: s.state, Term: s.term, Coordinator: s.coordinator,
 		Electing: s.electing, Rating: s.rating, NonVoter: s.nonVoter, Algorithm: el.e.self.Algorithm,
-		Startup: s.startup, Hold: s.hold, SittingOut: s.sittingOut, Stopped: s.stopped}
+		Startup: s.holds.startup, Hold: s.holds.hold, SittingOut: s.sittingOut, Stopped: s.stopped}
 }
 
 // checkVoters warns, once, when the view holds more live voters than

@@ -456,8 +456,8 @@ const escalateBand = wideAsk
 // declares at once.
 func (b *bully) resign() {
 	n := b.n
-	if n.hand.handoffTo != "" {
-		n.send(Message{Type: MsgResign, To: n.hand.handoffTo, Transfer: n.hand.handoffDirect})
+	if to := n.hand.handoffTo(); to != "" {
+		n.send(Message{Type: MsgResign, To: to, Transfer: n.hand.handoffDirect})
 		return
 	}
 	r := n.view.r

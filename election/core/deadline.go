@@ -96,7 +96,7 @@ func (n *Node) ticksToTimer(health int) int {
 	}
 	// tickHandoff
 	if n.hand.handingOff {
-		at(n.hand.handoffEnd)
+		at(n.hand.handoffEnd())
 	}
 	// tickPreVote
 	if n.pv.active {
@@ -121,7 +121,7 @@ func (n *Node) ticksToTimer(health int) int {
 	case n.coordinator != "":
 		in(n.followerDeadline(health))
 	case !n.electing:
-		in(max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.idle, n.hand.releaseDue-n.now))
+		in(max(n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses-n.idle, n.hand.releaseDue()-n.now))
 	}
 	return d
 }
@@ -143,6 +143,7 @@ func (n *Node) skip(k int) {
 		return
 	}
 	n.now += k
+	n.hand.forget(n.now) // as tickHandoff
 	if n.det.health > 0 {
 		n.det.healthyFor += k
 	}

@@ -89,7 +89,7 @@ func (w *twinNet) both(i int, what string, fn func(*Node)) {
 	if n := w.a[i]; n.statusChanged() && !n.out.statusDirty {
 		// Ready builds the status only when statusDirty says a field of
 		// it was written: a write that does not say so is lost.
-		w.t.Fatalf("step %d, node %s, %s: the status changed from %+v to %+v unflagged", w.step, w.ids[i], what, n.out.rd.Status, n.Status())
+		w.t.Fatalf("step %d, node %s, %s: the status changed from %+v to %+v unflagged", w.step, w.ids[i], what, Status{ID: n.ID(), State: n.out.state, Coordinator: n.out.coordinator, Term: n.out.term, Rating: n.out.rating}, n.Status())
 	}
 	ma, mb := w.a[i].Ready(), w.b[i].Ready()
 	if !reflect.DeepEqual(ma, mb) {

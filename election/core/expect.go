@@ -28,8 +28,8 @@ func (n *Node) holdFirstElection() bool {
 		return false
 	}
 	v := n.liveVoters()
-	changed := v != max(e.voters, 1) // a voter's own view starts with itself
-	e.voters = v
+	changed := v != max(int(e.voters), 1) // a voter's own view starts with itself
+	e.voters = int32(v)
 	e.seen = e.seen || v >= n.foundVoters()
 	switch {
 	case v >= n.cfg.ExpectVoters && !changed:

@@ -72,9 +72,11 @@ func (n *Node) canHandOff() error {
 // beginHandoff stops leading now; the role passes on in CompleteHandoff
 // (pass false: nobody is named, the followers elect).
 func (n *Node) beginHandoff(to string, direct, pass bool) {
-	n.hand.yielded, n.hand.yieldTo = true, ""
-	n.hand.handingOff, n.hand.handoffTo, n.hand.handoffDirect, n.hand.handoffPass = true, to, direct, pass
-	n.hand.handoffEnd = n.now + n.cfg.StopTimeout
+	n.hand.yielded = true
+	n.hand.setYieldTo("")
+	n.hand.handingOff, n.hand.handoffDirect, n.hand.handoffPass = true, direct, pass
+	n.hand.setHandoffTo(to)
+	n.hand.setHandoffEnd(n.now + n.cfg.StopTimeout)
 	n.unfollow()
 	n.setState(StateLost)
 	if n.cfg.StopTimeout == 0 {
@@ -121,10 +123,33 @@ func (n *Node) CompleteHandoff() {
 	}
 }
 
-// tickHandoff completes a hand-off the driver did not complete in time.
+// tickHandoff completes a hand-off the driver did not complete in time,
+// and forgets the ticks that have passed (the release, the preemption
+// wait: every reader reads a past tick as it reads 0; the hand-off's end
+// once it is over), so that the rest of a node's handoff goes once none
+// is ahead.
 func (n *Node) tickHandoff() {
-	if n.hand.handingOff && n.now >= n.hand.handoffEnd {
+	if n.hand.handingOff && n.now >= n.hand.handoffEnd() {
 		n.CompleteHandoff()
+	}
+	n.hand.forget(n.now)
+}
+
+// forget drops the ticks of h's rest that have passed at now (skip does
+// it too, so that Skip(k) leaves what k Ticks leave).
+func (h *handoff) forget(now int) {
+	r := h.rest
+	if r == nil {
+		return
+	}
+	if r.releaseDue != 0 && now >= r.releaseDue {
+		h.setReleaseDue(0)
+	}
+	if r.preemptAfter != 0 && now >= r.preemptAfter {
+		h.setPreemptAfter(0)
+	}
+	if r.handoffEnd != 0 && !h.handingOff {
+		h.setHandoffEnd(0)
 	}
 }
 
@@ -181,7 +206,7 @@ func (n *Node) awaitSuccessor(from string) {
 		f := r.Index(from)
 		hops = lapHops(f, f, self, r.Len())
 	}
-	n.hand.releaseDue = n.now + doubtTicks(n, hops)
+	n.hand.setReleaseDue(n.now + doubtTicks(n, hops))
 }
 
 // maybePreempt: this voter outranks the coordinator by the preemption
@@ -193,7 +218,7 @@ func (n *Node) awaitSuccessor(from string) {
 // majority.
 func (n *Node) maybePreempt() {
 	if n.self.NonVoter || n.hand.yielded || n.electing || n.pv.active || n.hand.handingOff || n.guard.backingOff(n.now) ||
-		n.coordinator == "" || n.coordinator == n.self.ID || n.now < n.hand.preemptAfter {
+		n.coordinator == "" || n.coordinator == n.self.ID || n.now < n.hand.preemptAfter() {
 		return
 	}
 	c, ok := n.view.r.Get(n.coordinator)
@@ -240,4 +265,92 @@ func (n *Node) outranks(a, c Peer) bool {
 		return a.Rating > c.Rating+n.cfg.PreemptMargin
 	}
 	return a.Rank().Compare(c.Rank()) > 0
+}
+
+// The readers and setters of handoff's rest: zero without it; a setter
+// makes it for a value other than zero and lets it go once all is zero.
+
+func (h *handoff) handoffTo() string {
+	if h.rest == nil {
+		return ""
+	}
+	return h.rest.handoffTo
+}
+
+func (h *handoff) handoffEnd() int {
+	if h.rest == nil {
+		return 0
+	}
+	return h.rest.handoffEnd
+}
+
+func (h *handoff) yieldTo() string {
+	if h.rest == nil {
+		return ""
+	}
+	return h.rest.yieldTo
+}
+
+func (h *handoff) releaseDue() int {
+	if h.rest == nil {
+		return 0
+	}
+	return h.rest.releaseDue
+}
+
+func (h *handoff) preemptAfter() int {
+	if h.rest == nil {
+		return 0
+	}
+	return h.rest.preemptAfter
+}
+
+// times returns the rest for a write of something other than zero.
+func (h *handoff) times() *handoffTimes {
+	if h.rest == nil {
+		h.rest = new(handoffTimes)
+	}
+	return h.rest
+}
+
+// tidy lets the rest go once all of it is zero.
+func (h *handoff) tidy() {
+	if h.rest != nil && *h.rest == (handoffTimes{}) {
+		h.rest = nil
+	}
+}
+
+func (h *handoff) setHandoffTo(v string) {
+	if v != "" || h.rest != nil {
+		h.times().handoffTo = v
+		h.tidy()
+	}
+}
+
+func (h *handoff) setHandoffEnd(v int) {
+	if v != 0 || h.rest != nil {
+		h.times().handoffEnd = v
+		h.tidy()
+	}
+}
+
+func (h *handoff) setYieldTo(v string) {
+	if v != "" || h.rest != nil {
+		h.times().yieldTo = v
+		h.tidy()
+	}
+}
+
+func (h *handoff) setReleaseDue(v int) {
+	if v != 0 || h.rest != nil {
+		h.times().releaseDue = v
+		h.tidy()
+	}
+}
+
+func (h *handoff) setPreemptAfter(v int) {
+	if v != 0 || h.rest != nil {
+		h.times().preemptAfter = v
+		h.tidy()
+	}
 }

@@ -5,16 +5,16 @@ import "errors"
 // The host: what the nodes of one driver share. A driver of many nodes
 // (a member's named elections, group.Group; a simulated cluster) builds
 // them from one Host, whose configuration they read without a copy and
-// whose pool of small message buffers they draw on. A node built alone
-// (NewNode) has a copy of the configuration and a buffer of its own.
+// whose pool of Readies they draw on. A node built alone (NewNode) has a
+// copy of the configuration and a Ready of its own.
 
 // Host is what the nodes built from it share: the configuration they run
-// with, each with its own ID and roster, and the message buffers of
-// their Readies (msgPool). A Host is not safe for concurrent use: one
+// with, each with its own ID and roster, and their Readies, each held by
+// a node only while it has something in it (readyPool). A Host is not safe for concurrent use: one
 // goroutine drives all the nodes built from it, as a Node's owner does.
 type Host struct {
 	shared
-	buffers msgPool
+	buffers readyPool
 }
 
 // NewHost validates cfg as NewNode does, but for its ID and Roster,

@@ -20,7 +20,7 @@ func (n *Node) Step(m Message) {
 		n.drop(DropMisaddressed)
 		return
 	}
-	n.count().Received[m.Type]++
+	n.countReceived(m.Type)
 	if !n.genuine(&m) || !n.timely(&m) {
 		return
 	}
@@ -256,14 +256,14 @@ func InitNode(n *Node, cfg Config) error {
 
 // init makes *n, a zero Node, member id of roster running with cfg
 // (validated, defaults filled in; shared with the other nodes of its
-// Host, never changed), drawing its message buffers from cfg.pool (nil:
-// it keeps its own).
+// Host, never changed), drawing its Readies from cfg.pool (nil: it keeps
+// its own).
 func (n *Node) init(cfg *shared, id string, roster *Roster) {
 	self, _ := roster.Get(id)
 	n.cfg, n.self, n.tag = cfg, self, Tag(id)
 	n.view.r, n.view.mode = roster, cfg.Mode
 	n.guard.configure(&cfg.Config)
-	n.out.rd.Status = n.Status()
+	n.out.state, n.out.coordinator, n.out.term, n.out.rating = n.state, n.reported(), n.term, n.self.Rating
 	switch cfg.Algorithm {
 	case Bully:
 		n.alg = &bully{n: n}
@@ -322,7 +322,7 @@ func (n *Node) Advance(k int) {
 		// newer term without its coordinator): try again after K intervals
 		// (a released follower: once the hand-off's lap or announcement is
 		// due).
-		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.hand.releaseDue {
+		if n.idle++; n.idle >= n.cfg.HeartbeatInterval*n.cfg.HeartbeatMisses && n.now >= n.hand.releaseDue() {
 			n.idle = 0
 			n.startElection(CauseLeaderless)
 		}

@@ -1,6 +1,9 @@
 package core
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // The kernel: the Node, the state of the parts that keep no logic of their
 // own (hand-off, start-up holds), the Ready it fills (the outbox) and the
@@ -26,8 +29,10 @@ type Node struct {
 	// members) touches few cache lines of each, and those next to each
 	// other. The parts below own the rest, one concern each; what only
 	// a node that leads or runs a pre-vote needs is made when first
-	// needed. A host of many names keeps a Node per name: it is 888
-	// bytes, the 896-byte allocation class with the allocator's header.
+	// needed, and the Ready only while something is queued, counted or
+	// handed over (outbox). A host of many names keeps a Node per name:
+	// it is 568 bytes, the 576-byte allocation class with the allocator's
+	// header.
 	alg  algorithm
 	self Peer
 
@@ -53,7 +58,7 @@ type Node struct {
 	view view         // the members and which are dead (view.go)
 	pv   preVoteRound // the pre-vote (prevoteround.go; prevote.go, quorumround.go)
 
-	cfg *shared // its Host's configuration and message buffers (host.go)
+	cfg *shared // its Host's configuration and Readies (host.go)
 
 	out outbox // the Ready being filled (node.go)
 
@@ -65,59 +70,77 @@ type Node struct {
 }
 
 // shared is what a node reads of its Host: the configuration (defaults
-// filled in; ID and Roster are each node's own) and the pool of message
-// buffers (nil for a node of its own, which keeps its buffer).
+// filled in; ID and Roster are each node's own) and the pool of Readies
+// (nil for a node of its own, which keeps its Ready).
 type shared struct {
 	Config
-	pool *msgPool
+	pool *readyPool
 	// clock is the driver's clock, when it sets it (clocked: Host.SetClock).
 	clock   int
 	clocked bool
 }
 
-// msgPool keeps small message buffers (of at most maxIdleMessages) that
-// the nodes of a Host have drained, for the next node that sends: a host
-// of thousands of nodes that each send a message now and then (a
-// follower's ack a heartbeat round) then keeps as many buffers as it has
-// nodes sending at once, up to maxPooled, not one per node.
-type msgPool struct {
-	free [][]Message
+// readyPool keeps the Readies, each with a message buffer of at most
+// maxIdleMessages, that the nodes of a Host are done with, for the next
+// node that queues or counts something: a host of thousands of nodes
+// that each send a message now and then (a follower's ack a heartbeat
+// round) then keeps as many Readies as it has nodes with something to
+// hand over at once, up to maxPooled, not one per node.
+type readyPool struct {
+	free []*Ready
 }
 
-// maxPooled bounds the buffers a Host keeps.
+// maxPooled bounds the Readies a Host keeps.
 const maxPooled = 64
 
-// get returns a buffer to append to (nil when the pool has none).
-func (p *msgPool) get() []Message {
+// get returns an empty Ready.
+func (p *readyPool) get() *Ready {
 	k := len(p.free)
 	if k == 0 {
-		return nil
+		return new(Ready)
 	}
-	b := p.free[k-1]
+	rd := p.free[k-1]
 	p.free[k-1] = nil
 	p.free = p.free[:k-1]
-	return b
+	return rd
 }
 
-// put keeps b, a drained buffer of at most maxIdleMessages, if the pool
-// has room; its messages are cleared (a ring's List would stay alive).
-func (p *msgPool) put(b []Message) {
-	if len(p.free) < maxPooled {
-		clear(b)
-		p.free = append(p.free, b[:0])
+// put keeps rd, a Ready its node is done with, emptied, if the pool has
+// room. Its messages are cleared (a ring's List would stay alive), a
+// buffer of more than maxIdleMessages let go, and its phase decisions'
+// buffer too (a driver may have kept the slice: they are rare).
+func (p *readyPool) put(rd *Ready) {
+	if len(p.free) >= maxPooled {
+		return
 	}
+	msgs := rd.Messages
+	if cap(msgs) > maxIdleMessages {
+		msgs = nil
+	}
+	clear(msgs)
+	*rd = Ready{Messages: msgs[:0]}
+	p.free = append(p.free, rd)
 }
 
 // outbox is the Ready being filled: the node queues its messages and
-// decisions and counts straight into rd. Once handed over (handed), rd is
-// cleared by the next thing the node queues or counts, or by the next
-// Ready; counted says its Counters hold something (clear only those).
+// decisions and counts straight into rd, but for the heartbeats it
+// receives, which it counts in heartbeats until the next Ready. Once
+// handed over (handed), rd is cleared by the next thing the node queues
+// or counts, or by the next Ready; counted says its Counters hold
+// something (clear only those).
 //
-// Once the Ready holding it has been drained (begin), a buffer of more
-// than maxIdleMessages messages (a coordinator's heartbeat round or
-// announcement) is let go, and a smaller one goes back to the node's
-// Host (msgPool) if it has one: a host of thousands of nodes keeps no
-// buffer per node, and a node of its own keeps a small one.
+// A node of a Host holds a Ready only while something is queued or
+// counted in it, or it is handed over: the next call into the node
+// (begin), or the driver's Done, gives it back to the Host (readyPool),
+// so a host of thousands of nodes, whose followers count nothing but
+// heartbeats between their Readies, keeps no Ready per node. A node of
+// its own keeps its Ready; once drained (begin, Release) its buffer of
+// more than maxIdleMessages messages (a coordinator's heartbeat round
+// or announcement) is let go.
+//
+// The Status the last Ready reported is kept here (state, coordinator,
+// term, rating; the ID never changes), for statusChanged and for a
+// Ready that reports an unchanged status.
 //
 // statusDirty: a field that Status reports (state, term, coordinator,
 // confirmed, rating) changed since the last Ready. Every write to one of
@@ -128,7 +151,12 @@ type outbox struct {
 	handed      bool // rd has been handed over
 	counted     bool // rd's Counters hold something
 	statusDirty bool
-	rd          Ready
+	state       State  // the last Ready's Status: State, Coordinator, Term, Rating
+	heartbeats  uint32 // heartbeats received, not yet in rd's Counters (countReceived)
+	coordinator string
+	term        Term
+	rating      int64
+	rd          *Ready // nil: none held (a node of a Host)
 }
 
 // Ready is what a Node hands over to its driver (etcd raft's Ready): what
@@ -165,11 +193,18 @@ type Ready struct {
 // included, is the node's buffer: it is valid until the next call into
 // the node.
 func (n *Node) Ready() *Ready {
+	o := &n.out
 	rd := n.pending() // nothing queued or counted since the previous Ready: an empty one
-	n.out.handed = true
-	if n.out.statusDirty {
-		rd.Status, n.out.statusDirty = n.Status(), false
+	o.handed = true
+	if o.heartbeats > 0 {
+		rd.Received[MsgHeartbeat] += uint64(o.heartbeats)
+		o.heartbeats, o.counted = 0, true
 	}
+	if o.statusDirty {
+		o.state, o.coordinator, o.term, o.rating = n.state, n.reported(), n.term, n.self.Rating
+		o.statusDirty = false
+	}
+	rd.Status = Status{ID: n.self.ID, State: o.state, Coordinator: o.coordinator, Term: o.term, Rating: o.rating}
 	rd.Electing, rd.ViewChanged = n.electing, n.view.changed
 	n.view.changed = false
 	return rd
@@ -181,62 +216,79 @@ func (n *Node) Ready() *Ready {
 // message that changed nothing) loses nothing: the counts and flags wait
 // for the next Ready.
 func (n *Node) HasReady() bool {
-	return !n.out.handed && (len(n.out.rd.Messages) > 0 || len(n.out.rd.Decisions) > 0) || n.out.statusDirty && n.statusChanged()
+	o := &n.out
+	return !o.handed && o.rd != nil && (len(o.rd.Messages) > 0 || len(o.rd.Decisions) > 0) || o.statusDirty && n.statusChanged()
 }
 
 // pending returns the Ready being filled, clearing the one handed over
-// first.
+// first, or taking one from the host (or making its own) if the node
+// holds none.
 func (n *Node) pending() *Ready {
-	if n.out.handed {
+	o := &n.out
+	switch {
+	case o.handed:
 		n.clearReady()
+	case o.rd == nil:
+		if n.cfg.pool != nil {
+			o.rd = n.cfg.pool.get()
+		} else {
+			o.rd = new(Ready)
+		}
 	}
-	return &n.out.rd
+	return o.rd
 }
 
 // Release tells the node that its driver is done with the messages of
 // the Ready handed over (it sent or copied them), which it must not read
-// afterwards: their buffer goes now (outbox), not at the next call into
-// the node. The rest of the Ready stays valid until the next call into
-// the node.
-func (n *Node) Release() { n.begin() }
+// afterwards: a buffer of many goes now (outbox), not at the next call
+// into the node. The rest of the Ready stays valid until the next call
+// into the node, or Done.
+func (n *Node) Release() {
+	if o := &n.out; o.handed && cap(o.rd.Messages) > maxIdleMessages {
+		o.rd.Messages = nil
+	}
+}
+
+// Done tells the node that its driver is done with all of the Ready
+// handed over (it sent or copied what it needs), which it must not read
+// afterwards, its slices included: a node of a Host gives it back to the
+// Host now, not at the next call into the node, so a host of many nodes
+// keeps a Ready only for those with something queued or counted. A
+// driver that keeps a Ready's Decisions copies the slice header before
+// Done: they are not reused.
+func (n *Node) Done() { n.begin() }
 
 // begin starts a call into the node, which ends the validity of a Ready
-// handed over: its messages' buffer goes if it is large, or back to the
-// host (outbox).
+// handed over: a node of a Host gives it back to the Host, a node of its
+// own lets a large message buffer go (outbox).
 func (n *Node) begin() {
 	o := &n.out
-	if !o.handed || o.rd.Messages == nil {
+	if !o.handed {
 		return
 	}
-	switch {
-	case cap(o.rd.Messages) > maxIdleMessages:
-		o.rd.Messages = nil
-	case n.cfg.pool != nil:
-		n.cfg.pool.put(o.rd.Messages)
+	if n.cfg.pool != nil {
+		n.cfg.pool.put(o.rd)
+		o.rd, o.handed, o.counted = nil, false, false
+		return
+	}
+	if cap(o.rd.Messages) > maxIdleMessages {
 		o.rd.Messages = nil
 	}
 }
 
 // maxIdleMessages is the largest message buffer a drained node keeps, or
-// gives back to its host: a follower's few (an ack, an answer) reuse it;
-// a round to many members allocates its own.
+// gives back to its host with its Ready: a follower's few (an ack, an
+// answer) reuse it; a round to many members allocates its own.
 const maxIdleMessages = 4
 
-// buffer returns the Ready being filled, with a buffer of its host's for
-// its messages if it has none.
-func (n *Node) buffer() *Ready {
-	rd := n.pending()
-	if rd.Messages == nil && n.cfg.pool != nil {
-		rd.Messages = n.cfg.pool.get()
-	}
-	return rd
-}
+// buffer returns the Ready being filled, for a message.
+func (n *Node) buffer() *Ready { return n.pending() }
 
 // clearReady empties the Ready handed over, for the next one: the
 // hand-over costs nothing for what did not happen (no copy of the
 // Counters, which are cleared only when they hold something).
 func (n *Node) clearReady() {
-	rd := &n.out.rd
+	rd := n.out.rd
 	rd.Messages = rd.Messages[:0]
 	rd.Decisions = rd.Decisions[:0]
 	if n.out.counted {
@@ -252,9 +304,25 @@ func (n *Node) count() *Counters {
 	return &rd.Counters
 }
 
+// countReceived counts a message of type t that the node accepted: a
+// heartbeat in the outbox itself (a follower's only count between two
+// Readies: it holds no Ready for it; the Ready being filled takes them
+// before the count would wrap), the others in the Ready.
+func (n *Node) countReceived(t MsgType) {
+	if t == MsgHeartbeat {
+		if n.out.heartbeats == math.MaxUint32 {
+			n.count().Received[MsgHeartbeat] += uint64(n.out.heartbeats)
+			n.out.heartbeats = 0
+		}
+		n.out.heartbeats++
+		return
+	}
+	n.count().Received[t]++
+}
+
 // queued returns the messages the next Ready hands over.
 func (n *Node) queued() []Message {
-	if n.out.handed {
+	if n.out.handed || n.out.rd == nil {
 		return nil
 	}
 	return n.out.rd.Messages
@@ -263,8 +331,8 @@ func (n *Node) queued() []Message {
 // statusChanged reports whether Status differs from the previous Ready's,
 // without building it (the ID never changes; most Readies change nothing).
 func (n *Node) statusChanged() bool {
-	s := &n.out.rd.Status
-	return n.state != s.State || n.term != s.Term || n.self.Rating != s.Rating || n.reported() != s.Coordinator
+	o := &n.out
+	return n.state != o.state || n.term != o.term || n.self.Rating != o.rating || n.reported() != o.coordinator
 }
 
 // Status is what a node reports.
@@ -354,6 +422,12 @@ func (n *Node) setCoordinator(c string) {
 	if c != n.coordinator {
 		n.algQuiet = false
 	}
+	if c != n.self.ID {
+		// Only a coordinator reads its fan-out, which becomeCoordinator
+		// makes anew (or resets) for each lead: one that stopped leading
+		// lets it go, as a node that never led has none.
+		n.det.fan = nil
+	}
 	n.coordinator, n.out.statusDirty = c, true
 }
 
@@ -379,10 +453,10 @@ type startupHolds struct {
 
 // expectation is the hold's state.
 type expectation struct {
-	voters  int  // live voters in the view at the previous check
-	seen    bool // the view has held ExpectVoters live voters at a check
-	settled bool // the hold is over; it never starts again
-	short   bool // the window ended it with fewer than ExpectVoters visible
+	voters  int32 // live voters in the view at the previous check
+	seen    bool  // the view has held ExpectVoters live voters at a check
+	settled bool  // the hold is over; it never starts again
+	short   bool  // the window ended it with fewer than ExpectVoters visible
 }
 
 // Startup is the start-up hold as a node reports it.
@@ -402,14 +476,25 @@ type Startup struct {
 // the node does not lead (Check fails) and its followers are not released
 // until CompleteHandoff or handoffEnd; a node that yielded does not
 // displace its successor.
+//
+// What a node that never gave the role up, was released by a hand-off or
+// asked for a preemption keeps of it is four flags: the rest (handoffTimes)
+// is made at its first write of something other than zero (more), and
+// let go when it is all zero again; its readers (handoff.go) read zero
+// without it.
 type handoff struct {
-	handingOff    bool   // stopped leading; waits for CompleteHandoff
-	yielded       bool   // resigned: do not displace the successor
-	handoffDirect bool   // handoffTo declares at once (TransferTo, preemption)
-	handoffPass   bool   // the role is passed on (false: abdication, the followers elect)
-	handoffTo     string // the member the role goes to ("": the next by rating)
-	handoffEnd    int    // tick at which the hand-off proceeds without the driver
-	yieldTo       string // the first coordinator it followed since: a later one may be displaced
+	handingOff    bool          // stopped leading; waits for CompleteHandoff
+	yielded       bool          // resigned: do not displace the successor
+	handoffDirect bool          // handoffTo declares at once (TransferTo, preemption)
+	handoffPass   bool          // the role is passed on (false: abdication, the followers elect)
+	rest          *handoffTimes // nil: all zero
+}
+
+// handoffTimes is the part of handoff that few nodes ever set.
+type handoffTimes struct {
+	handoffTo  string // the member the role goes to ("": the next by rating)
+	handoffEnd int    // tick at which the hand-off proceeds without the driver
+	yieldTo    string // the first coordinator it followed since: a later one may be displaced
 	// releaseDue: a follower released by a hand-off waits until this tick
 	// for the successor's lap (rings) or announcement (bully) to reach it
 	// before it elects (awaitSuccessor).

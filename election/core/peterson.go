@@ -55,18 +55,26 @@ package core
 type peterson struct {
 	lap       // its timer counts ticks without traffic of the election (idleTicks)
 	term Term // the election this node takes part in (while n.electing)
-	// Active state: d, the e received in this phase, the phase, and
-	// whether the phase's first message (e) has been received.
-	relay  bool
-	d, e   Rank
-	phase  uint32
-	second bool
+	// Active state: relay, d, the e received in this phase, the phase, and
+	// whether the phase's first message (e) has been received (second).
+	d, e  Rank
+	phase uint32
 	// last is the highest packed phase this node has sent in the election:
 	// with FIFO links the (phase, which) of the messages through a node
 	// only grow, so a relay drops anything not above it (a message that
 	// went round because no active is left to take it, or a duplicate).
-	last  uint32
-	woken bool // a relay has passed a hand-off's wake-up call on
+	last uint32
+	// phases is the number of phases of the last election this node saw
+	// end, as announced (Node.Phases).
+	phases int
+	// ring is what this active knows of the actives round it, for the
+	// three-active ending (View mode, during an election: rings).
+	ring *petersonRing
+	// The flags last, next to each other (a peterson is in every node of
+	// the active/relay ring).
+	relay  bool
+	second bool
+	woken  bool // a relay has passed a hand-off's wake-up call on
 	// heard: a message of the election reached this node. unheard: the
 	// last election timed out with none reaching it (its predecessors
 	// skip it), so the next one it starts it starts as a relay.
@@ -74,12 +82,6 @@ type peterson struct {
 	// restarted: the election this node starts next restarts one that
 	// failed; it calls nobody in directly (wakeAll).
 	restarted bool
-	// ring is what this active knows of the actives round it, for the
-	// three-active ending (View mode, during an election: rings).
-	ring *petersonRing
-	// phases is the number of phases of the last election this node saw
-	// end, as announced (Node.Phases).
-	phases int
 }
 
 // Phases returns the number of active/relay phases of the last election

@@ -348,7 +348,7 @@ func (n *Node) preVoteFailed() {
 		if len(n.pv.granted) < n.majority()-1 {
 			n.pv.pslow = min(n.pv.pslow+1, maxSlow)
 		}
-		n.hand.preemptAfter = n.now + n.preemptRetry()
+		n.hand.setPreemptAfter(n.now + n.preemptRetry())
 		return
 	}
 	if !n.guard.on() || len(n.pv.granted)+len(n.pv.refused) < n.majority()-1 {
@@ -377,5 +377,5 @@ func (n *Node) sendPreempt() {
 		return
 	}
 	n.send(Message{Type: MsgPreempt, To: n.coordinator})
-	n.hand.preemptAfter = n.now + n.cfg.CoordinatorTimeout + n.cfg.StopTimeout
+	n.hand.setPreemptAfter(n.now + n.cfg.CoordinatorTimeout + n.cfg.StopTimeout)
 }

@@ -17,20 +17,21 @@ type lap struct {
 	// coord is the last COORDINATOR lap forwarded and coordTo its
 	// receiver: View mode resends it if that receiver dies. coordRoute is
 	// how it goes round: along the ring's list (listed), or clockwise.
-	coord      Message
-	coordTo    string
+	coord   Message
+	coordTo string
+	// base: the highest term this node had seen when it wanted to start
+	// the election it waits for (waiting).
+	base Term
+	// held: ticks left before the pre-vote of the election this node
+	// waits to start begins (seniorWait); 0: not held.
+	held       int
 	coordRoute route
 	// handingOff: this node resigned and does not stand until a
 	// coordinator is known.
 	handingOff bool
 	// waiting: this node wants to start an election and its pre-vote runs
-	// (Node.pv); preVoted starts the one that follows base, the highest
-	// term it had seen when it wanted to.
+	// (Node.pv); preVoted starts the one that follows base.
 	waiting bool
-	base    Term
-	// held: ticks left before the pre-vote of the election this node
-	// waits to start begins (seniorWait); 0: not held.
-	held int
 }
 
 // ringAlgorithm is a ring that embeds a lap: the lap hands it the

@@ -38,7 +38,6 @@ package core
 type link struct {
 	n      *Node
 	out    []hop               // hops held back; out[0] is in flight when busy
-	busy   bool                // out[0] has been sent and awaits its Ack
 	failed map[string]struct{} // members that did not acknowledge
 	// leader is the last coordinator this node knew (itself included);
 	// suspect is the one that must acknowledge, in View mode, for this
@@ -48,9 +47,6 @@ type link struct {
 	// deposed) and the tick it was first seen leading it.
 	ledTerm Term
 	ledFrom int
-	// careful: this election replaces a coordinator, so in View mode every
-	// ELECTION hop is acknowledged too.
-	careful bool
 	// exhausted receives a queued message that found no member left to
 	// try (every other member is dead): the caller decides what it means.
 	exhausted func(Message)
@@ -58,8 +54,7 @@ type link struct {
 	// goes): the Ack of one may still come, and its round trip counts
 	// (Node.rtts, hopTimeout). Allocated at the first hop given up on: a
 	// member of a large ring seldom gives up on any.
-	gave   *[4]gaveUp
-	gaveAt uint8
+	gave *[4]gaveUp
 	// forked is the term of the last ELECTION hop given up on whose Ack
 	// came after all: its receiver has the message, and so does the member
 	// after it (peterson.step).
@@ -73,6 +68,12 @@ type link struct {
 	// refusing its hops (they sit out: link.refuses) or died since, and do
 	// not make it isolated (tick).
 	vouched bool
+	// The flags last, next to each other (a link is in every ring node).
+	busy bool // out[0] has been sent and awaits its Ack
+	// careful: this election replaces a coordinator, so in View mode every
+	// ELECTION hop is acknowledged too.
+	careful bool
+	gaveAt  uint8 // where the next hop given up on goes in gave
 }
 
 // send hands m to the first working member after position from (this

@@ -276,9 +276,11 @@ func (w *testNet) highestLive(except ...string) string {
 // Readies taken and what the next one holds.
 func (w *testNet) total(id string) Counters {
 	c := *w.counts[id]
-	if n := w.nodes[id]; !n.out.handed {
+	n := w.nodes[id]
+	if !n.out.handed && n.out.rd != nil {
 		c.Add(&n.out.rd.Counters)
 	}
+	c.Received[MsgHeartbeat] += uint64(n.out.heartbeats)
 	return c
 }
 

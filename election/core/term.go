@@ -282,16 +282,16 @@ func (n *Node) follow(c string, t Term, confirmed bool) {
 	n.setTerm(t)
 	switch {
 	case !n.hand.yielded || n.guard.coolUntil != 0:
-	case n.hand.yieldTo == "":
-		n.hand.yieldTo = c
-	case n.hand.yieldTo != c:
+	case n.hand.yieldTo() == "":
+		n.hand.setYieldTo(c)
+	case n.hand.yieldTo() != c:
 		// The successor it handed the role to has been succeeded in turn:
 		// the bully rule applies again.
 		n.hand.yielded = false
 	}
 	if n.coordinator != c {
-		n.hand.preemptAfter = 0 // a preemption request waited for the previous one
-		n.pv.pslow = 0          // and its checks were slow for the previous one
+		n.hand.setPreemptAfter(0) // a preemption request waited for the previous one
+		n.pv.pslow = 0            // and its checks were slow for the previous one
 	}
 	n.setCoordinator(c)
 	n.setConfirmed(n.guard.counts(confirmed))

@@ -8,9 +8,9 @@ package core
 // first change) and, in View mode, the set of members known dead.
 type view struct {
 	r    *Roster
+	dead deadSet
 	own  bool // r is this node's own copy
 	mode Mode
-	dead deadSet
 	// changed: a member came, went or changed since the last Ready.
 	changed bool
 }

@@ -60,6 +60,9 @@ type Group struct {
 	names   map[string]*entry
 	list    []*entry                   // the names in the order they were added
 	abstain map[string]map[string]bool // name -> peers that do not stand for it (PeerCandidate)
+	// abstainPeak is the most names abstain has held since it was made
+	// (shrinkAbstain).
+	abstainPeak int
 
 	// shared is the base roster (base), built for the membership
 	// version sharedAt from the members baseRing: the roster of the
@@ -95,6 +98,9 @@ type Group struct {
 	counts      Counters // since the last Ready
 	rd          Ready
 	updatesPeak int // the high-water mark of rd.Updates (fit)
+	// readies are the copies of the nodes' Readies that rd.Updates
+	// point to, but for the harvested ones (collect).
+	readies []core.Ready
 }
 
 // member is what the group knows of a member.

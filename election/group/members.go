@@ -133,11 +133,13 @@ func (g *Group) PeerCandidate(id, name string, stand bool) error {
 		delete(set, id)
 		if len(set) == 0 {
 			delete(g.abstain, name)
+			g.shrinkAbstain()
 		}
 	} else {
 		if set == nil {
 			set = make(map[string]bool)
 			g.abstain[name] = set
+			g.abstainPeak = max(g.abstainPeak, len(g.abstain))
 		}
 		set[id] = true
 	}
@@ -153,6 +155,22 @@ func (g *Group) PeerCandidate(id, name string, stand bool) error {
 		g.touch(e)
 	}
 	return nil
+}
+
+// shrinkAbstain makes g.abstain anew once it holds less than an eighth
+// of the names it held at most: a map keeps the room it grew to, and
+// while the members start, each name's map lists the members whose
+// candidacies are not known yet (the names added before their
+// statements came).
+func (g *Group) shrinkAbstain() {
+	if g.abstainPeak < 64 || 8*len(g.abstain) > g.abstainPeak {
+		return
+	}
+	m := make(map[string]map[string]bool, len(g.abstain))
+	for k, v := range g.abstain {
+		m[k] = v
+	}
+	g.abstain, g.abstainPeak = m, len(m)
 }
 
 // spreadChanged notes a change to what the spread assignment depends

@@ -119,6 +119,13 @@ func fit[T any](b []T, peak *int) []T {
 	return b[:0]
 }
 
+// maxReadies is the most copies of nodes' Readies (collect) a group
+// keeps for its next Ready: a Ready of more Updates (every name elected
+// at once; in a cluster whose rounds are in step, every name's ack)
+// makes its own. A name's Update is most of what its node would cost
+// otherwise.
+const maxReadies = 64
+
 // minPairs is the buffer that fit always keeps.
 const minPairs = 16
 
@@ -341,6 +348,12 @@ func (g *Group) Ready() *Ready {
 	g.out.reclaim()
 	rd := &g.rd
 	rd.Batches, rd.Updates = rd.Batches[:0], fit(rd.Updates, &g.updatesPeak)
+	if cap(g.readies) > maxReadies {
+		g.readies = nil // a burst, or a round of every name's acks: not kept
+	} else {
+		clear(g.readies)
+		g.readies = g.readies[:0]
+	}
 	rd.Counters, g.counts = g.counts, Counters{}
 	if g.allTouched {
 		for _, e := range g.list {
@@ -353,6 +366,9 @@ func (g *Group) Ready() *Ready {
 			}
 		}
 	}
+	for i := range g.readies {
+		rd.Updates[i].Ready = &g.readies[i]
+	}
 	for _, e := range g.touched {
 		e.touched = false
 	}
@@ -364,7 +380,11 @@ func (g *Group) Ready() *Ready {
 	return rd
 }
 
-// collect takes e's node's Ready, if it has one.
+// collect takes e's node's Ready, if it has one: its messages into the
+// batches, the rest into a copy in g.readies (its Update's, once every
+// name is collected), so that the node gives its Ready back to the host
+// at once (core.Node.Done): a member of thousands of names holds a Ready
+// only for those with something in it.
 func (g *Group) collect(e *entry) {
 	if e.recreate {
 		g.rebuildIfReady(e)
@@ -374,8 +394,10 @@ func (g *Group) collect(e *entry) {
 	}
 	r := e.node.Ready()
 	g.queueMessages(e, r.Messages)
-	e.node.Release() // copied into the batches
-	g.rd.Updates = append(g.rd.Updates, Update{Name: e.name, Ready: r})
+	g.readies = append(g.readies, *r)
+	g.readies[len(g.readies)-1].Messages = nil // in the batches
+	e.node.Done()
+	g.rd.Updates = append(g.rd.Updates, Update{Name: e.name})
 }
 
 // sendDue moves the batches due into the Ready: every pending one after

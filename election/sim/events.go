@@ -317,6 +317,7 @@ func (s *Sim) takeQuiet(sn *simNode) {
 		panic("sim: a quiet node's Ready holds more than counts")
 	}
 	sn.counted.Add(&rd.Counters)
+	sn.node.Done()
 }
 
 // flush takes a node's Ready: it hands the messages to the network, fires
@@ -341,6 +342,7 @@ func (s *Sim) flush(sn *simNode) {
 		}
 	}
 	if s.fire(sn, msgs) {
+		sn.node.Done()
 		return // crashed before sending
 	}
 	queued := int64(0) // messages ahead of this one in the send order
@@ -362,6 +364,7 @@ func (s *Sim) flush(sn *simNode) {
 		}
 		sn.last, sn.leads = st, st.State == core.StateCoordinator
 	}
+	sn.node.Done() // sent and noted: the node's Ready goes back to the host
 	s.check.after(sn)
 	s.reschedule(sn)
 }
