@@ -431,29 +431,6 @@ func (p *peterson) resign() {
 // (more actives, a report lost or late past the next phase) the election
 // goes on as the text has it.
 
-// petersonRing is what an active knows of the actives before and after it.
-type petersonRing struct {
-	ccw1, ccw2 string // the senders of this phase's e and of f's value
-	// survived is the decision of the last phase this node ended active,
-	// with last1 and last2 its ccw1 and ccw2 then: a report of that phase
-	// arriving after its f still ends the election.
-	survived     PhaseDecision
-	last1, last2 string
-	// rep is the last report received: its phase, sender and ccw2.
-	repPhase         uint32
-	repFrom, repCcw2 string
-}
-
-// rings returns what this active knows of the actives round it in this
-// election (View mode; nil in Textbook mode), made at its first use: an
-// idle member of many named elections holds no more than the pointer.
-func (p *peterson) rings() *petersonRing {
-	if p.ring == nil && p.n.cfg.Mode == View {
-		p.ring = &petersonRing{}
-	}
-	return p.ring
-}
-
 // ringReport is the packed phase of a three-active report
 // (petersonRing.report): its Lap holds the phase and its List the
 // sender's ccw2.
