@@ -52,9 +52,9 @@ type meta struct {
 // of version 5 would end a lap of version 4 where it reached it); version
 // 6 the ring's outcome told the same way, with no list (a member of
 // version 5 would take it for a lap that does not list it), and the
-// active/relay ring's View-mode call into the election and three-active
-// report, two packed phases that a member of version 5 would take for
-// phases far ahead of its own and restart the election on.
+// active/relay ring's View-mode call into the election, a packed phase
+// that a member of version 5 would take for a phase far ahead of its own
+// and restart the election on.
 const ProtocolVersion = 6
 
 // MaxPayloadLen bounds Config.Payload, in bytes: the payload travels in

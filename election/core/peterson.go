@@ -17,10 +17,7 @@ package core
 // Relays forward every election message unchanged. Of two neighbouring
 // actives at least one becomes a relay, so at most ⌊a/2⌋ of a actives
 // survive a phase: at most ⌊log₂ n⌋ + 1 phases, 2n election messages in
-// each phase with two actives or more and n in the last. View mode ends
-// the election a phase early when the last two or three actives meet
-// (onF, petersonRing), and starts it with every live member called in at
-// once (wakeAll).
+// each phase with two actives or more and n in the last.
 //
 // On the wire an election message carries the election's term, the phase
 // and which of its two messages it is (packed in Phase, see packPhase), the
@@ -67,9 +64,6 @@ type peterson struct {
 	// phases is the number of phases of the last election this node saw
 	// end, as announced (Node.Phases).
 	phases int
-	// ring is what this active knows of the actives round it, for the
-	// three-active ending (View mode, during an election: rings).
-	ring *petersonRing
 	// The flags last, next to each other (a peterson is in every node of
 	// the active/relay ring).
 	relay  bool
@@ -82,29 +76,6 @@ type peterson struct {
 	// restarted: the election this node starts next restarts one that
 	// failed; it calls nobody in directly (wakeAll).
 	restarted bool
-}
-
-// petersonRing is what an active knows of the actives before and after it.
-type petersonRing struct {
-	ccw1, ccw2 string // the senders of this phase's e and of f's value
-	// survived is the decision of the last phase this node ended active,
-	// with last1 and last2 its ccw1 and ccw2 then: a report of that phase
-	// arriving after its f still ends the election.
-	survived     PhaseDecision
-	last1, last2 string
-	// rep is the last report received: its phase, sender and ccw2.
-	repPhase         uint32
-	repFrom, repCcw2 string
-}
-
-// rings returns what this active knows of the actives round it in this
-// election (View mode; nil in Textbook mode), made at its first use: an
-// idle member of many named elections holds no more than the pointer.
-func (p *peterson) rings() *petersonRing {
-	if p.ring == nil && p.n.cfg.Mode == View {
-		p.ring = &petersonRing{}
-	}
-	return p.ring
 }
 
 // Phases returns the number of active/relay phases of the last election
@@ -121,7 +92,7 @@ func (n *Node) Phases() int {
 
 func (p *peterson) reset() {
 	p.relay, p.d, p.e, p.phase, p.second, p.last, p.woken = false, Rank{}, Rank{}, 0, false, 0, false
-	p.heard, p.ring = false, nil
+	p.heard = false
 	p.timer, p.sentTo, p.waiting, p.held = 0, "", false, 0
 }
 
@@ -158,7 +129,7 @@ func (p *peterson) finish() {
 // record accepts c as coordinator in term t after an election of the given
 // number of phases; the COORDINATOR lap reaches c hops after this node.
 func (p *peterson) record(c string, t Term, phases uint32, hops int) {
-	p.phases, p.restarted, p.ring = int(phases), false, nil
+	p.phases, p.restarted = int(phases), false
 	p.lap.record(c, t, hops)
 }
 

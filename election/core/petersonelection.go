@@ -152,15 +152,10 @@ func (p *peterson) join(t Term, stand bool) {
 	p.emit(p.d, false)
 }
 
-// emit sends this active's message of the current phase. In View mode the
-// second names the active whose d it passes on (ring.ccw1), for the
-// three-active ending (onF).
+// emit sends this active's message of the current phase.
 func (p *peterson) emit(v Rank, second bool) {
-	m := Message{Type: MsgElection, Term: p.term, Phase: packPhase(p.phase, second), Value: v, Initiator: p.n.self.ID}
-	if second && p.ring != nil && p.ring.ccw1 != "" {
-		m.List = []Peer{{ID: p.ring.ccw1}}
-	}
-	p.pass(m)
+	p.pass(Message{Type: MsgElection, Term: p.term, Phase: packPhase(p.phase, second),
+		Value: v, Initiator: p.n.self.ID})
 }
 
 // pass sends an election message clockwise; alone, it comes back to us.
@@ -263,8 +258,6 @@ func (p *peterson) onElection(m Message) {
 			// announcement of it will reach the sender.
 			n.send(Message{Type: MsgAck, To: m.From})
 		}
-	case m.Phase == ringReport:
-		p.onReport(m)
 	case m.Phase == wakeAll && (p.unheard || n.electing && p.term == m.Term):
 		// In the election already; or its last election timed out with no
 		// message of it arriving: its predecessor skips it, and it waits
@@ -314,14 +307,9 @@ func (p *peterson) handle(m Message) {
 		p.restart()
 		return
 	}
-	if r := p.rings(); p.second {
-		if r != nil && len(m.List) > 0 {
-			r.ccw2 = m.List[0].ID // the active whose d this is (emit)
-		}
+	if p.second {
 		p.onF(m.Value)
 		return
-	} else if r != nil {
-		r.ccw1 = m.Initiator
 	}
 	p.onE(m.Value)
 }
@@ -366,30 +354,16 @@ func (p *peterson) onE(e Rank) {
 // value now, and the other becomes a relay, as the text has it.
 func (p *peterson) onF(f Rank) {
 	dec := PhaseDecision{Phase: p.phase, D: p.d, E: p.e, F: f, Outcome: "relay"}
-	view := p.n.cfg.Mode == View
-	if view && f == p.d && p.e.Compare(p.d) > 0 {
+	if p.n.cfg.Mode == View && f == p.d && p.e.Compare(p.d) > 0 {
 		dec.Outcome = "leader"
 		p.n.decide(dec)
 		p.d = p.e
 		p.finish()
 		return
 	}
-	if view && f.Compare(p.d) > 0 && f.Compare(p.e) > 0 {
-		p.rings().report(p)
-	}
 	if p.e.Compare(p.d) > 0 && p.e.Compare(f) > 0 {
-		if view && p.rings().closed(p.phase) {
-			dec.Outcome = "leader"
-			p.n.decide(dec)
-			p.d = p.e
-			p.finish()
-			return
-		}
 		dec.Outcome = "active"
 		p.n.decide(dec)
-		if r := p.rings(); r != nil {
-			r.survived, r.last1, r.last2 = dec, r.ccw1, r.ccw2
-		}
 		p.d, p.phase, p.second = p.e, p.phase+1, false
 		p.emit(p.d, false)
 		return
@@ -414,60 +388,4 @@ func (p *peterson) resign() {
 	p.join(t, false)
 	p.woken = true
 	p.pass(Message{Type: MsgElection, Term: p.term, Phase: wakeUp, Initiator: p.n.self.ID})
-}
-
-// The three-active ending (View mode). Of three actives S, T, U (clockwise)
-// each knows the two before it (ring.ccw1, ccw2: the senders of its e and
-// f's value) and all three values, but not that they are three: the text
-// keeps the one whose e is the greatest (S, whose e is U's d) active for a
-// phase more and sends its d round the ring, a lap, to find e == d. If the
-// actives are three, T is the one after S, and T's f (U's d) is the
-// greatest of its d, e and f: T reports to S, the sender of its e,
-// directly, naming the sender of its f (ringReport). S has its proof once
-// it has both its f and the report of that phase: the report comes from
-// S's ccw2 (T) and names S's ccw1 (U), so the actives, each the nearest
-// before the next, close a cycle of three, S's e is the greatest value,
-// and S takes it as the leader's; S then makes no lap. Without the proof
-// (more actives, a report lost or late past the next phase) the election
-// goes on as the text has it.
-
-// ringReport is the packed phase of a three-active report
-// (petersonRing.report): its Lap holds the phase and its List the
-// sender's ccw2.
-const ringReport = ^uint32(0) - 1
-
-// report sends the report of this phase to ccw1.
-func (r *petersonRing) report(p *peterson) {
-	if r == nil || r.ccw1 == "" || r.ccw2 == "" || r.ccw1 == p.n.self.ID {
-		return
-	}
-	p.n.send(Message{Type: MsgElection, To: r.ccw1, Term: p.term, Phase: ringReport, Lap: p.phase,
-		Initiator: p.n.self.ID, List: []Peer{{ID: r.ccw2}}, Unordered: true})
-}
-
-// closed reports whether the report of phase ph proves three actives.
-func (r *petersonRing) closed(ph uint32) bool {
-	return r != nil && r.repPhase == ph && r.repFrom != "" && r.repFrom == r.ccw2 && r.repCcw2 == r.ccw1
-}
-
-// onReport takes a three-active report; one of the phase this node
-// survived last, arriving after its f, ends the election.
-func (p *peterson) onReport(m Message) {
-	n := p.n
-	r := p.rings()
-	if r == nil || !n.electing || m.Term != p.term || p.relay || len(m.List) == 0 {
-		n.drop(DropUnexpected)
-		return
-	}
-	r.repPhase, r.repFrom, r.repCcw2 = m.Lap, m.Initiator, m.List[0].ID
-	dec := r.survived
-	if dec.Phase == 0 || dec.Phase != m.Lap || dec.Phase+1 != p.phase {
-		return
-	}
-	if r.repFrom == r.last2 && r.repCcw2 == r.last1 {
-		dec.Outcome = "leader" // it decided active, on e; the report shows e is the greatest
-		n.decide(dec)
-		p.phase = dec.Phase
-		p.finish()
-	}
 }
