@@ -51,10 +51,7 @@ type meta struct {
 // in View mode (a member of version 4 would pass it on as a lap, and one
 // of version 5 would end a lap of version 4 where it reached it); version
 // 6 the ring's outcome told the same way, with no list (a member of
-// version 5 would take it for a lap that does not list it), and the
-// active/relay ring's View-mode call into the election, a packed phase
-// that a member of version 5 would take for a phase far ahead of its own
-// and restart the election on.
+// version 5 would take it for a lap that does not list it).
 const ProtocolVersion = 6
 
 // MaxPayloadLen bounds Config.Payload, in bytes: the payload travels in

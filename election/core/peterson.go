@@ -12,7 +12,10 @@ package core
 //     itself) to every member (tell);
 //   - else it sends e on (the phase's second message) and receives f, the
 //     d of its second-nearest active neighbour; if e > max(d, f) it takes
-//     d := e into the next phase, else it becomes a relay.
+//     d := e into the next phase, else it becomes a relay. In View mode
+//     an active whose f is its own d is one of the last two: the one whose
+//     e is the greater announces e at once (onF), a lap before the text
+//     would.
 //
 // Relays forward every election message unchanged. Of two neighbouring
 // actives at least one becomes a relay, so at most ⌊a/2⌋ of a actives
@@ -73,9 +76,6 @@ type peterson struct {
 	// last election timed out with none reaching it (its predecessors
 	// skip it), so the next one it starts it starts as a relay.
 	heard, unheard bool
-	// restarted: the election this node starts next restarts one that
-	// failed; it calls nobody in directly (wakeAll).
-	restarted bool
 }
 
 // Phases returns the number of active/relay phases of the last election
@@ -129,7 +129,7 @@ func (p *peterson) finish() {
 // record accepts c as coordinator in term t after an election of the given
 // number of phases; the COORDINATOR lap reaches c hops after this node.
 func (p *peterson) record(c string, t Term, phases uint32, hops int) {
-	p.phases, p.restarted = int(phases), false
+	p.phases = int(phases)
 	p.lap.record(c, t, hops)
 }
 
@@ -188,6 +188,5 @@ func (p *peterson) tick() {
 	}
 	p.n.count().ElectionsRestarted++
 	p.unheard = !p.heard
-	p.restarted = true
 	p.restart()
 }

@@ -27,7 +27,7 @@ func watchPeterson(w *testNet, run *petersonRun) {
 			run.coord++
 		case MsgElection:
 			run.total++
-			if m.Phase == wakeUp || m.Phase == wakeAll {
+			if m.Phase == wakeUp {
 				return
 			}
 			p, second := unpackPhase(m.Phase)

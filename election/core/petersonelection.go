@@ -69,59 +69,11 @@ func (p *peterson) begin(t Term) {
 	}
 	if !p.n.guard.sitsOut(p.n.now) && !p.unheard {
 		p.join(t, true)
-		p.wakeAll()
 		return
 	}
 	p.join(t, false)
 	p.woken = true
 	p.pass(Message{Type: MsgElection, Term: p.term, Phase: wakeUp, Initiator: p.n.self.ID})
-}
-
-// wakeAll calls every other live member of the view into the election
-// this node has just started (View mode), so that all start phase 1 at
-// once, as the text has it, rather than as the first phase's messages
-// reach them one hop after another (a lap before the last member starts,
-// and the phases after it wait for that lap). The successor, which this
-// node's d wakes, is not called. Only the top live voter of the view (the
-// old coordinator aside) calls, so that members that start together do
-// not each call everyone: n - 2 messages an election. A restarted
-// election (restarted) calls nobody: a member called while its
-// predecessor skips it (their views differ) would feed the member after
-// it a second stream of values, which may restart the election, and each
-// restart would call it in again.
-func (p *peterson) wakeAll() {
-	n := p.n
-	if n.cfg.Mode != View || !n.electing || p.restarted || p.outranked() {
-		p.restarted = false
-		return
-	}
-	succ := p.sentTo
-	m := Message{Type: MsgElection, Term: p.term, Phase: wakeAll, Initiator: n.self.ID, Unordered: true}
-	n.reserve(n.liveCount() - 1)
-	r := n.view.r
-	for k := r.Len() - 1; k >= 0; k-- {
-		if id := r.ByRank(k).ID; id != n.self.ID && id != succ && n.view.alive(id) {
-			m.To = id
-			n.send(m)
-		}
-	}
-}
-
-// outranked reports whether a live voter of the view other than the
-// coordinator this election replaces (link.suspect) ranks above this node.
-func (p *peterson) outranked() bool {
-	n := p.n
-	r := n.view.r
-	for k := r.Len() - 1; k >= 0; k-- {
-		q := r.ByRank(k)
-		if q.ID == n.self.ID {
-			return false
-		}
-		if !q.NonVoter && q.ID != p.link.suspect && n.view.alive(q.ID) {
-			return true
-		}
-	}
-	return false
 }
 
 // electionTerm is the term of the election started by a node whose highest
@@ -231,7 +183,6 @@ func (p *peterson) step(m Message) {
 		// but that sender takes part in an election of its own,
 		// which will reach this node.)
 		n.count().ElectionsRestarted++
-		p.restarted = true
 		p.restart()
 	}
 }
@@ -258,11 +209,6 @@ func (p *peterson) onElection(m Message) {
 			// announcement of it will reach the sender.
 			n.send(Message{Type: MsgAck, To: m.From})
 		}
-	case m.Phase == wakeAll && (p.unheard || n.electing && p.term == m.Term):
-		// In the election already; or its last election timed out with no
-		// message of it arriving: its predecessor skips it, and it waits
-		// for an election message from the ring before it stands (begin).
-		n.drop(DropUnexpected)
 	case !n.electing || p.term != m.Term:
 		p.wake(m)
 	default:
@@ -273,10 +219,7 @@ func (p *peterson) onElection(m Message) {
 // wake: the first message of an election this node is not part of yet.
 func (p *peterson) wake(m Message) {
 	ph, second := unpackPhase(m.Phase)
-	p.join(m.Term, m.Phase == wakeUp || m.Phase == wakeAll || ph == 1 && !second)
-	if m.Phase == wakeAll {
-		return // called directly (wakeAll): passed on to nobody, and not heard from the ring
-	}
+	p.join(m.Term, m.Phase == wakeUp || ph == 1 && !second)
 	p.handle(m)
 }
 
@@ -303,7 +246,6 @@ func (p *peterson) handle(m Message) {
 		// electionTerm) rather than after idleTicks of silence.
 		p.n.drop(DropOrder)
 		p.n.count().ElectionsRestarted++
-		p.restarted = true
 		p.restart()
 		return
 	}

@@ -33,10 +33,5 @@ func packPhase(p uint32, second bool) uint32 {
 // wakeUp is the packed phase of a hand-off's wake-up call.
 const wakeUp = 0
 
-// wakeAll is the packed phase of the call an initiator sends each live
-// member directly in View mode (peterson.wakeAll): its receiver joins the
-// election and passes the call on to nobody.
-const wakeAll = ^uint32(0)
-
 // unpackPhase is the inverse of packPhase.
 func unpackPhase(x uint32) (p uint32, second bool) { return (x + 1) / 2, x%2 == 0 }

@@ -350,8 +350,8 @@ func TestViewSuspectedCoordinator(t *testing.T) {
 				w.sent = [NumMsgTypes]int{}
 				asked := 0 // ELECTION hops that ask for an Ack
 				w.observe = func(m Message) {
-					if m.Type != MsgElection || alg == Peterson && m.Phase == wakeAll {
-						return // not a hop: sent directly (peterson.wakeAll)
+					if m.Type != MsgElection {
+						return
 					}
 					if m.Coordinator == m.To {
 						asked++
