@@ -213,7 +213,9 @@ func TestSpreadAssignment(t *testing.T) {
 // A crash that no membership layer reports: every name the crashed
 // member led is found by its followers' heartbeat detectors, in the same
 // few ticks for every name (their heartbeats came in the same batches),
-// and re-elects among the survivors.
+// and re-elects among the survivors. Its watchers are its successors
+// (doc.go, "Placement"): only they give up on its names, each on all the
+// names it watches in one tick, and the names go to them.
 func TestSilentCrash(t *testing.T) {
 	const n, e = 20, 1000
 	c := newCluster(t, n, nil)
@@ -223,6 +225,16 @@ func TestSilentCrash(t *testing.T) {
 	c.run(4 * c.h)
 	before := c.leaders(ns)
 	victim := before[ns[0]]
+	k := uint64(c.groups[victim].Config().HeartbeatMisses)
+	gaveUp := map[string]map[int]int{} // member -> tick -> names whose detector gave up on victim
+	c.onUpdate = func(member string, u Update) {
+		if before[u.Name] == victim && u.Ready.HeartbeatMisses >= k && u.Ready.ElectionsStarted > 0 && u.Ready.Cause == core.CauseSilence {
+			if gaveUp[member] == nil {
+				gaveUp[member] = map[int]int{}
+			}
+			gaveUp[member][c.now]++
+		}
+	}
 	c.down[victim] = true // no PeerDown: the detectors must find it
 	first, last := -1, -1
 	for t0 := c.now; ; {
@@ -251,6 +263,28 @@ func TestSilentCrash(t *testing.T) {
 		victim, c.loads(before)[victim], first, last, c.h)
 	if last-first > c.h {
 		t.Errorf("the names re-elected over %d ticks, more than a heartbeat interval", last-first)
+	}
+	c.onUpdate = nil
+	g := c.groups[c.ids[0]]
+	succ := map[string]bool{}
+	for _, i := range g.succ[g.memberIdx[victim]] {
+		succ[g.members[i].id] = true
+	}
+	if len(gaveUp) == 0 {
+		t.Fatalf("no detector gave up on %s: the test tests nothing", victim)
+	}
+	for member, ticks := range gaveUp {
+		if len(ticks) != 1 {
+			t.Errorf("%s gave up on %s's names at %d different ticks: %v", member, victim, len(ticks), ticks)
+		}
+		if !succ[member] {
+			t.Errorf("%s, not a successor of %s, gave up on its names", member, victim)
+		}
+	}
+	for _, name := range ns {
+		if l, _ := c.leader(name); before[name] == victim && !succ[l] {
+			t.Errorf("%s went to %s, not a successor of %s", name, l, victim)
+		}
 	}
 }
 
