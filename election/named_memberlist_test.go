@@ -93,7 +93,7 @@ func (c *realNamed) waitAll(within time.Duration, names, ids []string) (map[stri
 				for _, id := range ids {
 					if el := c.els[id][name]; el != nil {
 						st := el.Status()
-						s += fmt.Sprintf(" %s=%s/%q@%v", id, st.State, st.Coordinator, core.Term(st.Term))
+						s += fmt.Sprintf(" %s=%s/%q@%v(top %s)", id, st.State, st.Coordinator, core.Term(st.Term), topRanked(st.Members))
 					}
 				}
 			}
