@@ -198,8 +198,27 @@ func (g *Group) Step(b Batch) {
 			g.counts.Misaddressed++
 		default:
 			e.node.Step(p.Msg)
+			g.keepRating(e, p.Msg.From)
 			g.touch(e)
 		}
+	}
+}
+
+// keepRating gives e's node back the group's rating of member id under
+// Spread after a message from id: the core takes a sender's rating from
+// its messages (core.Node's learnRating), and a message that left id
+// before id's group moved its rating would otherwise leave the stale one
+// in this member's view, with no later message to correct it (a follower
+// of a name sends almost nothing): the members' views of the placement
+// would disagree on who ranks first. Under Spread a member's rating for a
+// name is what the placement computes, the same in every group that
+// knows the same, so the group's is the one to keep.
+func (g *Group) keepRating(e *entry, id string) {
+	if e.opts.Placement != PlaceSpread {
+		return
+	}
+	if i, ok := g.memberIdx[id]; ok && int(i) != selfIndex {
+		g.pushRating(e, int(i))
 	}
 }
 

@@ -332,3 +332,23 @@ func TestSpreadBoundWithoutAbstainers(t *testing.T) {
 		}
 	}
 }
+
+// Under Spread the group's rating of a member for a name is the one its
+// node keeps: a message that carries another (one the sender computed
+// before its placement moved, still in flight) does not replace it, or
+// the members' views would disagree on who ranks first for good.
+func TestSpreadRatingOutlivesAStaleMessage(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	ns := names(4)
+	c.add(Options{Placement: PlaceSpread}, ns...)
+	c.settle(ns, 300)
+	g := c.groups[c.ids[0]]
+	from := c.ids[1]
+	want, _ := g.Node(ns[0]).Roster().Get(from)
+	g.Step(Batch{From: from, To: g.ID(), Pairs: []Pair{{Name: ns[0],
+		Msg: core.Message{Type: core.MsgPreVote, From: from, To: g.ID(), Rating: want.Rating + 12345}}}})
+	if got, _ := g.Node(ns[0]).Roster().Get(from); got.Rating != want.Rating {
+		t.Errorf("%s's rating for %s: %d after a message that carried %d, want the placement's %d",
+			from, ns[0], got.Rating, want.Rating+12345, want.Rating)
+	}
+}
