@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/memberlist"
 
@@ -124,15 +123,8 @@ func TestCodecBestEffortStaysHome(t *testing.T) {
 // a heartbeat does, taking no place in the link's queue nor a sequence
 // number; one marked BestEffort only is queued, numbered.
 func TestSendUnorderedIsDatagram(t *testing.T) {
-	d := newTestDispatcher(100)
-	d.handle([]inboxItem{{kind: itemJoin, node: nodeInfo{Name: "b", Meta: meta{Rating: 1, Boot: 5}.encode()}}}, time.Unix(0, 0))
+	d, l := heldLink(t, false)
 	s := d.out
-	s.queueSize = 100
-	l, err := s.link("b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.running = true // no goroutine sends: the test reads the queue
 	var sent []frameHeader
 	s.udp = func(_ *memberlist.Node, frame []byte) error {
 		h, _, err := decodeFrame(frame)

@@ -28,6 +28,23 @@ func newTestDispatcher(maxMsgs int) *dispatcher {
 	}
 }
 
+// heldLink returns a test dispatcher and its sender's link to member "b"
+// (boot 5, rating 1; named says whether it announces named elections),
+// which no goroutine drains: a test reads what is queued on it.
+func heldLink(t *testing.T, named bool) (*dispatcher, *outLink) {
+	t.Helper()
+	d := newTestDispatcher(100)
+	d.handle([]inboxItem{{kind: itemJoin, node: nodeInfo{Name: "b", Meta: meta{Rating: 1, Boot: 5}.encode(), Named: named}}}, time.Unix(0, 0))
+	s := d.out
+	s.queueSize = 100
+	l, err := s.link("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.running = true // no goroutine sends: the test reads the queue
+	return d, l
+}
+
 func join(name string, boot uint64) inboxItem {
 	return inboxItem{kind: itemJoin, node: info(name, meta{Rating: 1, Boot: boot})}
 }

@@ -91,15 +91,8 @@ func FuzzDecodeCandidacy(f *testing.F) {
 // most maxDatagram bytes, unnumbered; the other pairs into one numbered
 // frame of the batch stream, by TCP, numbered apart from the frames.
 func TestSendBatchSplits(t *testing.T) {
-	d := newTestDispatcher(100)
-	d.handle([]inboxItem{{kind: itemJoin, node: nodeInfo{Name: "b", Meta: meta{Rating: 1, Boot: 5}.encode(), Named: true}}}, time.Unix(0, 0))
+	d, l := heldLink(t, true)
 	s := d.out
-	s.queueSize = 100
-	l, err := s.link("b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.running = true   // no goroutine sends: the test reads the queue
 	var sent []outItem // the datagrams, sent at once, not queued
 	s.udp = func(_ *memberlist.Node, frame []byte) error {
 		body := frame[len(appendHeaderAs(nil, batchMagic, batchVersion, frameHeader{FromBoot: s.selfBoot, ToBoot: 5})):]
@@ -207,15 +200,8 @@ func TestDispatcherBatchStream(t *testing.T) {
 // Numbered batch frames queued for a link whose goroutine is busy merge
 // into one frame: the pairs of both, in order.
 func TestSendBatchMerges(t *testing.T) {
-	d := newTestDispatcher(100)
-	d.handle([]inboxItem{{kind: itemJoin, node: nodeInfo{Name: "b", Meta: meta{Rating: 1, Boot: 5}.encode(), Named: true}}}, time.Unix(0, 0))
+	d, l := heldLink(t, true)
 	s := d.out
-	s.queueSize = 100
-	l, err := s.link("b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.running = true // no goroutine sends: the test reads the queue
 	election := func(name string, term core.Term) group.Batch {
 		return group.Batch{From: "self", To: "b", Pairs: []group.Pair{{Name: name,
 			Msg: core.Message{Type: core.MsgElection, From: "self", To: "b", Term: term}}}}
