@@ -197,8 +197,11 @@ func (g *Group) Step(b Batch) {
 		case p.Msg.From != b.From || p.Msg.To != b.To:
 			g.counts.Misaddressed++
 		default:
+			differs := g.ratingDiffers(e, &p.Msg)
 			e.node.Step(p.Msg)
-			g.keepRating(e, p.Msg.From)
+			if differs {
+				g.keepRating(e, p.Msg.From)
+			}
 			g.touch(e)
 		}
 	}
@@ -213,13 +216,23 @@ func (g *Group) Step(b Batch) {
 // would disagree on who ranks first. Under Spread a member's rating for a
 // name is what the placement computes, the same in every group that
 // knows the same, so the group's is the one to keep.
+// Only a message whose rating differs from the node's (ratingDiffers)
+// can move it, so the group computes its own only then.
 func (g *Group) keepRating(e *entry, id string) {
-	if e.opts.Placement != PlaceSpread {
-		return
-	}
 	if i, ok := g.memberIdx[id]; ok && int(i) != selfIndex {
 		g.pushRating(e, int(i))
 	}
+}
+
+// ratingDiffers reports, under Spread, whether m carries a rating of its
+// sender other than the one e's node holds (or comes from a member the
+// node does not know): one that Step would take (keepRating).
+func (g *Group) ratingDiffers(e *entry, m *core.Message) bool {
+	if e.opts.Placement != PlaceSpread {
+		return false
+	}
+	p, ok := e.node.Roster().Get(m.From)
+	return !ok || p.Rating != m.Rating
 }
 
 // Tick advances every name's clock by one tick (core.Node.Skip(1), which
