@@ -736,6 +736,16 @@ func (w *mdWriter) elections(d reportData) {
 	}
 	w.table([]string{"algorithm", "guard", "n", "names", "leaders per member, max / mean", "idle packets/s, busiest / one name", "pairs per packet",
 		"names timed (rounds)", "p50", "p90", "p99", "max", "spurious", "bytes per name per member"}, rows)
+	w.p("A failover is the followers' detector (about 120 ms here: 3 missed heartbeats, counted from a")
+	w.p("random phase) and then the election, whose length is the algorithm's: the bully's top survivor")
+	w.p("asks the silent coordinator and, in a pre-vote, the members below it at once, and wins on their")
+	w.p("answers, a round trip; the ring's ELECTION goes one lap round the 19 survivors and the outcome")
+	w.p("is told directly; the active/relay ring's phases take about two laps in all, the")
+	w.p("first message of phase 1 waking the members one hop at a time and the last value going round")
+	w.p("again to find itself. The active/relay ring trades that time for its O(n log n) messages; where")
+	w.p("failover time matters more than election messages, use the bully algorithm (the default) or the")
+	w.p("ring.")
+	w.p("")
 	w.conditions(d, runs...)
 }
 
