@@ -76,9 +76,13 @@ type Group struct {
 	scratchRatings []int64
 	scratchFlags   []bool
 
-	spread       int  // the names under PlaceSpread
-	unbuilt      int  // names added whose node is not built yet (settle)
-	placeDirty   bool // the spread assignment must be worked out again (place)
+	spread     int  // the names under PlaceSpread
+	unbuilt    int  // names added whose node is not built yet (settle)
+	placeDirty bool // the spread assignment must be worked out again (place)
+	// placeAt is the earliest tick at which Ready, Skip and Advance work
+	// the assignment out again (settlePlace): once an interval at most,
+	// however many candidacies and membership changes come in it.
+	placeAt      int
 	scratchNames []*entry
 	scratchLoad  []int
 	scratchStand []bool
@@ -484,9 +488,14 @@ func (g *Group) touch(e *entry) {
 // settle builds the nodes of the names added since the last call (the
 // spread assignment first, so that they are built with its ratings),
 // before any input and before a node is read. The assignment itself is
-// brought up to date here only for them, and otherwise once per Ready
-// and per tick (place): a burst of membership events (a joining member
-// learns every other at once) then costs one assignment, not one each.
+// brought up to date here only for them, and otherwise by Ready, Skip
+// and Advance, at most once a HeartbeatInterval (settlePlace): a burst of
+// membership events (a joining member learns every other at once) or of
+// candidacy statements (members that start with many names) then costs
+// one assignment, not one each. Each costs a rendezvous hash per name
+// and candidate. Until then the names keep the previous assignment,
+// which is as good as it was before the change: the members agree again
+// once each has placed.
 func (g *Group) settle() {
 	if g.unbuilt > 0 && g.placeDirty {
 		g.place()
@@ -507,9 +516,10 @@ func (g *Group) settle() {
 	g.unbuilt = 0
 }
 
-// settlePlace is settle with the spread assignment brought up to date.
+// settlePlace is settle with the spread assignment brought up to date,
+// if it is due (placeAt).
 func (g *Group) settlePlace() {
-	if g.placeDirty {
+	if g.placeDirty && g.now >= g.placeAt {
 		g.place()
 	}
 	g.settle()

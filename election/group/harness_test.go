@@ -253,6 +253,14 @@ func (c *cluster) settle(names []string, limit int) int {
 			}
 		}
 		if err == nil {
+			for _, id := range c.live() {
+				if c.groups[id].placeDirty {
+					err = fmt.Errorf("%s's spread assignment waits", id)
+					break
+				}
+			}
+		}
+		if err == nil {
 			return t
 		}
 		if t == limit {

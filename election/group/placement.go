@@ -144,7 +144,7 @@ const (
 // ratings and their candidacies, all of which every member learns alike;
 // it changes when they change, never on a crash or a recovery.
 func (g *Group) place() {
-	g.placeDirty = false
+	g.placeDirty, g.placeAt = false, g.now+g.cfg.HeartbeatInterval
 	names := g.scratchNames[:0]
 	for _, e := range g.list {
 		if e.opts.Placement == PlaceSpread {

@@ -321,8 +321,9 @@ func (g *Group) realign() {
 
 // NextDeadline returns the earliest group tick (compared with Now) at
 // which Tick could do something: the earliest of the names' deadlines
-// (core.Node.NextDeadline) and, while heartbeats wait or a guarded
-// round is off the instants, the next round instant. A driver may Skip
+// (core.Node.NextDeadline), while heartbeats wait or a guarded round is
+// off the instants, the next round instant, and, while the spread
+// assignment waits (settlePlace), the tick it is due. A driver may Skip
 // the ticks before it.
 func (g *Group) NextDeadline() int {
 	return g.earliest((*core.Node).NextDeadline)
@@ -330,9 +331,8 @@ func (g *Group) NextDeadline() int {
 
 // NextTimer returns the earliest group tick (compared with Now) at which
 // a timer of some name other than its health score's fall can fire
-// (core.Node.NextTimer), or the group's next round instant while
-// heartbeats wait or a guarded round is off the instants, as
-// NextDeadline counts it. It equals NextDeadline while every name's
+// (core.Node.NextTimer), or the group's next round instant or the
+// assignment's tick, as NextDeadline counts them. It equals NextDeadline while every name's
 // Health is 0. A driver whose loop ran late (Health above 0) tells from
 // it whether the group times anything soon.
 func (g *Group) NextTimer() int {
@@ -340,8 +340,9 @@ func (g *Group) NextTimer() int {
 }
 
 // earliest is the earliest group tick of the names' next (one of a
-// node's deadline methods, in the node's ticks) and, while heartbeats
-// wait or a guarded round is off the instants, the next round instant.
+// node's deadline methods, in the node's ticks), the next round instant
+// while heartbeats wait or a guarded round is off the instants, and the
+// assignment's tick while it waits.
 func (g *Group) earliest(next func(*core.Node) int) int {
 	g.settle()
 	h := g.cfg.HeartbeatInterval
@@ -349,6 +350,9 @@ func (g *Group) earliest(next func(*core.Node) int) int {
 	d := instant
 	if !g.out.held() {
 		d = g.now + 1<<40
+	}
+	if g.placeDirty {
+		d = min(d, max(g.placeAt, g.now+1))
 	}
 	for _, e := range g.list {
 		d = min(d, g.now+next(e.node)-e.node.Now())
