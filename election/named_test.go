@@ -453,6 +453,51 @@ func TestNamedCandidacy(t *testing.T) {
 	})
 }
 
+// TestCandidacyDigestsQuiet: members that run the unnamed election alone
+// send each other no candidacy digests once their statements have come
+// (a follower of an idle cluster sends nothing at all); once a member
+// runs another name, the others send it digests again. A change lost
+// across a partition is found by the digests of the member that made it:
+// a member that runs the name later holds it as a candidate.
+func TestCandidacyDigestsQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newNamed(t, voters(4), nil)
+		c.waitAgreed(time.Second, "d", 0)
+		<-time.After(time.Second)
+		p0 := c.net.SenderPackets()
+		<-time.After(35 * time.Second) // three digest periods and more
+		p1 := c.net.SenderPackets()
+		for _, id := range []string{"a", "b", "c"} {
+			if p1[id] != p0[id] {
+				t.Errorf("follower %s sent %d packets in an idle window of the unnamed election, want none (no digests)", id, p1[id]-p0[id])
+			}
+		}
+		c.add(election.ElectionOptions{}, []string{"x"}, "b")
+		<-time.After(time.Second)
+		p2 := c.net.SenderPackets()
+		<-time.After(35 * time.Second)
+		p3 := c.net.SenderPackets()
+		if p3["a"] == p2["a"] {
+			t.Errorf("a sent nothing in 35 s after b runs another name, want digests to b")
+		}
+		c.net.Partition([]string{"c"})
+		c.add(election.ElectionOptions{}, []string{"y"}, "c") // its change is lost
+		<-time.After(time.Second)
+		c.net.Heal()
+		<-time.After(15 * time.Second) // c's next digest, a's request, c's statement
+		c.add(election.ElectionOptions{}, []string{"y"}, "a")
+		var stands []string
+		for _, m := range c.els["a"]["y"].Status().Members {
+			if !m.NonVoter {
+				stands = append(stands, m.ID)
+			}
+		}
+		if !slices.Equal(stands, []string{"a", "c"}) {
+			t.Errorf("a holds %v standing for y, want [a c] (c's lost change found by its digest)", stands)
+		}
+	})
+}
+
 // TestNamedWithUnnamedMember: a member that runs the unnamed election
 // only (an older build in a rolling restart) takes part in it, and stands
 // for no other name: the named elections elect among the others.
