@@ -104,7 +104,7 @@ type outLink struct {
 	prev *outLink // the link this one replaced, until inherit
 	seq  uint64   // last sequence number sent of the frames (Send)
 	bseq uint64   // last sequence number sent of the batch stream (SendBatch, SendCandidacy)
-	buf  []byte
+	buf  []byte   // the frame being sent; nil while the link is idle (next)
 }
 
 type outItem struct {
@@ -477,7 +477,12 @@ func (l *outLink) next(stats *counters) (it outItem, ok bool) {
 		l.queue = nil
 	}
 	if len(l.queue) == 0 {
-		l.queue = nil // an idle link keeps no backing array
+		// An idle link keeps no backing array, nor a frame buffer: a
+		// member has a link to every other (candidacy statements), and
+		// most send a frame or two in a while. The next goroutine starts
+		// after this unlock, so it sees buf nil.
+		l.queue = nil
+		l.buf = nil
 		l.running = false
 		if l.stopped {
 			close(l.exited)
