@@ -421,6 +421,15 @@ func (c *candidacies) digest(now int) {
 		if quiet && p.is(flagHeard) && (i/64 >= len(others) || others[i/64]&(1<<(i%64)) == 0) {
 			continue
 		}
+		if quiet && !p.is(flagHeard) && !p.is(flagAsked) {
+			// Its statement never came (it went before this member
+			// admitted it, or was lost), and the other, quiet too,
+			// sends this one no digests by which it would ask: it is
+			// asked for it.
+			p.set(flagAskDue, true)
+			p.set(flagAsked, true)
+			c.due = true
+		}
 		c.send(p, Candidacy{To: c.e.g.MemberID(i), Base: c.base, Version: c.base})
 	}
 }
@@ -434,8 +443,11 @@ func (c *candidacies) digest(now int) {
 // one changes nothing. Once it runs another name, its statement's change
 // says so, and its digests are due again (the next look, as it has been
 // sent nothing since); if that change is lost, its own digests reveal
-// it. An idle cluster of unnamed elections thus sends no digests, where
-// they were n·(n-1) datagrams every digestEvery.
+// it. A member whose statement has not come is still sent digests, and
+// asked for its statement once (its own digests, if it is quiet too, do
+// not reveal that it was missed). An idle cluster of unnamed elections
+// thus sends no digests, where they were n·(n-1) datagrams every
+// digestEvery.
 func (c *candidacies) quiet() bool {
 	return !c.varied && len(c.e.list) == 1 && c.e.list[0] == c.e.def && !c.e.def.abstain
 }

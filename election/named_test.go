@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -494,6 +495,35 @@ func TestCandidacyDigestsQuiet(t *testing.T) {
 		}
 		if !slices.Equal(stands, []string{"a", "c"}) {
 			t.Errorf("a holds %v standing for y, want [a c] (c's lost change found by its digest)", stands)
+		}
+	})
+}
+
+// TestCandidacyAskedWhenNotHeard: a member that runs the unnamed
+// election alone and missed another's statement, which has its own, asks
+// for it, and then the two send each other no digests.
+func TestCandidacyAskedWhenNotHeard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newNamed(t, []spec{{id: "a", rating: 2}, {id: "b", rating: 3}}, nil)
+		c.waitAgreed(time.Second, "b", 0)
+		var lost atomic.Int32
+		c.net.SetDropCandidacy(func(x election.Candidacy) bool {
+			return x.From == "a" && x.To == "c" && x.Full && lost.Add(1) == 1 // a's first statement to c
+		})
+		c.specs["c"] = spec{id: "c", rating: 1}
+		c.start("c")
+		c.waitAgreed(time.Second, "b", 0)
+		<-time.After(30 * time.Second) // a digest period, the request, the statement
+		p0 := c.net.SenderPackets()
+		<-time.After(35 * time.Second)
+		p1 := c.net.SenderPackets()
+		if lost.Load() < 1 {
+			t.Fatal("a sent c no statement")
+		}
+		for _, id := range []string{"a", "c"} {
+			if p1[id] != p0[id] {
+				t.Errorf("follower %s sent %d packets in an idle window, want none (no digests once the statements came)", id, p1[id]-p0[id])
+			}
 		}
 	})
 }
