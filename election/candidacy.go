@@ -58,7 +58,11 @@ type candidacies struct {
 	// nextDigest is the group tick of the next look for the members
 	// owed a digest (digest).
 	nextDigest int
-	buf        []CandidacyEntry
+	// varied: this member's statement has been, at some version, other
+	// than the plain one (the unnamed election alone, stood for; see
+	// quiet).
+	varied bool
+	buf    []CandidacyEntry
 }
 
 // peerCandidacy is what this member knows of another's candidacies, and
@@ -151,6 +155,29 @@ func (b *candidateBits) get(i int) (runs, stands bool) {
 	return *r&m != 0, *s&m != 0
 }
 
+// orRuns ORs into dst, by 64s of member indices, the members that run
+// the name, growing dst as needed, and returns it.
+func (b *candidateBits) orRuns(dst []uint64) []uint64 {
+	if b.low[0] != 0 {
+		if len(dst) == 0 {
+			dst = append(dst, 0)
+		}
+		dst[0] |= b.low[0]
+	}
+	if b.more != nil {
+		for w := 0; w < len(*b.more); w += 2 {
+			if r := (*b.more)[w]; r != 0 {
+				k := 1 + w/2
+				for len(dst) <= k {
+					dst = append(dst, 0)
+				}
+				dst[k] |= r
+			}
+		}
+	}
+	return dst
+}
+
 func (b *candidateBits) empty() bool {
 	if b.low[0] != 0 {
 		return false
@@ -168,7 +195,8 @@ func (b *candidateBits) empty() bool {
 func (c *candidacies) init(e *Elector) {
 	c.e = e
 	c.foreign = make(map[string]*candidateBits)
-	c.version, c.base = 1, 1 // a digest of version 0 would read as a request
+	c.version, c.base = 1, 1   // a digest of version 0 would read as a request
+	c.varied = e.self.NonVoter // its statement stands for no name
 }
 
 // digestEvery is how often a member that has sent another nothing for so
@@ -322,6 +350,9 @@ func (c *candidacies) record(x CandidacyEntry) {
 	c.version++
 	c.changes = append(c.changes, x)
 	c.due = true
+	if x.Name != DefaultName || x.Gone || !x.Stand {
+		c.varied = true
+	}
 }
 
 // flush sends what is due: the whole statement to the members that are
@@ -372,16 +403,63 @@ const maxKeptChanges = 64
 
 // digest sends every live member that runs named elections, and has been
 // sent nothing for digestEvery ticks, this member's statement's version
-// (a Candidacy of no entries whose Base and Version are it).
+// (a Candidacy of no entries whose Base and Version are it), but those
+// that it need not (quiet).
 func (c *candidacies) digest(now int) {
 	every := c.digestTicks()
 	c.nextDigest = now + max(every/4, 1)
+	var others []uint64 // with quiet: the members that run a name beside the unnamed election
+	quiet := c.quiet()
+	if quiet {
+		others = c.runOthers()
+	}
 	for i := range c.peers {
 		p := &c.peers[i]
-		if p.is(flagAlive) && p.is(flagNamed) && !p.is(flagSendFull) && now-p.sentAt >= every {
-			c.send(p, Candidacy{To: c.e.g.MemberID(i), Base: c.base, Version: c.base})
+		if !p.is(flagAlive) || !p.is(flagNamed) || p.is(flagSendFull) || now-p.sentAt < every {
+			continue
 		}
+		if quiet && p.is(flagHeard) && (i/64 >= len(others) || others[i/64]&(1<<(i%64)) == 0) {
+			continue
+		}
+		if quiet && !p.is(flagHeard) && !p.is(flagAsked) {
+			// Its statement never came (it went before this member
+			// admitted it, or was lost), and the other, quiet too,
+			// sends this one no digests by which it would ask: it is
+			// asked for it.
+			p.set(flagAskDue, true)
+			p.set(flagAsked, true)
+			c.due = true
+		}
+		c.send(p, Candidacy{To: c.e.g.MemberID(i), Base: c.base, Version: c.base})
 	}
+}
+
+// quiet reports whether this member's statement has never been other
+// than the plain one: it runs the unnamed election alone and stands for
+// it, and did so at every version. A member that runs no other name then
+// need not be sent digests (digest) once its statement has come: for the
+// names it runs, every statement of this member it may hold (or none,
+// which stands for every name) gives it the same candidacy, so a lost
+// one changes nothing. Once it runs another name, its statement's change
+// says so, and its digests are due again (the next look, as it has been
+// sent nothing since); if that change is lost, its own digests reveal
+// it. A member whose statement has not come is still sent digests, and
+// asked for its statement once (its own digests, if it is quiet too, do
+// not reveal that it was missed). An idle cluster of unnamed elections
+// thus sends no digests, where they were n·(n-1) datagrams every
+// digestEvery.
+func (c *candidacies) quiet() bool {
+	return !c.varied && len(c.e.list) == 1 && c.e.list[0] == c.e.def && !c.e.def.abstain
+}
+
+// runOthers returns, by 64s of member indices, the members that run a
+// name this member does not, as it knows it (foreign); nil if none.
+func (c *candidacies) runOthers() []uint64 {
+	var out []uint64
+	for _, f := range c.foreign {
+		out = f.orRuns(out)
+	}
+	return out
 }
 
 // sendWhole sends member to this member's whole statement, in pieces of

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -449,6 +450,80 @@ func TestNamedCandidacy(t *testing.T) {
 		}
 		if !slices.Equal(stands, []string{"a", "b", "d"}) {
 			t.Errorf("a holds %v standing for x, want [a b d]", stands)
+		}
+	})
+}
+
+// TestCandidacyDigestsQuiet: members that run the unnamed election alone
+// send each other no candidacy digests once their statements have come
+// (a follower of an idle cluster sends nothing at all); once a member
+// runs another name, the others send it digests again. A change lost
+// across a partition is found by the digests of the member that made it:
+// a member that runs the name later holds it as a candidate.
+func TestCandidacyDigestsQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newNamed(t, voters(4), nil)
+		c.waitAgreed(time.Second, "d", 0)
+		<-time.After(time.Second)
+		p0 := c.net.SenderPackets()
+		<-time.After(35 * time.Second) // three digest periods and more
+		p1 := c.net.SenderPackets()
+		for _, id := range []string{"a", "b", "c"} {
+			if p1[id] != p0[id] {
+				t.Errorf("follower %s sent %d packets in an idle window of the unnamed election, want none (no digests)", id, p1[id]-p0[id])
+			}
+		}
+		c.add(election.ElectionOptions{}, []string{"x"}, "b")
+		<-time.After(time.Second)
+		p2 := c.net.SenderPackets()
+		<-time.After(35 * time.Second)
+		p3 := c.net.SenderPackets()
+		if p3["a"] == p2["a"] {
+			t.Errorf("a sent nothing in 35 s after b runs another name, want digests to b")
+		}
+		c.net.Partition([]string{"c"})
+		c.add(election.ElectionOptions{}, []string{"y"}, "c") // its change is lost
+		<-time.After(time.Second)
+		c.net.Heal()
+		<-time.After(15 * time.Second) // c's next digest, a's request, c's statement
+		c.add(election.ElectionOptions{}, []string{"y"}, "a")
+		var stands []string
+		for _, m := range c.els["a"]["y"].Status().Members {
+			if !m.NonVoter {
+				stands = append(stands, m.ID)
+			}
+		}
+		if !slices.Equal(stands, []string{"a", "c"}) {
+			t.Errorf("a holds %v standing for y, want [a c] (c's lost change found by its digest)", stands)
+		}
+	})
+}
+
+// TestCandidacyAskedWhenNotHeard: a member that runs the unnamed
+// election alone and missed another's statement, which has its own, asks
+// for it, and then the two send each other no digests.
+func TestCandidacyAskedWhenNotHeard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newNamed(t, []spec{{id: "a", rating: 2}, {id: "b", rating: 3}}, nil)
+		c.waitAgreed(time.Second, "b", 0)
+		var lost atomic.Int32
+		c.net.SetDropCandidacy(func(x election.Candidacy) bool {
+			return x.From == "a" && x.To == "c" && x.Full && lost.Add(1) == 1 // a's first statement to c
+		})
+		c.specs["c"] = spec{id: "c", rating: 1}
+		c.start("c")
+		c.waitAgreed(time.Second, "b", 0)
+		<-time.After(30 * time.Second) // a digest period, the request, the statement
+		p0 := c.net.SenderPackets()
+		<-time.After(35 * time.Second)
+		p1 := c.net.SenderPackets()
+		if lost.Load() < 1 {
+			t.Fatal("a sent c no statement")
+		}
+		for _, id := range []string{"a", "c"} {
+			if p1[id] != p0[id] {
+				t.Errorf("follower %s sent %d packets in an idle window, want none (no digests once the statements came)", id, p1[id]-p0[id])
+			}
 		}
 	})
 }

@@ -36,9 +36,12 @@ type inLink = seqLink[core.Message]
 // seqLink is the receive side of one numbered stream of one sender: what
 // inLink says, for items of type T.
 type seqLink[T any] struct {
-	boot     uint64 // the sender's boot ID
-	toBoot   uint64 // the boot ID of ours the sender addresses
-	next     uint64 // next sequence number to deliver
+	boot   uint64 // the sender's boot ID
+	toBoot uint64 // the boot ID of ours the sender addresses
+	next   uint64 // next sequence number to deliver
+	// held holds the items behind a gap; nil while none is (a link in
+	// order, the usual case, keeps no map: a member has a link from
+	// every other).
 	held     map[uint64]T
 	deadline time.Time // when the open gap is skipped; zero if none
 	hold     time.Duration
@@ -50,7 +53,7 @@ func newInLink(boot uint64, hold time.Duration, stats *counters) *inLink {
 }
 
 func newSeqLink[T any](boot uint64, hold time.Duration, stats *counters) *seqLink[T] {
-	return &seqLink[T]{boot: boot, next: 1, held: make(map[uint64]T), hold: hold, stats: stats}
+	return &seqLink[T]{boot: boot, next: 1, hold: hold, stats: stats}
 }
 
 // accept takes item seq and appends to out the items now deliverable,
@@ -64,6 +67,9 @@ func (l *seqLink[T]) accept(seq uint64, m T, now time.Time, out []T) []T {
 	case seq == l.next:
 		l.next++
 		return l.drain(append(out, m), now)
+	}
+	if l.held == nil {
+		l.held = make(map[uint64]T)
 	}
 	l.held[seq] = m
 	l.stats.reordered.Add(1)
@@ -124,6 +130,8 @@ func (l *seqLink[T]) drain(out []T, now time.Time) []T {
 	l.deadline = time.Time{}
 	if len(l.held) > 0 {
 		l.deadline = now.Add(l.hold)
+	} else {
+		l.held = nil // a map keeps the room it grew to
 	}
 	return out
 }

@@ -94,9 +94,12 @@ type outLink struct {
 
 	mu      sync.Mutex
 	queue   []outItem
-	running bool          // a goroutine sends the queue
-	stopped bool          // no more frames; exited is closed once idle
-	exited  chan struct{} // closed when stopped and no goroutine runs, nor will
+	running bool // a goroutine sends the queue
+	stopped bool // no more frames; exited is closed once idle
+	// exited is closed when the link is stopped and no goroutine runs,
+	// nor will; made by the first wait for it (exitedChan), as most
+	// links are never replaced: a member has a link to every other.
+	exited chan struct{}
 
 	// Owned by the running goroutine; each next one (started under mu
 	// after the last returned under it) and a successor link (after
@@ -104,7 +107,7 @@ type outLink struct {
 	prev *outLink // the link this one replaced, until inherit
 	seq  uint64   // last sequence number sent of the frames (Send)
 	bseq uint64   // last sequence number sent of the batch stream (SendBatch, SendCandidacy)
-	buf  []byte
+	buf  []byte   // the frame being sent; nil while the link is idle (next)
 }
 
 type outItem struct {
@@ -298,7 +301,7 @@ func (s *sender) link(name string) (*outLink, error) {
 	if old != nil {
 		old.stop()
 	}
-	l := &outLink{to: t, prev: old, exited: make(chan struct{})}
+	l := &outLink{to: t, prev: old}
 	s.links[name] = l
 	return l, nil
 }
@@ -369,7 +372,7 @@ func (l *outLink) inherit() {
 	if p == nil {
 		return
 	}
-	<-p.exited
+	<-p.exitedChan()
 	p.inherit()
 	if p.to.boot == l.to.boot {
 		l.seq, l.bseq = p.seq, p.bseq
@@ -477,9 +480,14 @@ func (l *outLink) next(stats *counters) (it outItem, ok bool) {
 		l.queue = nil
 	}
 	if len(l.queue) == 0 {
-		l.queue = nil // an idle link keeps no backing array
+		// An idle link keeps no backing array, nor a frame buffer: a
+		// member has a link to every other (candidacy statements), and
+		// most send a frame or two in a while. The next goroutine starts
+		// after this unlock, so it sees buf nil.
+		l.queue = nil
+		l.buf = nil
 		l.running = false
-		if l.stopped {
+		if l.stopped && l.exited != nil {
 			close(l.exited)
 		}
 		return outItem{}, false
@@ -499,9 +507,23 @@ func (l *outLink) stop() {
 		return
 	}
 	l.stopped = true
-	if !l.running {
+	if !l.running && l.exited != nil {
 		close(l.exited) // idle: the queue is empty
 	}
+}
+
+// exitedChan returns exited, making it (closed if the link has exited
+// already) if no one waited for it before.
+func (l *outLink) exitedChan() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.exited == nil {
+		l.exited = make(chan struct{})
+		if l.stopped && !l.running {
+			close(l.exited)
+		}
+	}
+	return l.exited
 }
 
 func (l *outLink) isStopped() bool {

@@ -180,24 +180,25 @@ func TestOutLinkNoLostWakeup(t *testing.T) {
 
 // A link that replaced a link that never started a goroutine takes over
 // the sequence numbers of the last one that did, for the same boot ID
-// only.
+// only. The links are made as sender.link makes them: exited is made by
+// the wait for it, after the link stopped.
 func TestOutLinkInheritsThroughIdleLinks(t *testing.T) {
 	c := &counters{}
 	var wg sync.WaitGroup
-	ran := &outLink{to: target{boot: 7}, exited: make(chan struct{})}
+	ran := &outLink{to: target{boot: 7}}
 	if start, _ := ran.enqueue(outItem{}, 1, c, &wg); !start {
 		t.Fatal("no goroutine asked for")
 	}
 	ran.run(&wg, c, func(l *outLink, _ outItem) { l.seq = 41 })
 	ran.stop()
-	idle := &outLink{to: target{boot: 7}, prev: ran, exited: make(chan struct{})}
+	idle := &outLink{to: target{boot: 7}, prev: ran}
 	idle.stop()
-	same := &outLink{to: target{boot: 7}, prev: idle, exited: make(chan struct{})}
+	same := &outLink{to: target{boot: 7}, prev: idle}
 	same.inherit()
 	if same.seq != 41 || same.prev != nil {
 		t.Fatalf("seq %d, prev %p: want 41 from the link before the idle one", same.seq, same.prev)
 	}
-	other := &outLink{to: target{boot: 8}, prev: same, exited: make(chan struct{})}
+	other := &outLink{to: target{boot: 8}, prev: same}
 	same.stop()
 	other.inherit()
 	if other.seq != 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"weak"
 
 	"github.com/coordelect/coordelect/internal/grow"
 )
@@ -47,8 +48,12 @@ type memberList struct {
 	// next is this list with one member more, added (at its place in the
 	// ring: set), as the last roster of this list to take a member in
 	// built it: another roster of this list that takes the same member
-	// in shares it instead of building its own.
-	next  atomic.Pointer[memberList]
+	// in shares it instead of building its own, while some roster holds
+	// it. The pointer is weak, so a list keeps none of its successors:
+	// a roster that never changes (the Config's, of the member alone)
+	// would otherwise keep every list its member's view grew through,
+	// O(n²) bytes.
+	next  atomic.Pointer[weak.Pointer[memberList]]
 	added string
 }
 
@@ -129,8 +134,10 @@ func newMemberList(ids []string) *memberList {
 // last roster to take a member in from l took id in, else a new list,
 // which becomes next.
 func (l *memberList) with(id string, at int) *memberList {
-	if nx := l.next.Load(); nx != nil && nx.added == id {
-		return nx
+	if w := l.next.Load(); w != nil {
+		if nx := w.Value(); nx != nil && nx.added == id {
+			return nx
+		}
 	}
 	ids := make([]string, len(l.ids)+1)
 	copy(ids, l.ids[:at])
@@ -138,7 +145,8 @@ func (l *memberList) with(id string, at int) *memberList {
 	copy(ids[at+1:], l.ids[at:])
 	out := newMemberList(ids)
 	out.added = id
-	l.next.Store(out)
+	w := weak.Make(out)
+	l.next.Store(&w)
 	return out
 }
 

@@ -72,6 +72,7 @@ type Network struct {
 	group   map[string]int  // partition group; unlisted nodes are in group 0
 	drop    func(core.Message) bool
 	dropP   func(name string, m core.Message) bool
+	dropC   func(c election.Candidacy) bool
 	latency time.Duration
 	buffer  int
 	stats   Stats
@@ -119,6 +120,14 @@ func (n *Network) SetDropPair(drop func(name string, m core.Message) bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.dropP = drop
+}
+
+// SetDropCandidacy installs a predicate that loses every candidacy it
+// returns true for (nil: lose none), with SetDrop's contract.
+func (n *Network) SetDropCandidacy(drop func(c election.Candidacy) bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.dropC = drop
 }
 
 // Partition splits the nodes: messages between nodes of different groups
@@ -314,7 +323,8 @@ func (n *Network) sendBatch(b group.Batch) error {
 	return nil
 }
 
-// sendCandidacy routes c unless it is lost to a crash or a partition;
+// sendCandidacy routes c unless it is lost to a crash, a partition or
+// the drop predicate (SetDropCandidacy);
 // n.mu is held.
 func (n *Network) sendCandidacy(c election.Candidacy) error {
 	to, ok := n.nodes[c.To]
@@ -326,7 +336,7 @@ func (n *Network) sendCandidacy(c election.Candidacy) error {
 	}
 	n.stats.Packets++
 	n.from[c.From]++
-	if !ok || n.group[c.From] != n.group[c.To] {
+	if !ok || n.group[c.From] != n.group[c.To] || n.dropC != nil && n.dropC(c) {
 		return nil
 	}
 	x := c.Clone()
@@ -453,7 +463,8 @@ func (t *Transport) SendBatch(b group.Batch) error {
 	return t.net.sendBatch(b)
 }
 
-// SendCandidacy routes c to c.To (lost only to a crash or a partition).
+// SendCandidacy routes c to c.To (lost only to a crash, a partition or
+// the drop predicate).
 func (t *Transport) SendCandidacy(c election.Candidacy) error {
 	t.net.mu.Lock()
 	defer t.net.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -89,13 +90,14 @@ type idleResult struct {
 }
 
 func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, error) {
-	var cpuprofile *string
+	var cpuprofile, memprofile *string
 	var alg algorithmFlag
 	o, err := parseBench("idle", 100, benchIdleSynopsis, args, stdout, func(fs *flag.FlagSet, o *benchOptions) {
 		fs.DurationVar(&o.dur, "d", 20*time.Second, "how long the idle window lasts")
 		fs.DurationVar(&o.quiet, "settle", 5*time.Second, "how long to wait after agreement before the window")
 		fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of the wait for the cluster to agree at start")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the idle window to this file")
+		memprofile = fs.String("memprofile", "", "write heap profiles to this file (after the window and two GCs: in use, and the allocations since the start) and to this file with .base appended (at the window's start), sampling one allocation per 4 KiB (memProfileRate); the window's allocations are 'go tool pprof -sample_index=alloc_space -diff_base FILE.base FILE'")
 		fs.IntVar(&o.quorum, "quorum", 0, "the electors' QuorumSize (the quorum guard); 0: off")
 		fs.BoolVar(&o.bare, "bare", false, "members without electors: memberlist's own cost, the baseline (no sends are counted)")
 		fs.IntVar(&o.rounds, "rounds", 0, "after the window, crash the coordinator this many times and report the failovers (as coordbench failover)")
@@ -120,6 +122,8 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 			return usagef("-procs %d: want 1 to 64", o.procs)
 		case o.netns && o.procs < 2:
 			return usagef("-netns with -procs %d: want -procs 2 or more", o.procs)
+		case o.procs > 1 && *memprofile != "":
+			return usagef("-memprofile with -procs %d: a profile is of one process", o.procs)
 		case o.procs > 1 && *cpuprofile != "":
 			return usagef("-cpuprofile with -procs %d: a profile is of one process", o.procs)
 		case o.procs > 1 && o.stallLog:
@@ -134,6 +138,7 @@ func parseBenchIdle(args []string, stdout io.Writer) (benchOptions, string, erro
 	if err != nil {
 		return o, "", err
 	}
+	o.memprofile = *memprofile
 	return o, *cpuprofile, nil
 }
 
@@ -159,6 +164,9 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	o, cpuprofile, err := parseBenchIdle(args, stdout)
 	if err != nil {
 		return err
+	}
+	if o.memprofile != "" {
+		runtime.MemProfileRate = memProfileRate // before the members allocate
 	}
 	log := newBenchLogger(stderr, o.verbose)
 	rec := startRecording(o.results, "idle", args)
@@ -192,6 +200,13 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
+	if o.memprofile != "" {
+		if err := writeHeapProfile(o.memprofile + ".base"); err != nil {
+			return err
+		}
+	}
+	var ms0 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	before, err := c.sentByNode()
 	if err != nil {
 		return err
@@ -208,6 +223,8 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
+	var ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms1)
 	if err = errors.Join(err, cerr); err != nil {
 		return err
 	}
@@ -237,10 +254,22 @@ func runBenchIdle(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	res.PerMemberCPUPercent = res.ProcessCPUPercent / float64(o.n)
 	res.Spurious = c.electionsStarted() - started
 	res.HeartbeatMisses = c.heartbeatMisses() - misses
-	log.Info("idle window done", "seconds", fmt.Sprintf("%.1f", secs))
+	if sharded == nil {
+		// This process's allocations: those of the members.
+		log.Info("idle window done", "seconds", fmt.Sprintf("%.1f", secs),
+			"allocs_per_member_per_s", fmt.Sprintf("%.0f", float64(ms1.Mallocs-ms0.Mallocs)/secs/float64(o.n)),
+			"alloc_bytes_per_member_per_s", fmt.Sprintf("%.0f", float64(ms1.TotalAlloc-ms0.TotalAlloc)/secs/float64(o.n)))
+	} else {
+		log.Info("idle window done", "seconds", fmt.Sprintf("%.1f", secs))
+	}
 	heap, stacks, goroutines, err := c.memory()
 	if err != nil {
 		return err
+	}
+	if o.memprofile != "" {
+		if err := writeHeapProfile(o.memprofile); err != nil {
+			return err
+		}
 	}
 	res.HeapBytesPerMember = float64(heap) / float64(o.n)
 	res.StackBytesPerMember = float64(stacks) / float64(o.n)

@@ -101,6 +101,8 @@ type benchOptions struct {
 	// profiles); -compress=false turns it off.
 	compress bool
 	seed     uint64 // the seeds each member joins are drawn with it
+	// memprofile is idle's -memprofile: the heap profiles' file; "" none.
+	memprofile string
 	// bare: idle runs the members without electors (memberlist's own
 	// cost, the baseline the electors add to).
 	bare bool
