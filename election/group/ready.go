@@ -196,7 +196,7 @@ func (g *Group) queueMessages(e *entry, msgs []core.Message) {
 	for _, m := range msgs {
 		urgent := true
 		if m.Type == core.MsgHeartbeat && !m.Released {
-			hb := &e.hb
+			hb := e.beats()
 			if !hb.known || m.Seq != hb.seq || m.Term != hb.term {
 				hb.urgent = !hb.known || m.Term != hb.term || m.Confirmed != hb.confirmed || hb.asked
 				hb.asked = false
@@ -339,7 +339,7 @@ func (g *Group) Advance(k int) {
 // wait for the instant instead, each by the same few ticks.
 func (g *Group) realign() {
 	for _, e := range g.list {
-		if !e.hb.offPhase {
+		if !e.offPhase() {
 			continue
 		}
 		if _, leads := e.node.LeaseEnd(); leads {
@@ -386,7 +386,7 @@ func (g *Group) earliest(next func(*core.Node) int) int {
 	}
 	for _, e := range g.list {
 		d = min(d, g.now+next(e.node)-e.node.Now())
-		if e.hb.offPhase && g.cfg.QuorumSize+e.opts.QuorumSize > 0 {
+		if e.offPhase() && g.cfg.QuorumSize+e.opts.QuorumSize > 0 {
 			d = min(d, instant)
 		}
 	}
