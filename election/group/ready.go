@@ -88,7 +88,7 @@ type heartbeats struct {
 type outbox struct {
 	pairs []Pair
 	to    []int32
-	pos   []int32 // sendDue's scratch: each pair's place once grouped
+	src   []int32 // sendDue's scratch: the pair that goes to each place once grouped
 	// sent: pairs[:sent] were handed over by the last Ready (reclaim
 	// drops them); the pairs after them wait for a round instant.
 	sent int
@@ -130,7 +130,7 @@ func (o *outbox) reclaim() {
 		pairs, to := make([]Pair, kept, n), make([]int32, kept, n)
 		copy(pairs, o.pairs)
 		copy(to, o.to)
-		o.pairs, o.to, o.pos = pairs, to, nil
+		o.pairs, o.to, o.src = pairs, to, nil
 		return
 	}
 	clear(o.pairs[kept:])
@@ -507,29 +507,39 @@ func (g *Group) sendDue() {
 // group moves each pair of a destination due (one no longer listed,
 // whose run starts at its at) to its place in that run, and the pairs
 // that wait after the runs, from sent on; every destination's pairs
-// keep their order. Each pair is moved once to its place (the
-// permutation's cycles).
+// keep their order. src[j] is the pair that goes to place j; each pair
+// is copied once, along the permutation's cycles.
 func (o *outbox) group(sent int32) {
-	if cap(o.pos) < len(o.pairs) {
-		o.pos = make([]int32, len(o.pairs), cap(o.pairs))
+	if cap(o.src) < len(o.pairs) {
+		o.src = make([]int32, len(o.pairs), cap(o.pairs))
 	}
-	pos := o.pos[:len(o.pairs)]
+	src := o.src[:len(o.pairs)]
 	next := sent
 	for i, d := range o.to {
 		x := &o.dests[d]
 		if x.listed {
-			pos[i] = next
+			src[next] = int32(i)
 			next++
 			continue
 		}
-		pos[i] = x.at
+		src[x.at] = int32(i)
 		x.at++
 	}
-	for i := range pos {
-		for j := pos[i]; j != int32(i); j = pos[i] {
-			o.pairs[i], o.pairs[j] = o.pairs[j], o.pairs[i]
-			o.to[i], o.to[j] = o.to[j], o.to[i]
-			pos[i], pos[j] = pos[j], j
+	for i := range src {
+		if src[i] == int32(i) {
+			continue
+		}
+		p, to := o.pairs[i], o.to[i]
+		j := int32(i)
+		for {
+			k := src[j]
+			src[j] = j
+			if k == int32(i) {
+				o.pairs[j], o.to[j] = p, to
+				break
+			}
+			o.pairs[j], o.to[j] = o.pairs[k], o.to[k]
+			j = k
 		}
 	}
 }
