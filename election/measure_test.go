@@ -45,7 +45,10 @@ func liveHeapNow() uint64 {
 // callback each), over the in-memory network: the live heap of n
 // members running the unnamed election, then with E spread names
 // settled and idle long enough for the rosters to give back their spare
-// room, divided by n x E.
+// room, divided by n x E. With COORDELECT_HEAP=path it also writes the
+// heap profile of each size to path.nN, which records every allocation
+// from the names' start on (runtime.MemProfileRate 1):
+// go tool pprof -sample_index=inuse_space election.test path.n20.
 //
 //	COORDELECT_MEASURE=1 go test ./election -run TestMeasureNamedMemory -v
 func TestMeasureNamedMemory(t *testing.T) {
@@ -59,6 +62,9 @@ func TestMeasureNamedMemory(t *testing.T) {
 				c.waitAgreed(5*time.Second, top, 0)
 				<-time.After(time.Second)
 				before := liveHeapNow()
+				if os.Getenv("COORDELECT_HEAP") != "" {
+					runtime.MemProfileRate = 1 // the profile records every allocation of the names
+				}
 				names := jobs(e)
 				c.addPlain(election.ElectionOptions{Placement: election.PlaceSpread}, names)
 				leaders, _ := c.waitAll(60*time.Second, names)

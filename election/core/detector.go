@@ -83,7 +83,7 @@ type detector struct {
 	// probably on the link to this node alone, so bully asks at once
 	// instead of waiting for a senior's announcement.
 	relayed string
-	rtts    roundTrips // the last round trips measured (link.hopTimeout)
+	rtts    *roundTrips // the last round trips measured (link.hopTimeout); nil: none yet
 }
 
 // maxHealth caps the local health score: at most maxHealth heartbeat

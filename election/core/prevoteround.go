@@ -28,12 +28,6 @@ type preVoteRound struct {
 	interrupted bool
 	term        Term
 	round       uint64 // sent in Seq; answers carry it back
-	// late is the longest round trip a quorum round's answers took
-	// lately, plus one (0: none), and lateAt the tick it was measured:
-	// the pre-vote's own estimate, beside Node.rtts, which holds what
-	// the ring timers read. Each answer is measured from the question
-	// it answers, late answers to the round before included.
-	late, lateAt int
 	// slow counts this node's election pre-votes in a row that nobody
 	// answered in time (with the guard: fewer than a majority); each
 	// doubles the next one's wait for answers (slowWait, guardWait).

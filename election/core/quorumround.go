@@ -56,25 +56,26 @@ func (n *Node) guardWait() int {
 
 // longestRoundTrip returns the longest round trip this node measured
 // lately (within rttMemory): its ring hops' and pre-votes' (Node.rtts),
-// and its quorum rounds' answers (preVoteRound.late); ok is false if it
+// and its quorum rounds' answers (roundTrips.late); ok is false if it
 // measured none.
 func (n *Node) longestRoundTrip() (longest int, ok bool) {
 	memory := n.rttMemory()
-	_, longest = n.det.rtts.stats(n.now, memory)
-	ok = n.det.rtts.measured(n.now, memory)
-	if pv := &n.pv; pv.late > 0 && n.now-pv.lateAt <= memory {
-		longest, ok = max(longest, pv.late-1), true
+	rt := n.det.rtts
+	_, longest = rt.stats(n.now, memory)
+	ok = rt.measured(n.now, memory)
+	if rt != nil && rt.late > 0 && n.now-rt.lateAt <= memory {
+		longest, ok = max(longest, rt.late-1), true
 	}
 	return longest, ok
 }
 
 // measuredAnswer records the round trip of an answer to a quorum round's
-// question asked at tick at (preVoteRound.late).
+// question asked at tick at (roundTrips.late).
 func (n *Node) measuredAnswer(at int) {
-	pv := &n.pv
+	rt := n.det.measuring()
 	r := max(n.now-at, 0)
-	if r+1 >= pv.late || n.now-pv.lateAt > n.rttMemory() {
-		pv.late, pv.lateAt = r+1, n.now
+	if r+1 >= rt.late || n.now-rt.lateAt > n.rttMemory() {
+		rt.late, rt.lateAt = r+1, n.now
 	}
 }
 
@@ -175,7 +176,7 @@ func (n *Node) quorumTimer() {
 // tick that question was asked at.
 func (n *Node) answerRoundTrip(m Message) (asked int) {
 	pv := &n.pv
-	n.det.rtts.add(n.now, n.now-pv.asked)
+	n.det.measuring().add(n.now, n.now-pv.asked)
 	asked = pv.asked
 	if a, ok := pv.asks[m.From]; ok {
 		asked = a.at

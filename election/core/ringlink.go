@@ -256,7 +256,7 @@ func (l *link) late(a Message) {
 // measured records the round trip of a hop sent at tick sent and
 // acknowledged now.
 func (l *link) measured(sent int) {
-	l.n.det.rtts.add(l.n.now, l.n.now-sent)
+	l.n.det.measuring().add(l.n.now, l.n.now-sent)
 }
 
 // heard notes that id is working: a member that sent us something is no

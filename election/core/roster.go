@@ -31,11 +31,12 @@ import (
 type Roster struct {
 	m       *memberList
 	ratings []int64 // ratings[i] is m.ids[i]'s
-	// nonVoter[i] is m.ids[i]'s; nil while no member is a non-voter (a
-	// cluster whose members all stand: then the live voters above a rank
-	// are counted in O(log n + dead), bully's liveVotersAbove, not by a
-	// walk).
-	nonVoter []bool
+	// (*nonVoter)[i] is m.ids[i]'s flag; nil while no member is a
+	// non-voter (a cluster whose members all stand: then the live voters
+	// above a rank are counted in O(log n + dead), bully's
+	// liveVotersAbove, not by a walk). A pointer, so that a Roster is 64
+	// bytes: a member keeps one per name, and most have no non-voter.
+	nonVoter *[]bool
 	byRank   []int32 // ring positions, ascending by rank
 }
 
@@ -68,7 +69,7 @@ func NewRoster(members []Peer) (*Roster, error) {
 	for i, p := range members {
 		ids[i], r.ratings[i], nonVoter[i] = p.ID, p.Rating, p.NonVoter
 	}
-	r.nonVoter = someTrue(nonVoter)
+	r.keepFlags(nonVoter)
 	tags := make(map[uint32]string, len(members))
 	for i, p := range members {
 		if p.ID == "" {
@@ -107,9 +108,27 @@ func (r *Roster) WithRatings(ratings []int64, nonVoter []bool) (*Roster, error) 
 	if len(ratings) != r.Len() || len(nonVoter) != r.Len() {
 		return nil, fmt.Errorf("core: WithRatings: %d ratings and %d non-voter flags for %d members", len(ratings), len(nonVoter), r.Len())
 	}
-	out := &Roster{m: r.m, ratings: slices.Clone(ratings), nonVoter: slices.Clone(someTrue(nonVoter))}
+	out := &Roster{m: r.m, ratings: slices.Clone(ratings)}
+	out.keepFlags(slices.Clone(someTrue(nonVoter)))
 	out.sortRanks()
 	return out, nil
+}
+
+// flags returns the non-voter flags, nil if no member is a non-voter.
+func (r *Roster) flags() []bool {
+	if r.nonVoter == nil {
+		return nil
+	}
+	return *r.nonVoter
+}
+
+// keepFlags takes flags as the non-voter flags (not copied), or none if
+// no flag is set.
+func (r *Roster) keepFlags(flags []bool) {
+	r.nonVoter = nil
+	if flags = someTrue(flags); flags != nil {
+		r.nonVoter = &flags
+	}
 }
 
 // someTrue returns flags, or nil if none is set.
@@ -163,7 +182,7 @@ func (r *Roster) Len() int { return len(r.ratings) }
 
 // At returns the member at ring position i.
 func (r *Roster) At(i int) Peer {
-	return Peer{ID: r.m.ids[i], Rating: r.ratings[i], NonVoter: r.nonVoter != nil && r.nonVoter[i]}
+	return Peer{ID: r.m.ids[i], Rating: r.ratings[i], NonVoter: r.nonVoter != nil && (*r.nonVoter)[i]}
 }
 
 // hasNonVoters reports whether a member never stands.
@@ -222,7 +241,9 @@ func (r *Roster) tagClash(id string) string {
 // clone returns a copy of r that shares nothing with it but its member
 // list, which never changes.
 func (r *Roster) clone() *Roster {
-	return &Roster{m: r.m, ratings: slices.Clone(r.ratings), nonVoter: slices.Clone(r.nonVoter), byRank: slices.Clone(r.byRank)}
+	out := &Roster{m: r.m, ratings: slices.Clone(r.ratings), byRank: slices.Clone(r.byRank)}
+	out.keepFlags(slices.Clone(r.flags()))
+	return out
 }
 
 // with returns a copy of r in which p is replaced or, if new, inserted
@@ -260,7 +281,7 @@ func (r *Roster) set(p Peer) {
 	r.m = r.m.with(p.ID, at)
 	r.ratings = slices.Insert(grow.RoomForOne(r.ratings), at, p.Rating)
 	if r.nonVoter != nil {
-		r.nonVoter = slices.Insert(grow.RoomForOne(r.nonVoter), at, false)
+		*r.nonVoter = slices.Insert(grow.RoomForOne(*r.nonVoter), at, false)
 	}
 	r.setNonVoter(at, p.NonVoter)
 	for k, pos := range r.byRank {
@@ -277,18 +298,24 @@ func (r *Roster) set(p Peer) {
 func (r *Roster) setNonVoter(i int, v bool) {
 	switch {
 	case r.nonVoter != nil:
-		r.nonVoter[i] = v
-		r.nonVoter = someTrue(r.nonVoter)
+		(*r.nonVoter)[i] = v
+		if someTrue(*r.nonVoter) == nil {
+			r.nonVoter = nil
+		}
 	case v:
-		r.nonVoter = make([]bool, r.Len(), cap(r.ratings))
-		r.nonVoter[i] = true
+		flags := make([]bool, r.Len(), cap(r.ratings))
+		flags[i] = true
+		r.nonVoter = &flags
 	}
 }
 
 // clip gives back the spare room set's insertions leave in the slices
 // (grow.RoomForOne: up to an eighth of each), one copy of each slice.
 func (r *Roster) clip() {
-	r.ratings, r.nonVoter, r.byRank = grow.Clip(r.ratings), grow.Clip(r.nonVoter), grow.Clip(r.byRank)
+	r.ratings, r.byRank = grow.Clip(r.ratings), grow.Clip(r.byRank)
+	if r.nonVoter != nil {
+		*r.nonVoter = grow.Clip(*r.nonVoter)
+	}
 }
 
 // idIndex maps a member's ID to its ring position: an open-addressing

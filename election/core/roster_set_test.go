@@ -56,7 +56,8 @@ func TestRosterSetMatchesNewRoster(t *testing.T) {
 
 // spare counts the unused places of r's slices.
 func (r *Roster) spare() int {
-	return cap(r.ratings) - len(r.ratings) + cap(r.nonVoter) - len(r.nonVoter) + cap(r.byRank) - len(r.byRank)
+	flags := r.flags()
+	return cap(r.ratings) - len(r.ratings) + cap(flags) - len(flags) + cap(r.byRank) - len(r.byRank)
 }
 
 // The node's own roster gives back its spare room; a shared one is not

@@ -45,15 +45,15 @@ func TestHopTimeoutFollowsRoundTrips(t *testing.T) {
 	if got := n.hopTimeout(); got != hop {
 		t.Fatalf("hop timeout %d with nothing measured, want HopTimeout %d", got, hop)
 	}
-	n.det.rtts.add(n.now, 5)
-	n.det.rtts.add(n.now, 1)
+	n.det.measuring().add(n.now, 5)
+	n.det.measuring().add(n.now, 1)
 	if got, want := n.hopTimeout(), max(hop, 10); got != want {
 		t.Fatalf("hop timeout %d after round trips of 5 and 1 ticks, want %d", got, want)
 	}
 	if got, want := n.roundTrip(), max(n.cfg.RoundTrip, 3+1); got != want {
 		t.Fatalf("per-hop allowance %d after round trips of 5 and 1 ticks, want %d (their mean 3, plus 1)", got, want)
 	}
-	n.det.rtts.add(n.now, 1000)
+	n.det.measuring().add(n.now, 1000)
 	if got, want := n.hopTimeout(), maxHopWait*hop; got != want {
 		t.Fatalf("hop timeout %d after a round trip of 1000 ticks, want the cap %d", got, want)
 	}

@@ -47,7 +47,7 @@ func measureIdle(t *testing.T, c *cluster, ns []string) idle {
 	r.elections = c.elections
 	for _, id := range c.ids {
 		for _, name := range ns {
-			if e := c.groups[id].names[name]; c.groups[id].Config().QuorumSize > 0 && e.hb.offPhase {
+			if e := c.groups[id].names[name]; c.groups[id].Config().QuorumSize > 0 && e.offPhase() {
 				t.Errorf("%s: %s's guarded rounds are still off the instants", id, name)
 			}
 		}
@@ -174,7 +174,7 @@ func TestGuardedRoundsRealign(t *testing.T) {
 		c.tick()
 		for _, id := range c.ids {
 			for _, e := range c.groups[id].names {
-				if e.hb.offPhase {
+				if e.offPhase() {
 					off++
 				}
 			}
@@ -191,7 +191,7 @@ func TestGuardedRoundsRealign(t *testing.T) {
 	for _, name := range []string{"a", "b", "c"} {
 		l, _ := c.leader(name)
 		lead = c.groups[l]
-		if e := lead.names[name]; e.hb.offPhase {
+		if e := lead.names[name]; e.offPhase() {
 			t.Errorf("%s: rounds still between instants", name)
 		}
 	}

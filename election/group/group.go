@@ -134,8 +134,23 @@ type entry struct {
 	// is built anew once its hand-off, if any, is over.
 	recreate bool
 
-	hb heartbeats // the name's heartbeat rounds as the batching sees them (ready.go)
+	// hb is the name's heartbeat rounds as the batching sees them
+	// (ready.go): nil until its node first queues a heartbeat or is asked
+	// for a round (beats), which only a member that leads the name does;
+	// nil means the zero heartbeats.
+	hb *heartbeats
 }
+
+// beats returns e's heartbeats, making them if need be.
+func (e *entry) beats() *heartbeats {
+	if e.hb == nil {
+		e.hb = new(heartbeats)
+	}
+	return e.hb
+}
+
+// offPhase reports heartbeats.offPhase.
+func (e *entry) offPhase() bool { return e.hb != nil && e.hb.offPhase }
 
 // New returns a group with no names for the member cfg.ID, which knows
 // the members in cfg.Roster (their ratings are their own; NonVoter means
@@ -255,7 +270,7 @@ func (g *Group) VerifyRound(name string) (uint64, error) {
 	g.touch(e)
 	seq := e.node.VerifyRound()
 	if seq != 0 {
-		e.hb.asked = true
+		e.beats().asked = true
 	}
 	return seq, nil
 }
@@ -356,7 +371,7 @@ func (g *Group) rebuildIfReady(e *entry) {
 	}
 	e.recreate = false
 	e.node = node
-	e.hb = heartbeats{}
+	e.hb = nil
 	g.touch(e)
 }
 

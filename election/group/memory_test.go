@@ -49,10 +49,7 @@ func TestBytesPerName(t *testing.T) {
 			for _, name := range ns {
 				msgs += cap(g.Node(name).Ready().Messages)
 			}
-			pairs := 0
-			for _, d := range g.out.dests {
-				pairs += cap(d.pairs)
-			}
+			pairs := cap(g.out.pairs)
 			roster := g.Node(ns[0]).Roster().Members()
 			before := heapAlloc()
 			nodes := make([]*core.Node, e)
@@ -80,7 +77,7 @@ func TestBytesPerName(t *testing.T) {
 			t.Logf("  a new core.Node of the group's core.Host, with its algorithm's state: %.0f (the Node struct is %d bytes)", nodeBytes, unsafe.Sizeof(core.Node{}))
 			t.Logf("  its roster of %d members (per-name ratings and ranks; the member list shared): %.0f", n, rosterBytes)
 			t.Logf("  core.Ready.Messages kept once drained (none: the core.Host pools them): %.1f messages of %d bytes: %.0f", float64(msgs)/e, unsafe.Sizeof(core.Message{}), msgBytes)
-			t.Logf("  the group's batch buffers (a round's pairs, per destination): %.1f pairs of %d bytes: %.0f", float64(pairs)/e, unsafe.Sizeof(Pair{}), pairBytes)
+			t.Logf("  the group's batch buffer (a round's pairs, every destination's): %.1f pairs of %d bytes: %.0f", float64(pairs)/e, unsafe.Sizeof(Pair{}), pairBytes)
 			t.Logf("  the rest (the group's entry of %d bytes and maps; a leader's fan-out, pre-vote and guard books): %.0f",
 				unsafe.Sizeof(entry{}), perName-nodeBytes-rosterBytes-msgBytes-pairBytes)
 			if perName > 2560 {

@@ -75,41 +75,73 @@ type heartbeats struct {
 	asked     bool      // the next round was asked for (VerifyRound): it goes at once
 }
 
-// outbox holds the pairs queued per destination until they are sent.
+// outbox holds the pairs queued until they are sent, for every
+// destination in one buffer: pairs in the order they were queued, to[i]
+// the destination of pairs[i]. sendDue groups the pairs due by
+// destination in place (stably: each destination's pairs keep their
+// order) and hands each destination's run out as its batch. A member's
+// rounds send each destination a different share from round to round
+// (the heartbeat fan-out's rotation sends a name's heartbeats to a
+// member one round in several), so one buffer sized to the busiest
+// round holds what buffers per destination, each sized to its own
+// busiest round, hold about twice over.
 type outbox struct {
+	pairs []Pair
+	to    []int32
+	src   []int32 // sendDue's scratch: the pair that goes to each place once grouped
+	// sent: pairs[:sent] were handed over by the last Ready (reclaim
+	// drops them); the pairs after them wait for a round instant.
+	sent int
+	// peak is the decaying high-water mark of len(pairs) at sendDue
+	// (reclaim); it falls by an eighth at each round instant.
+	peak    int
 	dests   []dest
 	destIdx map[string]int32
 	pending []int32 // the destinations with pairs, in the order of their first
-	handed  []int32 // the destinations whose pairs the last Ready handed over
 	flush   bool    // a round instant has passed: every pending pair goes
 }
 
 type dest struct {
-	id     string
-	pairs  []Pair
-	peak   int  // the decaying high-water mark of its batches (reclaim)
+	id string
+	n  int32 // its pairs in the outbox
+	// at is where its next pair goes in the grouped outbox, while its
+	// batch is laid out (sendDue).
+	at     int32
 	urgent bool // a pair that must not wait for the round instant
 	listed bool // in pending
 }
 
-// reclaim empties the destinations the last Ready handed over, each
-// buffer sized to the high-water mark of its batches (fit).
+// reclaim drops the pairs the last Ready handed over, keeping those that
+// wait (moved to the front, in order). A buffer that holds more than
+// half again the high-water mark of the pairs queued at once is replaced
+// by one an eighth above it: a burst (an election of every name at once:
+// a pair per name for each destination) is given back once it is over,
+// idle members keep about what a round needs, and rounds of different
+// sizes do not reallocate it.
 func (o *outbox) reclaim() {
-	for _, d := range o.handed {
-		x := &o.dests[d]
-		x.pairs = fit(x.pairs, &x.peak)
+	if o.sent == 0 {
+		return
 	}
-	o.handed = o.handed[:0]
+	kept := copy(o.pairs, o.pairs[o.sent:])
+	copy(o.to, o.to[o.sent:])
+	o.sent = 0
+	if c := cap(o.pairs); c > minPairs && 2*c > 3*o.peak {
+		n := max(minPairs, o.peak+o.peak/8, kept)
+		pairs, to := make([]Pair, kept, n), make([]int32, kept, n)
+		copy(pairs, o.pairs)
+		copy(to, o.to)
+		o.pairs, o.to, o.src = pairs, to, nil
+		return
+	}
+	clear(o.pairs[kept:])
+	o.pairs, o.to = o.pairs[:kept], o.to[:kept]
 }
 
 // fit empties b, a buffer that held len(b) elements, for its next use,
 // and keeps peak, the high-water mark of its uses, which falls by an
 // eighth with each. A buffer that holds more than half again the mark
-// is replaced by one an eighth above it: a burst (an election of every
-// name at once: a pair per name for each destination, an Update per
-// name) is given back once it is over, idle members keep about what a
-// round needs, and rounds of different sizes (the core's heartbeat
-// rotation) do not reallocate it.
+// is replaced by one an eighth above it (as reclaim does the outbox's):
+// an Update per name in a burst is given back once it is over.
 func fit[T any](b []T, peak *int) []T {
 	*peak = max(len(b), *peak-*peak/8)
 	if c := cap(b); c > minPairs && 2*c > 3**peak {
@@ -126,7 +158,7 @@ func fit[T any](b []T, peak *int) []T {
 // otherwise.
 const maxReadies = 64
 
-// minPairs is the buffer that fit always keeps.
+// minPairs is the buffer that fit and reclaim always keep.
 const minPairs = 16
 
 // queue adds p for to.
@@ -142,7 +174,9 @@ func (o *outbox) queue(to string, p Pair, urgent bool) {
 		o.destIdx[to] = d
 	}
 	x := &o.dests[d]
-	x.pairs = append(x.pairs, p)
+	o.pairs = append(o.pairs, p)
+	o.to = append(o.to, d)
+	x.n++
 	x.urgent = x.urgent || urgent
 	if !x.listed {
 		x.listed = true
@@ -162,7 +196,7 @@ func (g *Group) queueMessages(e *entry, msgs []core.Message) {
 	for _, m := range msgs {
 		urgent := true
 		if m.Type == core.MsgHeartbeat && !m.Released {
-			hb := &e.hb
+			hb := e.beats()
 			if !hb.known || m.Seq != hb.seq || m.Term != hb.term {
 				hb.urgent = !hb.known || m.Term != hb.term || m.Confirmed != hb.confirmed || hb.asked
 				hb.asked = false
@@ -305,7 +339,7 @@ func (g *Group) Advance(k int) {
 // wait for the instant instead, each by the same few ticks.
 func (g *Group) realign() {
 	for _, e := range g.list {
-		if !e.hb.offPhase {
+		if !e.offPhase() {
 			continue
 		}
 		if _, leads := e.node.LeaseEnd(); leads {
@@ -356,7 +390,7 @@ func (g *Group) earliest(next func(*core.Node) int) int {
 	}
 	for _, e := range g.list {
 		d = min(d, g.now+next(e.node)-e.node.Now())
-		if e.hb.offPhase && g.cfg.QuorumSize+e.opts.QuorumSize > 0 {
+		if e.offPhase() && g.cfg.QuorumSize+e.opts.QuorumSize > 0 {
 			d = min(d, instant)
 		}
 	}
@@ -383,6 +417,7 @@ func (g *Group) Ready() *Ready {
 	g.settlePlace()
 	g.out.reclaim()
 	rd := &g.rd
+	clear(rd.Batches) // the batches past its length would keep replaced buffers alive
 	rd.Batches, rd.Updates = rd.Batches[:0], fit(rd.Updates, &g.updatesPeak)
 	if cap(g.readies) > maxReadies {
 		g.readies = nil // a burst, or a round of every name's acks: not kept
@@ -437,11 +472,22 @@ func (g *Group) collect(e *entry) {
 }
 
 // sendDue moves the batches due into the Ready: every pending one after
-// a round instant, else those holding an urgent pair.
+// a round instant, else those holding an urgent pair. Their pairs are
+// grouped at the front of the outbox, in the order of pending; the
+// pairs that wait follow them (group).
 func (g *Group) sendDue() {
 	o := &g.out
 	flush := o.flush
 	o.flush = false
+	if len(o.pending) == 0 {
+		return
+	}
+	if flush {
+		o.peak = max(len(o.pairs), o.peak-o.peak/8)
+	} else {
+		o.peak = max(len(o.pairs), o.peak)
+	}
+	at := int32(0)
 	keep := o.pending[:0]
 	for _, d := range o.pending {
 		x := &o.dests[d]
@@ -449,9 +495,55 @@ func (g *Group) sendDue() {
 			keep = append(keep, d)
 			continue
 		}
-		g.rd.Batches = append(g.rd.Batches, Batch{From: g.cfg.ID, To: x.id, Pairs: x.pairs})
+		end := at + x.n
+		g.rd.Batches = append(g.rd.Batches, Batch{From: g.cfg.ID, To: x.id, Pairs: o.pairs[at:end:end]})
+		x.at, x.n = at, 0
 		x.urgent, x.listed = false, false
-		o.handed = append(o.handed, d)
+		at = end
 	}
 	o.pending = keep
+	if at > 0 {
+		o.group(at)
+		o.sent = int(at)
+	}
+}
+
+// group moves each pair of a destination due (one no longer listed,
+// whose run starts at its at) to its place in that run, and the pairs
+// that wait after the runs, from sent on; every destination's pairs
+// keep their order. src[j] is the pair that goes to place j; each pair
+// is copied once, along the permutation's cycles.
+func (o *outbox) group(sent int32) {
+	if cap(o.src) < len(o.pairs) {
+		o.src = make([]int32, len(o.pairs), cap(o.pairs))
+	}
+	src := o.src[:len(o.pairs)]
+	next := sent
+	for i, d := range o.to {
+		x := &o.dests[d]
+		if x.listed {
+			src[next] = int32(i)
+			next++
+			continue
+		}
+		src[x.at] = int32(i)
+		x.at++
+	}
+	for i := range src {
+		if src[i] == int32(i) {
+			continue
+		}
+		p, to := o.pairs[i], o.to[i]
+		j := int32(i)
+		for {
+			k := src[j]
+			src[j] = j
+			if k == int32(i) {
+				o.pairs[j], o.to[j] = p, to
+				break
+			}
+			o.pairs[j], o.to[j] = o.pairs[k], o.to[k]
+			j = k
+		}
+	}
 }
