@@ -446,7 +446,7 @@ func (c *candidacies) digest(now int) {
 // it. A member whose statement has not come is still sent digests, and
 // asked for its statement once (its own digests, if it is quiet too, do
 // not reveal that it was missed). An idle cluster of unnamed elections
-// thus sends no digests, where they were n·(n-1) datagrams every
+// thus sends no digests, which would be n·(n-1) datagrams every
 // digestEvery.
 func (c *candidacies) quiet() bool {
 	return !c.varied && len(c.e.list) == 1 && c.e.list[0] == c.e.def && !c.e.def.abstain
