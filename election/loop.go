@@ -7,6 +7,7 @@ import (
 
 	"github.com/coordelect/coordelect/election/core"
 	"github.com/coordelect/coordelect/election/group"
+	"github.com/coordelect/coordelect/internal/grow"
 )
 
 // loop is the one goroutine that owns the node. Every event is followed by
@@ -478,8 +479,8 @@ func (el *Election) countSent(t core.MsgType, ok bool) {
 }
 
 // sentCounts counts the heartbeats sent of names that have no Update
-// (Election.countSent). Its map is made anew once it holds less than an
-// eighth of the names it held at most (a map keeps the room it grew to).
+// (Election.countSent). Its map gives back the room a burst grew
+// (grow.ShrinkMap).
 type sentCounts struct {
 	m    map[*Election]uint64
 	peak int
@@ -500,13 +501,7 @@ func (s *sentCounts) take(el *Election) uint64 {
 		return 0
 	}
 	delete(s.m, el)
-	if s.peak >= 64 && 8*len(s.m) <= s.peak {
-		m := make(map[*Election]uint64, len(s.m))
-		for x, v := range s.m {
-			m[x] = v
-		}
-		s.m, s.peak = m, len(m)
-	}
+	s.m = grow.ShrinkMap(s.m, &s.peak)
 	return k
 }
 

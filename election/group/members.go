@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/internal/grow"
 )
 
 // The membership, shared by every name: each change is given to the
@@ -163,14 +164,7 @@ func (g *Group) PeerCandidate(id, name string, stand bool) error {
 // candidacies are not known yet (the names added before their
 // statements came).
 func (g *Group) shrinkAbstain() {
-	if g.abstainPeak < 64 || 8*len(g.abstain) > g.abstainPeak {
-		return
-	}
-	m := make(map[string]map[string]bool, len(g.abstain))
-	for k, v := range g.abstain {
-		m[k] = v
-	}
-	g.abstain, g.abstainPeak = m, len(m)
+	g.abstain = grow.ShrinkMap(g.abstain, &g.abstainPeak)
 }
 
 // spreadChanged notes a change to what the spread assignment depends

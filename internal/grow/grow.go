@@ -1,6 +1,9 @@
 // Package grow sizes the slices that every member keeps of every other
-// (membership's table, the election core's roster).
+// (membership's table, the election core's roster), and gives back the
+// room of maps that a burst grew.
 package grow
+
+import "maps"
 
 // RoomForOne returns s with room for one more element: s itself, or a
 // copy 1/8 larger (and 8). append (slices.Insert, slices.Grow) doubles a
@@ -27,5 +30,19 @@ func Clip[T any](s []T) []T {
 	}
 	out := make([]T, len(s))
 	copy(out, s)
+	return out
+}
+
+// ShrinkMap returns m, or a copy of it once it holds less than an eighth
+// of peak, the most entries it has held since it was made (64 at least):
+// a map keeps the room it grew to. The caller keeps peak up to date as m
+// grows; ShrinkMap sets it to the copy's size.
+func ShrinkMap[K comparable, V any](m map[K]V, peak *int) map[K]V {
+	if *peak < 64 || 8*len(m) > *peak {
+		return m
+	}
+	out := make(map[K]V, len(m))
+	maps.Copy(out, m)
+	*peak = len(out)
 	return out
 }

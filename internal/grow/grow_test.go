@@ -45,3 +45,29 @@ func TestClip(t *testing.T) {
 		t.Errorf("empty with room: len %d cap %d, want 0 and 0", len(got), cap(got))
 	}
 }
+
+func TestShrinkMap(t *testing.T) {
+	m := map[int]bool{}
+	peak := 0
+	for i := range 100 {
+		m[i] = true
+		peak = max(peak, len(m))
+	}
+	for i := range 87 {
+		delete(m, i)
+		if got := ShrinkMap(m, &peak); len(got) != len(m) {
+			t.Fatalf("ShrinkMap kept %d of %d entries", len(got), len(m))
+		}
+	}
+	if peak != 100 {
+		t.Fatalf("13 of a peak of 100: copied (peak %d), want kept", peak)
+	}
+	delete(m, 87)
+	if got := ShrinkMap(m, &peak); len(got) != 12 || peak != 12 || !got[99] || got[87] {
+		t.Fatalf("12 of a peak of 100: got %d entries, peak %d; want a copy of 12", len(got), peak)
+	}
+	small, p := map[int]bool{1: true}, 40
+	if ShrinkMap(small, &p); p != 40 {
+		t.Fatalf("a peak below 64: copied, want kept")
+	}
+}
