@@ -9,10 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coordelect/coordelect/internal/testport"
 )
 
 // readmeExample returns the first Go code block of README.md's "Embed it"
@@ -84,12 +87,7 @@ func TestREADMEExample(t *testing.T) {
 // runREADMEExample runs the example's binary as one replica on loopback
 // and checks what it serves.
 func runREADMEExample(t *testing.T, bin string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := ln.Addr().String()
-	ln.Close() // the replica listens there; another process could take it in between
+	api := net.JoinHostPort("127.0.0.1", strconv.Itoa(testport.Free(t))) // the replica listens there
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, "-name", "a", "-bind", "127.0.0.1:0", "-http", api)
 	cmd.Stderr = &stderr

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/internal/testport"
 	"github.com/coordelect/coordelect/membership"
 	"github.com/coordelect/coordelect/membership/clustertest"
 	"github.com/coordelect/coordelect/membership/membershiptest"
@@ -274,10 +274,12 @@ func TestMemberlistResignAndCancel(t *testing.T) {
 
 func TestMemberlistRestartDisplaces(t *testing.T) {
 	c := newRealCluster(t, nil)
-	all := c.startN(3)
+	port := testport.Free(t)
+	c.start("n1", 1, false)
+	c.start("n2", 2, false)
+	c.startOn("n3", 3, false, port)
+	all := names("n", 1, 3)
 	_, term := c.await(all, "n3", 0, 15*time.Second)
-	_, portStr, _ := strings.Cut(c.nodes["n3"].mem.Addr(), ":")
-	port, _ := strconv.Atoi(portStr)
 	c.stop(c.nodes["n3"], false)
 	_, term = c.await(all[:2], "n2", term, 10*time.Second)
 	// Same name and address, new boot ID. (memberlist lets a new address

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/coordelect/coordelect/election"
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/internal/testport"
 )
 
 // shared is the election configuration of the running cluster in the
@@ -139,20 +141,15 @@ func TestKeyMismatchReported(t *testing.T) {
 func TestKeyMismatchOnRejoin(t *testing.T) {
 	checkLeaks(t)
 	key := func(b byte) []byte { k := make([]byte, 16); k[0] = b; return k }
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().(*net.TCPAddr)
-	_ = ln.Close()
+	port := testport.Free(t)
 	c2 := testConfig("n2")
-	c2.SecretKey, c2.Seeds, c2.RejoinInterval = key(2), []string{addr.String()}, 100*time.Millisecond
+	c2.SecretKey, c2.Seeds, c2.RejoinInterval = key(2), []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, 100*time.Millisecond
 	n2 := start(t, c2)
 	if err := n2.Err(); err != nil {
 		t.Fatalf("an unreachable seed is not an error: %v", err)
 	}
 	c1 := testConfig("n1")
-	c1.SecretKey, c1.BindPort = key(1), addr.Port
+	c1.SecretKey, c1.BindPort = key(1), port
 	start(t, c1)
 	var km *KeyMismatchError
 	if !waitUntil(waitTimeout, func() bool { return errors.As(n2.Err(), &km) }) {

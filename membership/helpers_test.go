@@ -50,6 +50,14 @@ func testConfig(name string) Config {
 	return c
 }
 
+// atPort binds the member called name to port, one from testport.Free
+// for a member the test restarts at its address.
+func atPort(c *Config, name string, port int) {
+	if c.Name == name {
+		c.BindPort = port
+	}
+}
+
 // checkLeaks fails t if goroutines other than those running now are still
 // alive after the test's other cleanups (register it first). memberlist
 // lets a connection handler finish after Shutdown, so it polls.

@@ -2,15 +2,14 @@ package membership
 
 import (
 	"errors"
-	"net"
 	"reflect"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 
 	"github.com/coordelect/coordelect/election/core"
+	"github.com/coordelect/coordelect/internal/testport"
 	"github.com/coordelect/coordelect/membership/membershiptest"
 )
 
@@ -189,11 +188,10 @@ func TestCrashAndLeaveSeenAsDown(t *testing.T) {
 // rating, no PeerDown) and talk to the new incarnation.
 func TestRestartSeenAsNewBoot(t *testing.T) {
 	checkLeaks(t)
-	ms := cluster(t, 3, nil)
+	port := testport.Free(t)
+	ms := cluster(t, 3, func(c *Config) { atPort(c, "n2", port) })
 	n1, n2 := ms[0], ms[1]
 	oldBoot := n2.BootID()
-	_, portStr, _ := net.SplitHostPort(n2.Addr())
-	port, _ := strconv.Atoi(portStr)
 	n2.stop(t)
 
 	cfg := testConfig("n2")

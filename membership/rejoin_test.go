@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coordelect/coordelect/internal/testport"
 	"github.com/hashicorp/memberlist"
 )
 
@@ -25,13 +26,12 @@ func noPushPull(c *Config) {
 // so nothing else could bring it back.
 func TestRestartedSeedFoundWithoutJoin(t *testing.T) {
 	checkLeaks(t)
-	ms := cluster(t, 3, noPushPull)
+	port := testport.Free(t)
+	ms := cluster(t, 3, func(c *Config) { noPushPull(c); atPort(c, "n1", port) })
 	// Let the joins' alive broadcasts run out (a few 20 ms gossip rounds):
 	// gossip still carrying them to the restarted seed would tell it of
 	// the others, as it would not in a cluster that has been up a while.
 	<-time.After(500 * time.Millisecond)
-	_, portStr, _ := net.SplitHostPort(ms[0].Addr())
-	port, _ := strconv.Atoi(portStr)
 	ms[0].stop(t)
 	cfg := testConfig("n1")
 	noPushPull(&cfg)
@@ -48,7 +48,7 @@ func TestRestartedSeedFoundWithoutJoin(t *testing.T) {
 // backoff can bring the two together.
 func TestSeedRetriedWithBackoff(t *testing.T) {
 	checkLeaks(t)
-	port := freePort(t)
+	port := testport.Free(t)
 	cfg := testConfig("n2")
 	cfg.Seeds, cfg.RejoinInterval = []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, time.Hour
 	n2 := start(t, cfg)
@@ -79,36 +79,15 @@ func TestSeedByDNSName(t *testing.T) {
 	n1.waitPeerEvents(t, "n2", "up:n2/0")
 }
 
-// freePort returns a port that was free on 127.0.0.1 for both TCP and UDP.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 10 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port")
-	return 0
-}
-
 // A seed restarted after the others declared it dead, with no seeds of
 // its own, is found by the others' re-join of the members that departed
 // lately, every fastRejoinWait: within about half a second, although
 // RejoinInterval is an hour here (the target: back within 1 s).
 func TestSeedRestartedAfterDeathFound(t *testing.T) {
 	checkLeaks(t)
-	ms := cluster(t, 3, func(c *Config) { noPushPull(c); c.RejoinInterval = time.Hour })
+	port := testport.Free(t)
+	ms := cluster(t, 3, func(c *Config) { noPushPull(c); c.RejoinInterval = time.Hour; atPort(c, "n1", port) })
 	<-time.After(500 * time.Millisecond)
-	_, portStr, _ := net.SplitHostPort(ms[0].Addr())
-	port, _ := strconv.Atoi(portStr)
 	ms[0].stop(t)
 	ms[1].waitPeerEvents(t, "n1", "down:n1")
 	ms[2].waitPeerEvents(t, "n1", "down:n1")

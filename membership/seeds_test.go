@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coordelect/coordelect/internal/testport"
 )
 
 // fakeResolver answers one DNS name with the addresses the test sets, as
@@ -53,36 +55,6 @@ func (r *fakeResolver) count() int {
 	return r.lookups
 }
 
-// sharedPort returns a port free for TCP and UDP on every one of ips: the
-// members behind one DNS name share the port of the seed "name:port".
-func sharedPort(t *testing.T, ips ...string) int {
-	t.Helper()
-	for range 20 {
-		port := freePort(t)
-		ok := true
-		for _, ip := range ips {
-			hp := net.JoinHostPort(ip, strconv.Itoa(port))
-			l, err := net.Listen("tcp", hp)
-			if err != nil {
-				ok = false
-				break
-			}
-			u, err := net.ListenPacket("udp", hp)
-			l.Close()
-			if err != nil {
-				ok = false
-				break
-			}
-			u.Close()
-		}
-		if ok {
-			return port
-		}
-	}
-	t.Fatal("no port free on every address")
-	return 0
-}
-
 // dnsConfig is a member named name at 127.0.0.<last>:port whose seed is
 // the DNS name of r, resolved with r, re-joining every 100 ms.
 func dnsConfig(name string, last byte, port int, r *fakeResolver) Config {
@@ -101,7 +73,7 @@ func dnsConfig(name string, last byte, port int, r *fakeResolver) Config {
 func TestSeedNameResolvedAtEveryJoin(t *testing.T) {
 	checkLeaks(t)
 	r := &fakeResolver{name: "coordelect.test"}
-	port := sharedPort(t, "127.0.0.1", "127.0.0.2", "127.0.0.3")
+	port := testport.Free(t, "127.0.0.1", "127.0.0.2", "127.0.0.3") // the members behind one DNS name share the port of the seed "name:port"
 	n1 := start(t, dnsConfig("n1", 1, port, r))
 	n2 := start(t, dnsConfig("n2", 2, port, r))
 	if n1.joined.Load() || n2.joined.Load() {
@@ -150,7 +122,7 @@ func TestRestartAtNewAddress(t *testing.T) {
 		t.Run(map[bool]string{true: "leave", false: "crash"}[graceful], func(t *testing.T) {
 			checkLeaks(t)
 			r := &fakeResolver{name: "coordelect.test"}
-			port := sharedPort(t, "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
+			port := testport.Free(t, "127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4")
 			r.answer(1, 2, 3)
 			var ms []*member
 			for i := range 3 {
