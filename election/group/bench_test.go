@@ -111,8 +111,8 @@ func BenchmarkTick(b *testing.B) {
 
 // BenchmarkPlace: working the spread assignment out again for E names
 // over n = 20 members, which a new member, a change of rating or of
-// candidacy, or an added or removed spread name costs (once per call into
-// the group, however many changes it follows).
+// candidacy, or an added or removed spread name costs (at most once a
+// HeartbeatInterval, however many changes it follows).
 func BenchmarkPlace(b *testing.B) {
 	g, _ := benchGroup(b, 20, 1000, PlaceSpread, memberID(1))
 	b.ReportAllocs()
@@ -139,4 +139,30 @@ func BenchmarkCandidacyFrame(b *testing.B) {
 			g.Tick()
 		}
 	}
+}
+
+// BenchmarkAddBurst: a member of n = 20 that runs 1,000 spread names adds
+// 1,000 more, one at a time, each read back at once (as the runtime's
+// Election does), then hands over the Ready after them; reported per
+// added name. The adds of one tick share one assignment (Add).
+func BenchmarkAddBurst(b *testing.B) {
+	more := make([]string, 1000)
+	for i := range more {
+		more[i] = "more-" + strconv.Itoa(i)
+	}
+	for range b.N {
+		b.StopTimer()
+		g, _ := benchGroup(b, 20, 1000, PlaceSpread, memberID(1))
+		b.StartTimer()
+		for _, name := range more {
+			if err := g.Add(name, Options{Placement: PlaceSpread}); err != nil {
+				b.Fatal(err)
+			}
+			if g.Node(name) == nil {
+				b.Fatalf("%s not built", name)
+			}
+		}
+		g.Ready()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(more)), "ns/add")
 }

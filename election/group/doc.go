@@ -122,9 +122,10 @@
 // crash or a recovery changes no rating, so the names of the living never
 // move when a member fails; a member that joins, or a change of rating,
 // of candidacy or of the spread names, moves the few names whose first
-// place changes. The group works the assignment out again at the next
-// Ready or tick after such a change, however many came together, in
-// O(names * members) (BenchmarkPlace). A member that returns takes its
+// place changes. The group works the assignment out again, in
+// O(names * members) (BenchmarkPlace), at most once a HeartbeatInterval
+// however many changes came together, and for a name added before its
+// start-up delay ends (BenchmarkAddBurst). A member that returns takes its
 // names back only as the core's preemption policy says (PreemptAlways:
 // at once; PreemptNever: never while their coordinators live).
 //

@@ -291,9 +291,8 @@ func (g *Group) Add(name string, opts Options) error {
 	if _, err := g.host(opts.QuorumSize); err != nil {
 		return fmt.Errorf("group: name %q: Options.QuorumSize = %d: %w", name, opts.QuorumSize, err)
 	}
-	// The node is built by the next settle, once the spread assignment
-	// has taken the name in: built now, it would be told its ratings
-	// again at once, and its view would copy its roster.
+	// The node is built by the next settle, with the spread assignment
+	// of then (settle).
 	e := &entry{name: name, hash: spreadHash(name, ""), opts: opts, assigned: -1}
 	g.unbuilt++
 	g.names[name] = e
@@ -301,6 +300,9 @@ func (g *Group) Add(name string, opts Options) error {
 	if opts.Placement == PlaceSpread {
 		g.spread++
 		g.placeDirty = true
+		// Due before the name's start-up delay ends, so that its node
+		// elects with the assignment that takes it in (settle).
+		g.placeAt = min(g.placeAt, g.now+max(g.cfg.StartupDelay-1, 0))
 	}
 	g.touch(e)
 	return nil
@@ -500,23 +502,26 @@ func (g *Group) touch(e *entry) {
 	}
 }
 
-// settle builds the nodes of the names added since the last call (the
-// spread assignment first, so that they are built with its ratings),
-// before any input and before a node is read. The assignment itself is
-// brought up to date here only for them, and otherwise by Ready, Skip
-// and Advance, at most once a HeartbeatInterval (settlePlace): a burst of
-// membership events (a joining member learns every other at once) or of
-// candidacy statements (members that start with many names) then costs
-// one assignment, not one each. Each costs a rendezvous hash per name
-// and candidate. Until then the names keep the previous assignment,
-// which is as good as it was before the change: the members agree again
-// once each has placed.
+// settle builds the nodes of the names added since the last call, before
+// any input and before a node is read. The spread assignment is brought
+// up to date by Ready, Skip and Advance, and here, at most once a
+// HeartbeatInterval (placeAt): a burst of adds (a service that starts
+// with a thousand names), of membership events (a joining member learns
+// every other at once) or of candidacy statements (members that start
+// with many names) then costs one assignment, not one each. Each costs a
+// rendezvous hash per name and candidate. Until then the names keep the
+// previous assignment, which is as good as it was before the change. A
+// name added in between is built with its plain SpreadRatings (no first
+// place, no successors), and the assignment that takes it in is due one
+// tick before its start-up delay ends (Add), so that its node elects
+// with the ratings that assignment tells it (reassign). The members
+// agree again once each has placed.
 func (g *Group) settle() {
-	if g.unbuilt > 0 && g.placeDirty {
-		g.place()
-	}
 	if g.unbuilt == 0 {
 		return
+	}
+	if g.placeDirty && g.now >= g.placeAt {
+		g.place()
 	}
 	for _, e := range g.list {
 		if e.node == nil {

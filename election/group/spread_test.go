@@ -353,3 +353,46 @@ func TestSpreadRatingOutlivesAStaleMessage(t *testing.T) {
 			from, ns[0], got.Rating, want.Rating+12345, want.Rating)
 	}
 }
+
+// A member adds its names one at a time, each read back at once (as the
+// runtime's Election does): only the first add works the assignment out;
+// the others are built with their plain ratings and told the assignment
+// at the next one, before their start-up delay ends. Every name then
+// elects what a batch add elects, with as many elections.
+func TestSpreadAddsOneByOne(t *testing.T) {
+	const n, e = 20, 1000
+	ns := names(e)
+	run := func(oneByOne bool) (map[string]string, uint64) {
+		c := newCluster(t, n, nil)
+		c.counting = true
+		if !oneByOne {
+			c.add(Options{Placement: PlaceSpread}, ns...)
+		} else {
+			for _, id := range c.ids {
+				g := c.groups[id]
+				for _, name := range ns {
+					if err := g.Add(name, Options{Placement: PlaceSpread}); err != nil {
+						t.Fatal(err)
+					}
+					if g.Node(name) == nil {
+						t.Fatalf("%s: %s not built", id, name)
+					}
+				}
+			}
+			c.deliver()
+		}
+		c.settle(ns, 200)
+		return c.leaders(ns), c.elections
+	}
+	batch, batchElections := run(false)
+	single, singleElections := run(true)
+	for _, name := range ns {
+		if single[name] != batch[name] {
+			t.Errorf("%s: led by %s when added one by one, by %s when added at once", name, single[name], batch[name])
+		}
+	}
+	t.Logf("elections started: %d added at once, %d one by one", batchElections, singleElections)
+	if singleElections != batchElections {
+		t.Errorf("%d elections added one by one, %d added at once", singleElections, batchElections)
+	}
+}
