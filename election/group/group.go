@@ -79,9 +79,10 @@ type Group struct {
 	spread     int  // the names under PlaceSpread
 	unbuilt    int  // names added whose node is not built yet (settle)
 	placeDirty bool // the spread assignment must be worked out again (place)
-	// placeAt is the earliest tick at which Ready, Skip and Advance work
-	// the assignment out again (settlePlace): once an interval at most,
-	// however many candidacies and membership changes come in it.
+	// placeAt is the earliest tick at which the assignment is worked out
+	// again (settle, settlePlace): a HeartbeatInterval after the last
+	// time, however many changes come in it, or sooner for a name added
+	// (Add: before its start-up delay ends).
 	placeAt      int
 	scratchNames []*entry
 	scratchLoad  []int
@@ -504,11 +505,11 @@ func (g *Group) touch(e *entry) {
 
 // settle builds the nodes of the names added since the last call, before
 // any input and before a node is read. The spread assignment is brought
-// up to date by Ready, Skip and Advance, and here, at most once a
-// HeartbeatInterval (placeAt): a burst of adds (a service that starts
-// with a thousand names), of membership events (a joining member learns
-// every other at once) or of candidacy statements (members that start
-// with many names) then costs one assignment, not one each. Each costs a
+// up to date by Ready, Skip and Advance, and here, once it is due
+// (placeAt): a burst of adds (a service that starts with a thousand
+// names), of membership events (a joining member learns every other at
+// once) or of candidacy statements (members that start with many names)
+// then costs one assignment, not one each. Each costs a
 // rendezvous hash per name and candidate. Until then the names keep the
 // previous assignment, which is as good as it was before the change. A
 // name added in between is built with its plain SpreadRatings (no first
