@@ -99,7 +99,7 @@ func parseClusterFlags(args []string, stdout io.Writer) (*clusterOptions, error)
 	if _, _, err = checkHostPort("http", o.http, false, 0); err != nil {
 		return nil, err
 	}
-	if o.jobs, err = parseJobs(jobs); err != nil {
+	if o.jobs, err = parseJobs(jobs, maxJobs); err != nil {
 		return nil, err
 	}
 	o.key, err = decodeKey(key)

@@ -104,8 +104,13 @@ func splitList(v string) []string {
 const (
 	// defaultJobs is the number of jobs run when -jobs is not given.
 	defaultJobs = 12
-	// maxJobs bounds -jobs: the page lists every job on every change.
+	// maxJobs bounds the local cluster's -jobs: the page lists every job
+	// on every change.
 	maxJobs = 64
+	// maxNodeJobs bounds demo node's -jobs, which has no page: /status
+	// lists every job, and each costs about 2 KiB per node
+	// (docs/performance.md, "Named elections (simulated)").
+	maxNodeJobs = 10000
 	// jobsUsage is the -jobs flag's help.
 	jobsUsage = "named elections (jobs) every node runs, leaders spread over the nodes by rating: " +
 		"a count N (scheduler, compactor, billing, then shard-00, shard-01, ...; 0: none) " +
@@ -128,24 +133,24 @@ func jobNames(n int) []string {
 	return out
 }
 
-// parseJobs parses a -jobs value: a count from 0 to maxJobs (jobNames of
-// it), or a comma-separated list of distinct names, each a valid election
-// name (group.ValidateName) other than the unnamed election's. A value that
-// parses as an integer is a count.
-func parseJobs(v string) ([]string, error) {
+// parseJobs parses a -jobs value: a count from 0 to limit (jobNames of it),
+// or a comma-separated list of at most limit distinct names, each a valid
+// election name (group.ValidateName) other than the unnamed election's. A
+// value that parses as an integer is a count.
+func parseJobs(v string, limit int) ([]string, error) {
 	const want = "want a count from 0 (none) to %d, or a comma-separated list of names"
 	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		if n < 0 || n > maxJobs {
-			return nil, usagef("-jobs %q: "+want, v, maxJobs)
+		if n < 0 || n > limit {
+			return nil, usagef("-jobs %q: "+want, v, limit)
 		}
 		return jobNames(n), nil
 	}
 	names := splitList(v)
 	switch {
 	case len(names) == 0:
-		return nil, usagef("-jobs %q: no names; "+want, v, maxJobs)
-	case len(names) > maxJobs:
-		return nil, usagef("-jobs %q: %d names; "+want, v, len(names), maxJobs)
+		return nil, usagef("-jobs %q: no names; "+want, v, limit)
+	case len(names) > limit:
+		return nil, usagef("-jobs %q: %d names; "+want, v, len(names), limit)
 	}
 	seen := make(map[string]bool, len(names))
 	for _, name := range names {

@@ -22,7 +22,7 @@ func TestParseJobs(t *testing.T) {
 		{"a, b ,c", []string{"a", "b", "c"}},
 		{"nightly report", []string{"nightly report"}},
 	} {
-		got, err := parseJobs(tc.in)
+		got, err := parseJobs(tc.in, maxJobs)
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("parseJobs(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
@@ -33,9 +33,16 @@ func TestParseJobs(t *testing.T) {
 	if got := jobNames(maxJobs); len(got) != maxJobs || got[maxJobs-1] != fmt.Sprintf("shard-%02d", maxJobs-4) {
 		t.Errorf("jobNames(%d) ends with %q", maxJobs, got[len(got)-1])
 	}
+	// demo node, which has no page, takes more.
+	if got, err := parseJobs(fmt.Sprint(maxNodeJobs), maxNodeJobs); err != nil || len(got) != maxNodeJobs {
+		t.Errorf("parseJobs(%d, maxNodeJobs): %d names, %v", maxNodeJobs, len(got), err)
+	}
+	if _, err := parseJobs(fmt.Sprint(maxNodeJobs+1), maxNodeJobs); err == nil || !strings.Contains(err.Error(), fmt.Sprint(maxNodeJobs)) {
+		t.Errorf("parseJobs(%d, maxNodeJobs) = %v; want an error naming the cap", maxNodeJobs+1, err)
+	}
 	long := strings.Repeat("x", 65)
 	for _, in := range []string{"-1", "65", "", ",", "a,a", "default", "a,\x01", long, strings.Repeat("j,", 70)} {
-		if names, err := parseJobs(in); err == nil {
+		if names, err := parseJobs(in, maxJobs); err == nil {
 			t.Errorf("parseJobs(%.20q) = %q; want an error", in, names)
 		} else if msg := err.Error(); !strings.Contains(msg, "-jobs") || !strings.Contains(msg, fmt.Sprintf("%q", in)) {
 			t.Errorf("parseJobs(%.20q): %q does not name -jobs and the value", in, msg)

@@ -79,7 +79,7 @@ func parseNodeFlags(args []string, stdout io.Writer) (*nodeOptions, error) {
 		return nil, err
 	}
 	var err error
-	if o.jobs, err = parseJobs(jobs); err != nil {
+	if o.jobs, err = parseJobs(jobs, maxNodeJobs); err != nil {
 		return nil, err
 	}
 	return o, o.check()
