@@ -235,3 +235,33 @@ func FuzzBatchRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// splitQuick keeps each part's order, and hands back a batch that is all
+// one kind without copying it.
+func TestSplitQuick(t *testing.T) {
+	hb := func(name string) group.Pair {
+		return group.Pair{Name: name, Msg: core.Message{Type: core.MsgHeartbeat}}
+	}
+	el := func(name string, unordered bool) group.Pair {
+		return group.Pair{Name: name, Msg: core.Message{Type: core.MsgElection, Unordered: unordered}}
+	}
+	names := func(ps []group.Pair) string {
+		var s []string
+		for _, p := range ps {
+			s = append(s, p.Name)
+		}
+		return strings.Join(s, ",")
+	}
+	all := []group.Pair{hb("a"), hb("b"), el("c", true)}
+	if q, r := splitQuick(all); &q[0] != &all[0] || len(q) != 3 || r != nil {
+		t.Errorf("all quick: %q / %q, copied or split", names(q), names(r))
+	}
+	none := []group.Pair{el("a", false), el("b", false)}
+	if q, r := splitQuick(none); q != nil || &r[0] != &none[0] {
+		t.Errorf("none quick: %q / %q, copied or split", names(q), names(r))
+	}
+	mixed := []group.Pair{el("a", false), hb("b"), el("c", false), el("d", true)}
+	if q, r := splitQuick(mixed); names(q) != "b,d" || names(r) != "a,c" {
+		t.Errorf("mixed: %q / %q; want b,d / a,c", names(q), names(r))
+	}
+}

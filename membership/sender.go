@@ -208,14 +208,9 @@ func (s *sender) sendBatch(b group.Batch) error {
 	if err != nil {
 		return err
 	}
-	var quick, rest []group.Pair
+	quick, rest := splitQuick(b.Pairs)
 	allBestEffort := true
-	for _, p := range b.Pairs {
-		if bestEffort(p.Msg.Type) || p.Msg.Unordered {
-			quick = append(quick, p)
-			continue
-		}
-		rest = append(rest, p)
+	for _, p := range rest {
 		allBestEffort = allBestEffort && p.Msg.BestEffort
 	}
 	datagram := maxDatagram
@@ -226,6 +221,38 @@ func (s *sender) sendBatch(b group.Batch) error {
 		return err
 	}
 	return s.queuePairs(l, b, rest, true, allBestEffort, maxBodySize)
+}
+
+// quick reports whether p goes as an unnumbered datagram: a heartbeat or
+// an acknowledgement (bestEffort), or a pair marked Unordered.
+func quick(p *group.Pair) bool { return bestEffort(p.Msg.Type) || p.Msg.Unordered }
+
+// splitQuick splits pairs into those that go as unnumbered datagrams
+// (quick) and the rest, each in its order. A batch is nearly always all
+// one or the other (an idle round: all heartbeats), and then pairs itself
+// is returned, not copied.
+func splitQuick(pairs []group.Pair) (quickPairs, rest []group.Pair) {
+	n := 0
+	for i := range pairs {
+		if quick(&pairs[i]) {
+			n++
+		}
+	}
+	switch n {
+	case len(pairs):
+		return pairs, nil
+	case 0:
+		return nil, pairs
+	}
+	quickPairs, rest = make([]group.Pair, 0, n), make([]group.Pair, 0, len(pairs)-n)
+	for _, p := range pairs {
+		if quick(&p) {
+			quickPairs = append(quickPairs, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return quickPairs, rest
 }
 
 // queuePairs queues pairs, of the batch b, as bodies of at most limit
