@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coordelect/coordelect/election"
+	"github.com/coordelect/coordelect/membership"
+	"github.com/hashicorp/memberlist"
 )
 
 // measure skips a measurement unless COORDELECT_MEASURE is set: they run
@@ -141,7 +143,9 @@ func quiet(cfg *election.Config) { cfg.Logger = nil }
 // datagrams as it fills) the busiest member sends per second in an idle
 // cluster of n real members (memberlist on loopback) with E spread
 // names, beside the same cluster with the unnamed election alone.
-// memberlist's own gossip and probes are not counted.
+// memberlist's own gossip and probes are not counted. It also logs the
+// CPU the process used over the idle window, per member.
+// COORDELECT_COMPRESS=0 turns memberlist's compression off.
 //
 //	COORDELECT_MEASURE=1 go test ./election -run TestMeasureMemberlistIdlePackets -v
 func TestMeasureMemberlistIdlePackets(t *testing.T) {
@@ -154,6 +158,11 @@ func TestMeasureMemberlistIdlePackets(t *testing.T) {
 	for _, e := range []int{0, measureNames(1000)} {
 		t.Run(fmt.Sprintf("n=%d/E=%d", n, e), func(t *testing.T) {
 			c := &realNamed{realCluster: newRealCluster(t, nil), els: map[string]map[string]*election.Election{}}
+			if os.Getenv("COORDELECT_COMPRESS") == "0" {
+				c.memb = func(m *membership.Config) {
+					m.Memberlist = func(mc *memberlist.Config) { mc.EnableCompression = false }
+				}
+			}
 			var ids []string
 			for i := 1; i <= n; i++ {
 				id := fmt.Sprintf("m%02d", i)
@@ -183,8 +192,10 @@ func TestMeasureMemberlistIdlePackets(t *testing.T) {
 				return out
 			}
 			s0 := sent()
+			cpu0, cpuOK := processCPU()
 			<-time.After(idle)
 			s1 := sent()
+			cpu1, _ := processCPU()
 			busiest, most, total := "", 0.0, 0.0
 			for _, id := range ids {
 				r := float64(s1[id]-s0[id]) / idle.Seconds()
@@ -194,6 +205,10 @@ func TestMeasureMemberlistIdlePackets(t *testing.T) {
 				}
 			}
 			t.Logf("n=%d E=%d: busiest member %s sends %.1f frames/s; mean %.1f", n, e, busiest, most, total/float64(n))
+			if cpuOK {
+				t.Logf("n=%d E=%d: the process used %.1f %% of a core per member over the idle window (memberlist compression %v)",
+					n, e, 100*(cpu1-cpu0).Seconds()/idle.Seconds()/float64(n), os.Getenv("COORDELECT_COMPRESS") != "0")
+			}
 		})
 	}
 }
