@@ -506,24 +506,22 @@ func (g *Group) touch(e *entry) {
 // settle builds the nodes of the names added since the last call, before
 // any input and before a node is read. The spread assignment is brought
 // up to date by Ready, Skip and Advance, and here, once it is due
-// (placeAt): a burst of adds (a service that starts with a thousand
+// (placeIfDue): a burst of adds (a service that starts with a thousand
 // names), of membership events (a joining member learns every other at
 // once) or of candidacy statements (members that start with many names)
-// then costs one assignment, not one each. Each costs a
-// rendezvous hash per name and candidate. Until then the names keep the
-// previous assignment, which is as good as it was before the change. A
-// name added in between is built with its plain SpreadRatings (no first
-// place, no successors), and the assignment that takes it in is due one
-// tick before its start-up delay ends (Add), so that its node elects
-// with the ratings that assignment tells it (reassign). The members
-// agree again once each has placed.
+// then costs one assignment, not one each. Each costs a rendezvous hash
+// per name and candidate. Until then the names keep the previous
+// assignment, which is as good as it was before the change. A name added
+// in between is built with its plain SpreadRatings (no first place, no
+// successors), and the assignment that takes it in is due one tick
+// before its start-up delay ends (Add), so that its node elects with the
+// ratings that assignment tells it (reassign). The members agree again
+// once each has placed.
 func (g *Group) settle() {
 	if g.unbuilt == 0 {
 		return
 	}
-	if g.placeDirty && g.now >= g.placeAt {
-		g.place()
-	}
+	g.placeIfDue()
 	for _, e := range g.list {
 		if e.node == nil {
 			node, err := g.newNode(e)
@@ -538,10 +536,16 @@ func (g *Group) settle() {
 }
 
 // settlePlace is settle with the spread assignment brought up to date,
-// if it is due (placeAt).
+// if it is due.
 func (g *Group) settlePlace() {
+	g.placeIfDue()
+	g.settle()
+}
+
+// placeIfDue works the spread assignment out again if a change waits for
+// it and its tick (placeAt) has come.
+func (g *Group) placeIfDue() {
 	if g.placeDirty && g.now >= g.placeAt {
 		g.place()
 	}
-	g.settle()
 }

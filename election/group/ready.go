@@ -366,9 +366,9 @@ func (g *Group) NextDeadline() int {
 // NextTimer returns the earliest group tick (compared with Now) at which
 // a timer of some name other than its health score's fall can fire
 // (core.Node.NextTimer), or the group's next round instant or the
-// assignment's tick, as NextDeadline counts them. It equals NextDeadline while every name's
-// Health is 0. A driver whose loop ran late (Health above 0) tells from
-// it whether the group times anything soon.
+// assignment's tick, as NextDeadline counts them. It equals NextDeadline
+// while every name's Health is 0. A driver whose loop ran late (Health
+// above 0) tells from it whether the group times anything soon.
 func (g *Group) NextTimer() int {
 	return g.earliest((*core.Node).NextTimer)
 }
